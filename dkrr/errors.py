@@ -1,0 +1,71 @@
+"""Exception hierarchy of dkrr.
+
+Every error dkrr raises on purpose derives from :class:`DkrrError`, which is a
+``ValueError`` so that code written against scikit-learn conventions keeps working.
+Refinements also inherit the built-in exception they specialise.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DkrrError",
+    "InvalidParameterError",
+    "InputValidationError",
+    "NonFiniteInputError",
+    "ChunkingError",
+    "FeatureMismatchError",
+    "SingularSystemError",
+    "StoreError",
+    "StoreNotFoundError",
+    "ModelFormatError",
+    "OutputExistsError",
+    "SchedulerUnreachableError",
+]
+
+
+class DkrrError(ValueError):
+    """Base class of every error raised by dkrr on purpose."""
+
+
+class InvalidParameterError(DkrrError):
+    """An estimator or function parameter has an invalid value or combination."""
+
+
+class InputValidationError(DkrrError):
+    """Input data has the wrong type, shape, dtype or layout."""
+
+
+class NonFiniteInputError(InputValidationError):
+    """Input data contains NaN or infinite values."""
+
+
+class ChunkingError(InputValidationError):
+    """A dask array is chunked in a way dkrr cannot stream (for example along columns)."""
+
+
+class FeatureMismatchError(InputValidationError):
+    """The number of input columns differs from the one seen at fit time."""
+
+
+class SingularSystemError(DkrrError, ArithmeticError):
+    """The regularised normal equations are singular or not finite."""
+
+
+class StoreError(DkrrError, OSError):
+    """A Zarr store is unreadable or does not have the expected layout."""
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """A Zarr store (or an array inside it) does not exist."""
+
+
+class ModelFormatError(DkrrError, OSError):
+    """A saved model directory is missing, corrupted or from an incompatible version."""
+
+
+class OutputExistsError(DkrrError, FileExistsError):
+    """An output path exists already and overwriting was not requested."""
+
+
+class SchedulerUnreachableError(DkrrError, ConnectionError):
+    """A Dask scheduler could not be reached within the timeout."""
