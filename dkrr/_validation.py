@@ -1,0 +1,175 @@
+"""Input validation at dkrr's public boundary.
+
+Arrays arrive as numpy arrays, array-likes, dask arrays or zarr arrays. Small helpers
+here turn them into either a float numpy array or a row-chunked float dask array, and
+raise errors that name the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .errors import (
+    ChunkingError,
+    FeatureMismatchError,
+    InputValidationError,
+    InvalidParameterError,
+    NonFiniteInputError,
+)
+
+__all__ = [
+    "as_float_dtype",
+    "check_finite_block",
+    "check_input",
+    "check_n_features",
+    "check_random_state",
+    "is_dask",
+]
+
+
+def is_dask(X: Any) -> bool:
+    """True for a ``dask.array.Array``."""
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - dask is a core dependency
+        return False
+    return isinstance(X, da.Array)
+
+
+def _is_zarr(X: Any) -> bool:
+    try:
+        import zarr
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(X, zarr.Array)
+
+
+def as_float_dtype(dtype: np.dtype, name: str = "X") -> np.dtype:
+    """The floating dtype dkrr computes in for input ``dtype``.
+
+    float32 stays float32, float64 stays float64, float16 becomes float32, integers and
+    booleans become float64; anything else (complex, strings, objects) is refused.
+    """
+    dtype = np.dtype(dtype)
+    if dtype == np.float32 or dtype == np.float64:
+        return dtype
+    if dtype == np.float16:
+        return np.dtype(np.float32)
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    raise InputValidationError(
+        f"{name} has dtype {dtype}; dkrr needs real numeric data (float32, float64, "
+        f"integer or bool). Convert it first, e.g. {name}.astype('float64')."
+    )
+
+
+def check_finite_block(block: np.ndarray, name: str = "X", where: str = "") -> None:
+    """Raise :class:`NonFiniteInputError` if ``block`` holds NaN or inf, saying how many."""
+    if block.dtype.kind == "f" and not np.isfinite(block).all():
+        bad = ~np.isfinite(block)
+        n_bad = int(bad.sum())
+        rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
+        raise NonFiniteInputError(
+            f"{name}{where} contains {n_bad} non-finite value(s) (NaN or inf), first in "
+            f"row {int(rows[0])} (of that array/block); remove or impute them before "
+            "fitting or transforming."
+        )
+
+
+def check_input(
+    X: Any,
+    *,
+    name: str = "X",
+    ndim: int = 2,
+    allow_dask: bool = True,
+    check_finite: bool = True,
+):
+    """Validate ``X`` and return a float numpy array or a row-chunked float dask array.
+
+    Parameters
+    ----------
+    X : array-like, dask array or zarr array
+    name : str
+        Name used in error messages.
+    ndim : {1, 2} or None
+        Required number of dimensions (``None`` accepts 1 or 2: targets).
+    allow_dask : bool
+        Whether dask (and zarr, wrapped as dask) input is accepted.
+    check_finite : bool
+        For numpy input, check for NaN/inf now. Dask input is checked lazily, block by
+        block, by the functions that consume it (the error then names the block).
+
+    Raises
+    ------
+    InputValidationError, ChunkingError, NonFiniteInputError
+    """
+    if _is_zarr(X):
+        import dask.array as da
+
+        X = da.from_zarr(X)
+    if is_dask(X):
+        if not allow_dask:
+            raise InputValidationError(f"{name} must be an in-memory array here, got a dask array")
+        _check_shape(X.shape, name, ndim)
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            raise ChunkingError(
+                f"{name} is chunked along columns (chunks {X.chunks[1]} over {X.shape[1]} "
+                f"columns); dkrr streams row blocks that hold every column. Use "
+                f"`{name}.rechunk({{1: -1}})`."
+            )
+        dtype = as_float_dtype(X.dtype, name)
+        return X.astype(dtype) if dtype != X.dtype else X
+    if hasattr(X, "__array__") or isinstance(X, (list, tuple)):
+        try:
+            arr = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise InputValidationError(f"{name} could not be converted to an array: {exc}") from exc
+    else:
+        raise InputValidationError(
+            f"{name} must be a numpy array, array-like, dask array or zarr array; got "
+            f"{type(X).__name__}"
+        )
+    _check_shape(arr.shape, name, ndim)
+    dtype = as_float_dtype(arr.dtype, name)
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if check_finite:
+        check_finite_block(arr, name)
+    return arr
+
+
+def _check_shape(shape: tuple, name: str, ndim: int | None) -> None:
+    allowed = (1, 2) if ndim is None else (ndim,)
+    if len(shape) not in allowed:
+        hint = " Reshape a single feature with X.reshape(-1, 1)." if len(shape) == 1 else ""
+        raise InputValidationError(
+            f"{name} must be {' or '.join(map(str, allowed))}-dimensional, got shape "
+            f"{shape}.{hint}"
+        )
+    if any(s == 0 for s in shape):
+        raise InputValidationError(f"{name} is empty (shape {shape}); it needs at least one row and column")
+
+
+def check_n_features(X_shape: tuple, expected: int, name: str = "X") -> None:
+    """Raise :class:`FeatureMismatchError` when the column count differs from fit time."""
+    if X_shape[1] != expected:
+        raise FeatureMismatchError(
+            f"{name} has {X_shape[1]} columns but the model was fitted with {expected}"
+        )
+
+
+def check_random_state(random_state: Any) -> np.random.Generator:
+    """Turn ``None``, an int, a SeedSequence or a Generator into a numpy Generator."""
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
+        if isinstance(random_state, numbers.Integral) and random_state < 0:
+            raise InvalidParameterError(f"random_state must be >= 0, got {random_state}")
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
+    raise InvalidParameterError(
+        f"random_state must be None, an int, a numpy SeedSequence or Generator; got {random_state!r}"
+    )

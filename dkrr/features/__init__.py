@@ -1,0 +1,7 @@
+"""Random feature maps: projections (the linear part) and kernel nonlinearities."""
+
+from ._base import PROJECTIONS, Projection, next_power_of_two, register_projection
+from ._nonlinear import KERNELS, exact_kernel
+from . import _rff  # noqa: F401  (registers "rff")
+
+__all__ = ["KERNELS", "PROJECTIONS", "Projection", "exact_kernel", "next_power_of_two", "register_projection"]

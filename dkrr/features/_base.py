@@ -1,0 +1,125 @@
+"""The contract every random projection implements, and the registry of methods.
+
+A *projection* is the linear part ``x -> W x`` of a random feature map, with ``W`` of
+shape ``(n_components, n_features_in)``. Implementations store only the random numbers
+their construction needs (O(D) for the structured families) and apply ``W`` with fast
+transforms; :meth:`Projection.matrix` forms ``W`` explicitly and independently of the
+fast path, so tests can compare the two.
+
+Projections are plain dataclasses of numbers and numpy arrays: :meth:`get_state` and
+:meth:`from_state` round-trip them without pickle, which is what model files store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+
+__all__ = ["Projection", "PROJECTIONS", "register_projection", "next_power_of_two"]
+
+#: name -> Projection subclass, filled by :func:`register_projection`.
+PROJECTIONS: dict[str, type["Projection"]] = {}
+
+
+def register_projection(cls: type["Projection"]) -> type["Projection"]:
+    """Class decorator adding a projection to :data:`PROJECTIONS` under ``cls.method``."""
+    if cls.method in PROJECTIONS:
+        raise RuntimeError(f"projection method {cls.method!r} registered twice")
+    PROJECTIONS[cls.method] = cls
+    return cls
+
+
+def next_power_of_two(n: int) -> int:
+    """Smallest power of two >= ``n`` (``n >= 1``)."""
+    return 1 << (int(n) - 1).bit_length()
+
+
+@dataclasses.dataclass(eq=False)
+class Projection:
+    """Base class of the linear part of a random feature map.
+
+    Subclasses are dataclasses whose fields are ints, floats, strings or numpy arrays.
+
+    Attributes
+    ----------
+    n_features_in : int
+        Input dimension d.
+    n_components : int
+        Number of random projections D (rows of W).
+    scale : float
+        Multiplier applied to every row of W (``1 / sigma`` for the Gaussian kernel).
+    """
+
+    #: registry name (the ``method`` parameter of :class:`dkrr.RandomFeatures`)
+    method: ClassVar[str] = ""
+    #: construction options this method accepts, with their defaults
+    options: ClassVar[dict[str, Any]] = {}
+
+    n_features_in: int
+    n_components: int
+    scale: float
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def generate(
+        cls,
+        n_features_in: int,
+        n_components: int,
+        scale: float,
+        rng: np.random.Generator,
+        **options: Any,
+    ) -> "Projection":
+        """Draw a new projection from ``rng``. ``options`` are validated by the caller."""
+        raise NotImplementedError
+
+    # -- application --------------------------------------------------------------
+    def project(self, X: np.ndarray) -> np.ndarray:
+        """Return ``X @ W.T`` with the fast path, in the dtype of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features_in), float32 or float64
+            Already validated (finite, C-contiguous, floating).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components), same dtype as ``X``.
+        """
+        raise NotImplementedError
+
+    def matrix(self) -> np.ndarray:
+        """Dense ``W`` of shape ``(n_components, n_features_in)`` in float64.
+
+        Built explicitly from dense matrices (``scipy.linalg.hadamard``, ``circulant``,
+        ``toeplitz``, ...), independently of :meth:`project`, for verification.
+        """
+        raise NotImplementedError
+
+    # -- plain-data state ------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Fields as a dict of ints/floats/strings/ndarrays (no pickle needed)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Projection":
+        """Inverse of :meth:`get_state`."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = names - set(state)
+        extra = set(state) - names
+        if missing or extra:
+            raise InvalidParameterError(
+                f"state for projection {cls.method!r} has missing fields {sorted(missing)} "
+                f"and unexpected fields {sorted(extra)}"
+            )
+        return cls(**state)
+
+    @property
+    def storage_size(self) -> int:
+        """Number of stored numbers (O(D) for structured maps, D*d for dense ones)."""
+        return int(
+            sum(np.size(v) for v in self.get_state().values() if isinstance(v, np.ndarray))
+        )
