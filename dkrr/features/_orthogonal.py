@@ -1,0 +1,371 @@
+"""Orthogonal random features: ORF, ORF' and structured SORF (Yu et al. 2016).
+
+* :class:`ORFProjection` (``method="orf"``): dense blocks ``W = S Q * scale`` (eq. 2).
+* :class:`SORFProjection` (``method="sorf"``): ``W = sqrt(d') * scale * H_n D1 H_n D2 H_n D3``
+  per block (eq. 5), applied with fast Walsh-Hadamard transforms, O(D) stored numbers.
+
+Also :class:`HadamardBlockProjection`, the shared machinery of the projections built from
+Hadamard transforms on zero-padded inputs (SORF here, Fastfood in ``_fastfood.py``): it
+picks per input shape between the FWHT path and a dense GEMM with ``W`` regenerated
+from the stored numbers (see :func:`prefer_dense`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import InvalidParameterError
+from ._base import Projection, next_power_of_two, register_projection
+from ._hadamard import fwht
+from ._rff import DenseProjection
+
+__all__ = [
+    "HadamardBlockProjection",
+    "ORFProjection",
+    "SORFProjection",
+    "haar_orthogonal",
+    "prefer_dense",
+]
+
+_ROW_NORMS = ("chi", "fixed")
+
+
+def _check_row_norms(value: Any) -> str:
+    if value not in _ROW_NORMS:
+        raise InvalidParameterError(
+            f"row_norms must be one of {list(_ROW_NORMS)}, got {value!r}"
+        )
+    return str(value)
+
+
+def haar_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
+    """A Haar-distributed ``d x d`` orthogonal matrix.
+
+    QR of a Gaussian matrix with the signs of ``diag(R)`` folded into the columns of
+    ``Q`` (without that correction ``Q`` is not Haar-distributed).
+    """
+    Q, R = np.linalg.qr(rng.standard_normal((d, d)))
+    signs = np.sign(np.diag(R))
+    signs[signs == 0] = 1.0
+    return Q * signs
+
+
+# -- ORF ------------------------------------------------------------------------------
+@register_projection
+@dataclasses.dataclass(eq=False)
+class ORFProjection(DenseProjection):
+    """Orthogonal random features (Yu et al. 2016, eq. 2), stored densely.
+
+    Per ``d x d`` block ``W = S Q * scale`` with ``Q`` Haar orthogonal and ``S``
+    diagonal. ``ceil(D / d)`` independent blocks are stacked and the first ``D`` rows
+    kept (the first ``D`` rows of one block when ``D < d``). No padding. Time
+    O(n D d) per data block (one GEMM); stores the ``D x d`` matrix.
+
+    Options
+    -------
+    row_norms : {"chi", "fixed"}, default "chi"
+        ``"chi"``: ``S_ii`` i.i.d. chi(d) (norms of Gaussian rows, so each row of ``W``
+        is distributed like a Gaussian row ``N(0, scale^2 I)``); ``"fixed"``:
+        ``S = sqrt(d) I`` (ORF' in the paper).
+    """
+
+    method = "orf"
+    options = {"row_norms": "chi"}
+
+    @classmethod
+    def generate(cls, n_features_in, n_components, scale, rng, **options):
+        row_norms = _check_row_norms(options.get("row_norms", "chi"))
+        unknown = set(options) - set(cls.options)
+        if unknown:
+            raise InvalidParameterError(f"unknown options for method 'orf': {sorted(unknown)}")
+        d, D = int(n_features_in), int(n_components)
+        n_blocks = -(-D // d)
+        blocks = []
+        for _ in range(n_blocks):
+            Q = haar_orthogonal(d, rng)
+            if row_norms == "chi":
+                s = np.sqrt(rng.chisquare(d, size=d))
+            else:
+                s = np.full(d, np.sqrt(d))
+            blocks.append(s[:, None] * Q)
+        weights = np.concatenate(blocks, axis=0)[:D]
+        return cls(d, D, float(scale), weights)
+
+
+# -- shared machinery of the Hadamard-based projections --------------------------------
+#: relative cost of one FWHT-path element operation (per padded column and pass) versus
+#: one GEMM multiply-add; fitted to the measurements quoted in :func:`prefer_dense`.
+_FWHT_PASS_COST = 9.0
+
+
+def prefer_dense(
+    n_features_in: int, n_components: int, padded: int, n_blocks: int, n_passes: float
+) -> bool:
+    """Whether a dense GEMM beats the FWHT path for one projection shape.
+
+    Cost model per input row: the dense path does ``D * d`` multiply-adds (one BLAS
+    GEMM); the FWHT path ``n_blocks * d' * n_passes`` element operations, where
+    ``n_passes`` counts the log2(d') butterfly stages of every transform plus the
+    elementwise passes (padding, sign flips, gathers, scaling), each weighted 9 GEMM
+    multiply-adds. Dense is chosen when its cost is strictly lower.
+
+    Fitted on the development machine (2-core Xeon, one BLAS thread, fht_cpu FWHT,
+    ``/tmp`` script in the report; ns per row and per output column, float64,
+    SORF k=3 / Fastfood):
+
+    ====  =====  ===========  ============  ===========
+    d     D      fast         dense         rule picks
+    ====  =====  ===========  ============  ===========
+    16    64     12.5 / 12.0  3.0 / 2.7     dense
+    64    256    13.2 / 14.5  5.4 / 5.0     dense
+    128   512    10.0 / 10.3  5.0 / 5.3     dense
+    256   64     26.2 / 39.8  15.3 / 15.2   dense
+    256   256    10.1 / 14.5  14.3 / 13.7   fast
+    256   1024   9.5 / 25.5   17.1 / 17.2   fast
+    512   128    38.3 / 77.6  28.0 / 42.4   dense
+    512   512    9.6 / 17.8   17.1 / 22.4   fast
+    512   2048   10.8 / 12.5  17.0 / 19.1   fast
+    ====  =====  ===========  ============  ===========
+
+    float32 gives the same crossover (d' about 256 for full blocks). So in practice:
+    dense for ``d' <= 128``, and for partial blocks (``D`` well below ``d'``); FWHTs
+    from ``d' >= 256`` when ``D >= d'``. Storage stays O(D) either way: the dense
+    ``W`` is a cache on the instance, regenerated from the stored numbers.
+    """
+    dense = n_components * n_features_in
+    fast = n_blocks * padded * n_passes * _FWHT_PASS_COST
+    return dense < fast
+
+
+@dataclasses.dataclass(eq=False)
+class HadamardBlockProjection(Projection):
+    """Base of projections applied with FWHTs on the input zero-padded to ``d'``.
+
+    Subclasses implement :meth:`_project_fast` (the FWHT path, returning the unscaled
+    ``(n, n_blocks * d')`` block outputs and a per-row column scaling) and
+    :meth:`_n_passes`. :meth:`project` chooses between the FWHT path and a dense GEMM
+    with ``W`` regenerated once from the stored numbers (by running the FWHT path on
+    the identity) and cached on the instance, not in :meth:`get_state`.
+    """
+
+    def __post_init__(self) -> None:
+        self._dense_cache: dict[np.dtype, np.ndarray] = {}
+        self._cast_cache: dict[tuple[str, np.dtype], np.ndarray] = {}
+
+    # -- geometry ------------------------------------------------------------------------
+    @property
+    def padded_features(self) -> int:
+        """``d'``: the input dimension zero-padded to a power of two."""
+        return next_power_of_two(self.n_features_in)
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of independent ``d' x d'`` blocks, ``ceil(D / d')``."""
+        return -(-self.n_components // self.padded_features)
+
+    def _n_passes(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _cast(self, name: str, dtype: np.dtype) -> np.ndarray:
+        key = (name, np.dtype(dtype))
+        arr = self._cast_cache.get(key)
+        if arr is None:
+            arr = np.ascontiguousarray(self._float_field(name), dtype=dtype)
+            self._cast_cache[key] = arr
+        return arr
+
+    def _float_field(self, name: str) -> np.ndarray:
+        return np.asarray(getattr(self, name), dtype=np.float64)
+
+    # -- fast path ----------------------------------------------------------------------
+    def _signed_padded_input(self, X: np.ndarray, first_signs: np.ndarray) -> np.ndarray:
+        """``(n, n_blocks, d')`` array: block b holds ``pad(X) * first_signs[b]``."""
+        n, d = X.shape
+        Y = np.empty((n, self.n_blocks, self.padded_features), dtype=X.dtype)
+        np.multiply(X[:, None, :], first_signs[None, :, :d], out=Y[:, :, :d])
+        Y[:, :, d:] = 0
+        return Y
+
+    def _project_fast(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- dense path ---------------------------------------------------------------------
+    def _dense_wt(self, dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        wt = self._dense_cache.get(dtype)
+        if wt is None:
+            if np.dtype(np.float64) not in self._dense_cache:
+                eye = np.eye(self.n_features_in, dtype=np.float64)
+                self._dense_cache[np.dtype(np.float64)] = np.ascontiguousarray(
+                    self._project_fast(eye)
+                )
+            wt = np.ascontiguousarray(self._dense_cache[np.dtype(np.float64)], dtype=dtype)
+            self._dense_cache[dtype] = wt
+        return wt
+
+    def use_dense(self) -> bool:
+        """Whether :meth:`project` uses the dense GEMM path for this shape."""
+        return prefer_dense(
+            self.n_features_in,
+            self.n_components,
+            self.padded_features,
+            self.n_blocks,
+            self._n_passes(),
+        )
+
+    def project(self, X: np.ndarray, *, path: str = "auto") -> np.ndarray:
+        """Return ``X @ W.T`` in the dtype of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features_in), float32 or float64
+        path : {"auto", "fast", "dense"}, default "auto"
+            ``"fast"``: FWHTs on all rows of a block at once, O(n D log d');
+            ``"dense"``: one GEMM with ``W`` regenerated from the stored numbers
+            (cached on the instance); ``"auto"``: :meth:`use_dense` decides.
+        """
+        if path == "auto":
+            path = "dense" if self.use_dense() else "fast"
+        if path == "dense":
+            return X @ self._dense_wt(X.dtype)
+        if path == "fast":
+            return self._project_fast(X)
+        raise InvalidParameterError(f"path must be 'auto', 'fast' or 'dense', got {path!r}")
+
+
+# -- SORF -----------------------------------------------------------------------------
+@register_projection
+@dataclasses.dataclass(eq=False)
+class SORFProjection(HadamardBlockProjection):
+    """Structured orthogonal random features (Yu et al. 2016, eq. 5).
+
+    Per ``d' x d'`` block (``d'`` = d zero-padded to a power of two)
+    ``W = sqrt(d') * scale * H_n D_1 H_n D_2 ... H_n D_k`` with ``H_n = H / sqrt(d')``
+    and ``D_i`` Rademacher diagonals; ``ceil(D / d')`` independent blocks stacked, first
+    ``D`` rows kept, first ``d`` columns used (padding). Applied with ``k`` FWHTs per
+    block: time O(n D log d'); stored numbers ``(k + [chi]) * ceil(D / d') * d'``, i.e.
+    O(D + d).
+
+    Options
+    -------
+    n_hd_blocks : int, default 3
+        ``k``, the number of ``H_n D`` factors (3 in the paper; 1 and 2 are its
+        ablations).
+    row_norms : {"fixed", "chi"}, default "fixed"
+        ``"fixed"``: every row has norm ``sqrt(d') * scale`` (the paper). ``"chi"``
+        (beyond the paper): row ``i`` is rescaled to norm ``s_i * scale`` with ``s_i``
+        i.i.d. chi(d'), the norm law of a Gaussian row in the padded dimension
+        ``d'`` -- the analogue of ORF versus ORF'.
+
+    Attributes
+    ----------
+    signs : ndarray of int8, shape (n_blocks, n_hd_blocks, d')
+        Diagonals of ``D_1 .. D_k`` per block (``signs[b, 0]`` is ``D_1``, the factor
+        applied last).
+    norms : ndarray of float64, shape (n_blocks * d',) or (0,)
+        The chi row norms ``s_i`` (empty for ``row_norms="fixed"``).
+    """
+
+    method = "sorf"
+    options = {"n_hd_blocks": 3, "row_norms": "fixed"}
+
+    signs: np.ndarray = dataclasses.field(default_factory=lambda: np.ones((0, 0, 0), np.int8))
+    norms: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.signs = np.ascontiguousarray(self.signs, dtype=np.int8)
+        self.norms = np.ascontiguousarray(self.norms, dtype=np.float64)
+        dp = self.padded_features
+        if self.signs.ndim != 3 or self.signs.shape[0] != self.n_blocks or self.signs.shape[2] != dp:
+            raise InvalidParameterError(
+                f"SORF signs must have shape (n_blocks={self.n_blocks}, k, d'={dp}), "
+                f"got {self.signs.shape}"
+            )
+        if self.signs.shape[1] < 1:
+            raise InvalidParameterError("SORF needs at least one H D factor")
+        if self.norms.size not in (0, self.n_blocks * dp):
+            raise InvalidParameterError(
+                f"SORF norms must have {self.n_blocks * dp} entries or none, got {self.norms.size}"
+            )
+
+    @property
+    def n_hd_blocks(self) -> int:
+        """``k``, the number of ``H_n D`` factors."""
+        return int(self.signs.shape[1])
+
+    @property
+    def row_norms(self) -> str:
+        """``"chi"`` or ``"fixed"``."""
+        return "chi" if self.norms.size else "fixed"
+
+    @classmethod
+    def generate(cls, n_features_in, n_components, scale, rng, **options):
+        unknown = set(options) - set(cls.options)
+        if unknown:
+            raise InvalidParameterError(f"unknown options for method 'sorf': {sorted(unknown)}")
+        k = options.get("n_hd_blocks", 3)
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise InvalidParameterError(f"n_hd_blocks must be a positive integer, got {k!r}")
+        row_norms = _check_row_norms(options.get("row_norms", "fixed"))
+        d, D = int(n_features_in), int(n_components)
+        dp = next_power_of_two(d)
+        n_blocks = -(-D // dp)
+        signs = (2 * rng.integers(0, 2, size=(n_blocks, int(k), dp), dtype=np.int8) - 1).astype(np.int8)
+        if row_norms == "chi":
+            norms = np.sqrt(rng.chisquare(dp, size=n_blocks * dp))
+        else:
+            norms = np.empty(0)
+        return cls(d, D, float(scale), signs, norms)
+
+    def _n_passes(self) -> float:
+        # k transforms of log2(d') stages, k sign flips, padding copy and final scaling.
+        dp = self.padded_features
+        return self.n_hd_blocks * (np.log2(dp) + 1) + 2
+
+    def _row_factors(self) -> np.ndarray:
+        """Multiplier of every block output row (unnormalized H in the fast path)."""
+        dp = self.padded_features
+        k = self.n_hd_blocks
+        if self.norms.size:
+            return self.scale * self.norms * dp ** (-k / 2.0)
+        return np.full(self.n_blocks * dp, self.scale * dp ** ((1.0 - k) / 2.0))
+
+    def _float_field(self, name: str) -> np.ndarray:
+        if name == "factors":
+            return self._row_factors()[: self.n_components]
+        return super()._float_field(name)
+
+    def _project_fast(self, X: np.ndarray) -> np.ndarray:
+        n = X.shape[0]
+        dp, nb, k = self.padded_features, self.n_blocks, self.n_hd_blocks
+        signs = self._cast("signs", X.dtype)
+        # rightmost factor D_k first
+        Y = self._signed_padded_input(X, signs[:, k - 1, :])
+        flat = Y.reshape(n * nb, dp)
+        fwht(flat)
+        for j in range(k - 2, -1, -1):
+            Y *= signs[None, :, j, :]
+            fwht(flat)
+        out = Y.reshape(n, nb * dp)[:, : self.n_components]
+        return np.multiply(out, self._cast("factors", X.dtype))
+
+    def matrix(self) -> np.ndarray:
+        dp, d, k = self.padded_features, self.n_features_in, self.n_hd_blocks
+        Hn = scipy.linalg.hadamard(dp).astype(np.float64) / np.sqrt(dp)
+        blocks = []
+        for b in range(self.n_blocks):
+            M = np.eye(dp)
+            for j in range(k):
+                M = M @ Hn @ np.diag(self.signs[b, j].astype(np.float64))
+            if self.norms.size:
+                M = np.diag(self.norms[b * dp : (b + 1) * dp]) @ M
+            else:
+                M = np.sqrt(dp) * M
+            blocks.append(self.scale * M)
+        return np.concatenate(blocks, axis=0)[: self.n_components, :d]
