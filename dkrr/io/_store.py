@@ -1,0 +1,453 @@
+"""Open, validate and write the Zarr stores dkrr reads and writes.
+
+Zarr layout
+-----------
+A dkrr dataset is a Zarr group (Zarr format 3; a format 2 group is read as well) that
+holds two arrays:
+
+``X``
+    The features, shape ``(n_samples, n_features)``, dtype float32 or float64 (any
+    integer or floating dtype is accepted on input). Chunked along rows only:
+    chunks ``(chunk_rows, n_features)``. ``dkrr ingest`` compresses each chunk with
+    Blosc (zstd, level 3, byte shuffle).
+``y``
+    The targets, shape ``(n_samples,)`` for one target or ``(n_samples, n_targets)``
+    for several, chunked along rows like ``X``. Float (same dtype as ``X``) for a
+    numeric target; int32 class codes ``0 .. k-1`` when the target column held labels.
+
+and these group attributes (written by ``dkrr ingest``; all optional on input):
+
+``dkrr_layout``
+    Layout version, ``1``.
+``feature_names``, ``target_names``
+    Lists of column names (from the CSV header; ``column_{j}`` for a CSV without a
+    header or a ``.npy`` matrix, ``j`` being the 0-based column in the input;
+    ``feature_{j}`` (0-based) and ``label`` for LIBSVM).
+``source``, ``format``
+    Absolute path of the ingested file and its format (``csv``, ``libsvm`` or ``npy``).
+``classes``
+    Present only when the target column was not numeric: the original labels in
+    sorted order; ``y == i`` means label ``classes[i]``.
+
+Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
+it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
+read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
+or ``(n_samples, n_outputs)``), chunked along rows like the input, plus the attributes
+the caller passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec
+
+from ..errors import InputValidationError, StoreError, StoreNotFoundError
+from ._atomic import atomic_output
+
+__all__ = [
+    "LAYOUT_VERSION",
+    "ZarrDataset",
+    "open_dataset",
+    "write_dataset",
+    "write_predictions",
+]
+
+#: Version of the store layout written in the ``dkrr_layout`` group attribute.
+LAYOUT_VERSION = 1
+
+_NUMERIC_KINDS = "iuf"
+
+
+def default_compressors() -> tuple[BloscCodec, ...]:
+    """Compressors used for every array dkrr writes (Blosc zstd level 3, shuffle)."""
+    return (BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"),)
+
+
+def zarr_replace_check(path: Path) -> str | None:
+    """``can_replace`` callback for :func:`atomic_output`: only Zarr groups or empty dirs."""
+    if path.is_dir() and not path.is_symlink():
+        if (path / "zarr.json").is_file() or (path / ".zgroup").is_file():
+            return None
+        if not any(path.iterdir()):
+            return None
+        return "it is a directory that is not a Zarr store"
+    return "it is not a Zarr store (a directory with zarr.json)"
+
+
+@dataclass
+class ZarrDataset:
+    """A dataset opened from a Zarr store, as lazy dask arrays.
+
+    Attributes
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Features, chunked along rows with the store's row chunks, one chunk across all
+        columns.
+    y : dask.array.Array of shape (n_samples,) or (n_samples, n_targets), or None
+        Targets with the same row chunks as `X`; ``None`` when the store has no ``y``
+        and it was not required.
+    attrs : dict
+        The group attributes (see the layout in this module's docstring).
+    path : str
+        Absolute path of the store.
+    """
+
+    X: da.Array
+    y: da.Array | None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns."""
+        return int(self.X.shape[1])
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        """Column names of `X` from the attributes, if recorded."""
+        names = self.attrs.get("feature_names")
+        return list(names) if names is not None else None
+
+    @property
+    def target_names(self) -> list[str] | None:
+        """Column names of `y` from the attributes, if recorded."""
+        names = self.attrs.get("target_names")
+        return list(names) if names is not None else None
+
+    @property
+    def classes(self) -> list[str] | None:
+        """Original class labels (``y`` holds their indices), or None for numeric y."""
+        classes = self.attrs.get("classes")
+        return list(classes) if classes is not None else None
+
+
+def _open_group(path: Path) -> zarr.Group:
+    if not os.path.lexists(path):
+        raise StoreNotFoundError(
+            f"Zarr store {path} does not exist; create one with `dkrr ingest` "
+            "(dkrr.io.ingest) from a CSV, LIBSVM or .npy file"
+        )
+    if not path.is_dir():
+        raise StoreError(
+            f"{path} is a file, not a Zarr store (a directory holding zarr.json); "
+            "convert a CSV, LIBSVM or .npy file with `dkrr ingest` first"
+        )
+    has_v3 = (path / "zarr.json").is_file()
+    has_v2 = (path / ".zgroup").is_file() or (path / ".zarray").is_file()
+    if not (has_v3 or has_v2):
+        entries = sorted(p.name for p in path.iterdir())
+        shown = ", ".join(entries[:10]) + (", ..." if len(entries) > 10 else "")
+        raise StoreError(
+            f"{path} is a directory but not a Zarr store: it has no zarr.json "
+            f"(found: {shown or 'nothing'})"
+        )
+    try:
+        node = zarr.open(str(path), mode="r")
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{path}: the Zarr metadata file is corrupted ({exc})") from exc
+    except Exception as exc:  # zarr raises many types for broken metadata
+        raise StoreError(
+            f"cannot open {path} as a Zarr group: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(node, zarr.Group):
+        raise StoreError(
+            f"{path} is a Zarr array of shape {node.shape}, not a group; a dkrr store "
+            "is a group holding the arrays X and y"
+        )
+    return node
+
+
+def _check_numeric(name: str, arr: Any, path: Path) -> None:
+    dtype = np.dtype(arr.dtype)
+    if dtype.kind not in _NUMERIC_KINDS:
+        raise InputValidationError(
+            f"array {name!r} in {path} has dtype {dtype}, which is not numeric; "
+            "store integers or floats (re-ingest with `dkrr ingest`)"
+        )
+
+
+def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrDataset:
+    """Open a Zarr store laid out as a dkrr dataset, lazily.
+
+    Nothing is read but metadata: `X` and `y` are dask arrays backed by the store, so
+    the dataset can be far larger than memory.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Directory of a Zarr group holding the arrays ``X`` and ``y`` (see the module
+        docstring for the layout).
+    require_y : bool, default=True
+        Whether a missing ``y`` is an error. With ``False`` (for prediction), `y` of
+        the result is ``None`` when the store has no ``y``.
+
+    Returns
+    -------
+    dataset : ZarrDataset
+        `X` chunked along rows with the store's chunks (columns in one chunk), `y`
+        rechunked to the row chunks of `X`, the group attributes and the path.
+
+    Raises
+    ------
+    StoreNotFoundError
+        If `path` does not exist.
+    StoreError
+        If `path` is not a Zarr group (a file, a plain directory, corrupted metadata,
+        a lone array), or the group has no ``X`` (or no ``y`` with `require_y`).
+    InputValidationError
+        If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
+        has a non-numeric dtype.
+    """
+    path = Path(os.path.abspath(os.fspath(path)))
+    group = _open_group(path)
+    arrays = sorted(group.array_keys())
+    wanted = ["X", "y"] if require_y else ["X"]
+    missing = [name for name in wanted if name not in arrays]
+    if missing:
+        found = ", ".join(repr(a) for a in arrays) if arrays else "no arrays"
+        raise StoreError(
+            f"Zarr group {path} has no array {' or '.join(repr(m) for m in missing)} "
+            f"(found: {found}); a dkrr store holds X of shape (n_samples, n_features) "
+            "and y of shape (n_samples,) -- see `dkrr ingest`"
+        )
+    zX = group["X"]
+    if zX.ndim != 2:
+        raise InputValidationError(
+            f"array 'X' in {path} has shape {zX.shape}; expected 2 dimensions "
+            "(n_samples, n_features)"
+        )
+    _check_numeric("X", zX, path)
+    X = da.from_zarr(zX)
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    y = None
+    if "y" in arrays:
+        zy = group["y"]
+        if zy.ndim not in (1, 2):
+            raise InputValidationError(
+                f"array 'y' in {path} has shape {zy.shape}; expected (n_samples,) "
+                "or (n_samples, n_targets)"
+            )
+        if zy.shape[0] != zX.shape[0]:
+            raise InputValidationError(
+                f"arrays in {path} disagree on the number of rows: X has shape "
+                f"{zX.shape} but y has shape {zy.shape}; both need n_samples rows"
+            )
+        _check_numeric("y", zy, path)
+        y = da.from_zarr(zy)
+        target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
+        if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
+            y = y.rechunk(target_chunks)
+    return ZarrDataset(X=X, y=y, attrs=dict(group.attrs.asdict()), path=str(path))
+
+
+def _regular_rows(arr: da.Array, name: str) -> da.Array:
+    """Make row chunks uniform (all equal but the last) and columns one chunk."""
+    if any(np.isnan(c) for c in arr.shape):
+        raise InputValidationError(
+            f"{name} has unknown chunk sizes {arr.chunks}; call "
+            f"`{name}.compute_chunk_sizes()` first"
+        )
+    rows = arr.chunks[0]
+    regular = len(rows) <= 1 or (
+        all(c == rows[0] for c in rows[:-1]) and rows[-1] <= rows[0]
+    )
+    new: dict[int, Any] = {}
+    if not regular:
+        new[0] = max(rows)
+    if arr.ndim == 2 and arr.numblocks[1] != 1:
+        new[1] = -1
+    return arr.rechunk(new) if new else arr
+
+
+def _as_dask(arr: Any, name: str) -> da.Array:
+    if isinstance(arr, da.Array):
+        return arr
+    arr = np.asarray(arr)
+    return da.from_array(arr, chunks=(min(max(arr.shape[0], 1), 65536),) + arr.shape[1:])
+
+
+def _run(task: Any, compute: Callable[[Any], Any] | None) -> None:
+    if compute is None:
+        task.compute()
+    else:
+        compute(task)
+
+
+def write_predictions(
+    y_pred: Any,
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    attrs: Mapping[str, Any] | None = None,
+    compute: Callable[[Any], Any] | None = None,
+) -> str:
+    """Write predictions to a new Zarr group, block by block, atomically.
+
+    Each block of `y_pred` is computed where the scheduler runs it and written to the
+    store by that worker (:func:`dask.array.to_zarr`); nothing is gathered on the
+    client. With a ``distributed`` cluster the workers must share the filesystem that
+    holds `out`. The group is written under a temporary name and renamed to `out`
+    only when every block is stored.
+
+    Parameters
+    ----------
+    y_pred : dask.array.Array of shape (n_samples,) or (n_samples, n_outputs)
+        Predictions (a NumPy array is wrapped). Irregular row chunks are made uniform
+        and columns are put in one chunk, as Zarr needs a regular grid.
+    out : str or os.PathLike
+        Directory of the Zarr group to create; it will hold the array ``y_pred``.
+    overwrite : bool, default=False
+        Replace an existing Zarr store at `out` (only once the new one is complete).
+    attrs : mapping, optional
+        Extra JSON-serialisable group attributes (for example ``classes`` or the
+        model path). ``dkrr_layout`` is always written.
+    compute : callable, optional
+        Called as ``compute(task)`` with the :class:`dask.delayed.Delayed` that stores
+        all blocks; it must run it (for example with a progress bar). By default
+        ``task.compute()``, which uses the active scheduler (a ``distributed.Client``
+        if one is the default).
+
+    Returns
+    -------
+    path : str
+        Absolute path of the written store.
+
+    Raises
+    ------
+    OutputExistsError
+        If `out` exists and `overwrite` is false, or it exists and is not a Zarr store.
+    InputValidationError
+        If `y_pred` is not 1-D or 2-D or has unknown chunk sizes.
+    """
+    y_pred = _as_dask(y_pred, "y_pred")
+    if y_pred.ndim not in (1, 2):
+        raise InputValidationError(
+            f"y_pred has shape {y_pred.shape}; expected (n_samples,) or "
+            "(n_samples, n_outputs)"
+        )
+    y_pred = _regular_rows(y_pred, "y_pred")
+    group_attrs = {"dkrr_layout": LAYOUT_VERSION, **dict(attrs or {})}
+    final = Path(os.path.abspath(os.fspath(out)))
+    with atomic_output(final, overwrite, can_replace=zarr_replace_check) as tmp:
+        zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
+        task = da.to_zarr(
+            y_pred,
+            str(tmp),
+            component="y_pred",
+            compute=False,
+            compressors=default_compressors(),
+        )
+        _run(task, compute)
+    return str(final)
+
+
+def write_dataset(
+    X: Any,
+    y: Any,
+    out: str | os.PathLike,
+    *,
+    feature_names: Sequence[str] | None = None,
+    target_names: Sequence[str] | None = None,
+    classes: Sequence[str] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    compute: Callable[[Any], Any] | None = None,
+) -> str:
+    """Write dask arrays `X` and `y` as a dkrr Zarr store, block by block, atomically.
+
+    Used to materialise synthetic or transformed data larger than memory: each block is
+    written by the worker that computes it.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Features. Rows keep their chunks (made uniform if irregular); columns are put
+        in one chunk.
+    y : dask.array.Array of shape (n_samples,) or (n_samples, n_targets), or None
+        Targets, rechunked to the row chunks of `X`. ``None`` writes only ``X``.
+    out : str or os.PathLike
+        Directory of the Zarr group to create.
+    feature_names, target_names : sequence of str, optional
+        Column names; default ``column_{j}`` and ``target`` (``target_{j}``).
+    classes : sequence of str, optional
+        Labels when `y` holds class codes.
+    attrs : mapping, optional
+        Extra group attributes.
+    overwrite : bool, default=False
+        Replace an existing Zarr store at `out` once the new one is complete.
+    compute : callable, optional
+        Runs the store task, as in :func:`write_predictions`.
+
+    Returns
+    -------
+    path : str
+        Absolute path of the written store.
+    """
+    X = _as_dask(X, "X")
+    if X.ndim != 2:
+        raise InputValidationError(f"X has shape {X.shape}; expected 2 dimensions")
+    X = _regular_rows(X, "X")
+    sources, names = [X], ["X"]
+    n_targets = 0
+    if y is not None:
+        y = _as_dask(y, "y")
+        if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+            raise InputValidationError(
+                f"y has shape {y.shape} but X has shape {X.shape}; y needs "
+                "(n_samples,) or (n_samples, n_targets) with the same n_samples"
+            )
+        y = y.rechunk((X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+        sources.append(y)
+        names.append("y")
+        n_targets = 1 if y.ndim == 1 else int(y.shape[1])
+    if feature_names is None:
+        feature_names = [f"column_{j}" for j in range(X.shape[1])]
+    if target_names is None:
+        target_names = (
+            ["target"] if n_targets == 1 else [f"target_{j}" for j in range(n_targets)]
+        )
+    if len(feature_names) != X.shape[1] or len(target_names) != n_targets:
+        raise InputValidationError(
+            f"got {len(feature_names)} feature names and {len(target_names)} target "
+            f"names for {X.shape[1]} features and {n_targets} targets"
+        )
+    group_attrs: dict[str, Any] = {
+        "dkrr_layout": LAYOUT_VERSION,
+        "feature_names": [str(n) for n in feature_names],
+        "target_names": [str(n) for n in target_names],
+        **dict(attrs or {}),
+    }
+    if classes is not None:
+        group_attrs["classes"] = [str(c) for c in classes]
+    final = Path(os.path.abspath(os.fspath(out)))
+    with atomic_output(final, overwrite, can_replace=zarr_replace_check) as tmp:
+        group = zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
+        targets = []
+        for name, src in zip(names, sources):
+            chunks = tuple(max(c[0], 1) for c in src.chunks)
+            targets.append(
+                group.create_array(
+                    name,
+                    shape=src.shape,
+                    dtype=src.dtype,
+                    chunks=chunks,
+                    compressors=default_compressors(),
+                )
+            )
+        _run(da.store(sources, targets, lock=False, compute=False), compute)
+    return str(final)
