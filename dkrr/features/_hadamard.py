@@ -8,9 +8,9 @@ width ``n`` a power of two. Three interchangeable backends, chosen by measuremen
 =========== ========================= ===================
 backend      float32 (G additions/s)   float64
 =========== ========================= ===================
-``fht_cpu``  13.3                      7.5
-``numba``    4.4                       4.3
-``numpy``    0.26                      0.14
+``fht_cpu``  14.0                      7.4
+``numba``    4.4 - 6.6                 4.2
+``numpy``    0.26                      0.17
 =========== ========================= ===================
 
 ``fht_cpu`` (a SIMD C++ extension from PyPI) is optional: it is used when it imports
