@@ -100,3 +100,7 @@ def test_bad_input():
     state["perm"] = state["perm"][:, :2]
     with pytest.raises(InvalidParameterError, match="perm"):
         FastfoodProjection.from_state(state)
+    state = p.get_state()
+    state["perm"] = np.zeros_like(state["perm"])
+    with pytest.raises(InvalidParameterError, match="permutation"):
+        FastfoodProjection.from_state(state)

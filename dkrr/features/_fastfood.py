@@ -62,6 +62,8 @@ class FastfoodProjection(HadamardBlockProjection):
                     f"Fastfood field {name!r} must have shape {shape}, "
                     f"got {getattr(self, name).shape}"
                 )
+        if not np.array_equal(np.sort(self.perm, axis=1), np.broadcast_to(np.arange(shape[1]), shape)):
+            raise InvalidParameterError("Fastfood field 'perm' must hold a permutation of range(d') per block")
 
     @classmethod
     def generate(cls, n_features_in, n_components, scale, rng, **options):

@@ -114,8 +114,8 @@ def prefer_dense(
     elementwise passes (padding, sign flips, gathers, scaling), each weighted 9 GEMM
     multiply-adds. Dense is chosen when its cost is strictly lower.
 
-    Fitted on the development machine (2-core Xeon, one BLAS thread, fht_cpu FWHT,
-    ``/tmp`` script in the report; ns per row and per output column, float64,
+    Fitted on the development machine (2-core Xeon, one BLAS thread, fht_cpu FWHT;
+    ``benchmarks/bench_fwht.py --paths``; ns per row and per output column, float64,
     SORF k=3 / Fastfood):
 
     ====  =====  ===========  ============  ===========
