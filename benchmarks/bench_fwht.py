@@ -43,7 +43,7 @@ def bench_backends(rows: int, width: int, repeats: int) -> None:
         for backend in backends:
             m = rows if backend != "numpy" else max(1, rows // 8)
             buf = np.empty_like(src[:m])
-            fwht(buf[:4].copy(), backend=backend)  # warm-up (numba compile/cache load)
+            fwht(src[:4].copy(), backend=backend)  # warm-up (numba compile/cache load)
             t = _best_time(lambda a: fwht(a, backend=backend), buf, src[:m], repeats if backend != "numpy" else 1)
             adds = m * width * np.log2(width)
             results[backend] = (m, t, adds / t / 1e9, m / t / 1e6)

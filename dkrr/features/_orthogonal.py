@@ -100,7 +100,7 @@ class ORFProjection(DenseProjection):
 # -- shared machinery of the Hadamard-based projections --------------------------------
 #: relative cost of one FWHT-path element operation (per padded column and pass) versus
 #: one GEMM multiply-add; fitted to the measurements quoted in :func:`prefer_dense`.
-_FWHT_PASS_COST = 9.0
+_FWHT_PASS_COST = 8.5
 
 
 def prefer_dense(
@@ -111,7 +111,7 @@ def prefer_dense(
     Cost model per input row: the dense path does ``D * d`` multiply-adds (one BLAS
     GEMM); the FWHT path ``n_blocks * d' * n_passes`` element operations, where
     ``n_passes`` counts the log2(d') butterfly stages of every transform plus the
-    elementwise passes (padding, sign flips, gathers, scaling), each weighted 9 GEMM
+    elementwise passes (padding, sign flips, gathers, scaling), each weighted 8.5 GEMM
     multiply-adds. Dense is chosen when its cost is strictly lower.
 
     Fitted on the development machine (2-core Xeon, one BLAS thread, fht_cpu FWHT;
