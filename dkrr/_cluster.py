@@ -259,7 +259,8 @@ def dask_client(
     ----------
     scheduler : str or path-like, default=None
         ``None`` starts an in-process :class:`distributed.LocalCluster` bound to
-        127.0.0.1. Otherwise the address of an existing scheduler
+        127.0.0.1 (with ``processes=False`` and no TLS its workers use ``inproc://``
+        and only the dashboard listens, on 127.0.0.1). Otherwise the address of an existing scheduler
         (``"tcp://127.0.0.1:8786"``, ``"tls://host:8786"``) or the path of a scheduler
         JSON file.
     n_workers : int, default=None
@@ -334,6 +335,9 @@ def dask_client(
                 if security.tls_scheduler_cert is None or security.tls_worker_cert is None:
                     security = _same_certificate_for_all_roles(security)
                 kwargs.update(protocol="tls://", security=security)
+            if processes or security is not None:
+                kwargs["host"] = "127.0.0.1"
+            # else: in-process workers talk over inproc://, no network socket at all.
             if not processes:
                 stack.enter_context(limit_blas_threads(1))
             try:
@@ -343,8 +347,12 @@ def dask_client(
                         threads_per_worker=threads_per_worker,
                         memory_limit=memory_limit,
                         processes=processes,
-                        host="127.0.0.1",
-                        dashboard_address="127.0.0.1:0" if dashboard else None,
+                        # The scheduler's HTTP server (/health, /metrics) always runs; keep
+                        # it on a free port of 127.0.0.1 and add the dashboard on request.
+                        dashboard_address="127.0.0.1:0",
+                        scheduler_kwargs={"dashboard": bool(dashboard)},
+                        # Same for the workers' HTTP servers (else 0.0.0.0 when inproc).
+                        worker_dashboard_address="127.0.0.1:0",
                         **kwargs,
                     )
                 )
@@ -354,7 +362,11 @@ def dask_client(
             if not quiet:
                 n = len(cluster.workers)
                 what = f"started a LocalCluster with {n} worker(s) at {cluster.scheduler_address}"
-                _print_dashboard(cluster.dashboard_link if dashboard else None, stream, what)
+                link = None
+                if dashboard:
+                    port = client.scheduler_info()["services"].get("dashboard")
+                    link = None if port is None else f"http://127.0.0.1:{port}/status"
+                _print_dashboard(link, stream, what)
             yield client
             return
 
