@@ -296,17 +296,17 @@ def _cast_checked(
         out = values.astype(dtype, copy=False)
     finite = np.isfinite(out)
     if not finite.all():
-        i, k = np.argwhere(~finite)[0]
+        bad = np.argwhere(~finite)[0]
+        i, k = int(bad[0]), (int(bad[1]) if values.ndim == 2 else 0)
         original = values[i, k] if values.ndim == 2 else values[i]
-        k = int(k) if values.ndim == 2 else 0
-        location = where(int(i), columns[k])
+        location = where(i, columns[k])
         if np.isfinite(original):
             raise NonFiniteInputError(
-                f"{location}: value {original!r} is too large for {dtype}; "
+                f"{location}: value {float(original)!r} is too large for {dtype}; "
                 "ingest with dtype='float64' (--dtype float64)"
             )
         raise NonFiniteInputError(
-            f"{location}: value is {original!r}; dkrr needs finite numbers -- remove or "
+            f"{location}: value is {float(original)!r}; dkrr needs finite numbers -- remove or "
             "impute rows with missing, NaN or infinite values before ingesting"
         )
     return out
