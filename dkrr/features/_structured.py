@@ -233,9 +233,11 @@ def _check_positive_int(name: str, value: Any, upper: int, method: str) -> int:
     return int(value)
 
 
-#: Cost of one FFT-path element operation relative to one GEMM multiply-add; fitted to
+#: FFT-path cost per padded column, log2(d') and block, in GEMM multiply-adds; fitted to
 #: the measurements quoted in :meth:`PModelProjection.use_dense`.
-_FFT_COST = 9.0
+_FFT_COST = 30.0
+#: above this many entries of ``W`` (128 MiB in float64) the dense cache is never built
+_DENSE_MAX_ENTRIES = 1 << 24
 
 
 @dataclasses.dataclass(eq=False)
@@ -365,26 +367,47 @@ class PModelProjection(HadamardBlockProjection):
             out[:, lo:hi] = self._apply_block(b, prep, spec, X.dtype)[:, : hi - lo]
         return out
 
-    def _fft_passes(self) -> float:
-        """Element operations per padded column and block of the FFT path (cost model)."""
-        return 2.0 * (np.log2(self.padded_features) + 2)
+    def _block_cost(self) -> float:
+        """Relative FFT-path cost of one block (circulant = 1), from measurements."""
+        return 1.0
 
     def use_dense(self) -> bool:
         """Whether :meth:`project` uses a dense GEMM for this shape.
 
-        Cost model per input row: the dense path does ``D * d`` multiply-adds; the FFT
-        path ``n_blocks * d' * passes * 9`` (``passes`` from :meth:`_fft_passes`: the
-        butterflies of the forward/inverse transforms plus the elementwise passes) plus
-        the two FWHTs of the densification. Dense is chosen when cheaper. Measured on
-        the development machine (2-core Xeon, one thread; ns per input row and output
-        column, float64, ``circulant`` / ``toeplitz_like`` r=1), see the report of
-        ``benchmarks`` in the module notes:
-        dense for ``d' <= 128`` and for partial blocks, FFTs for ``d' >= 256`` with full
-        blocks -- about the same crossover as the FWHT-based SORF.
+        Cost model per input row, in GEMM multiply-adds: dense ``D * d``; FFT path
+        ``30 * d' * log2(d') * (n_blocks * m + 1)`` where ``m`` is the relative cost of
+        one block (circulant 1, skew-circulant/Toeplitz/Hankel 2.5, Toeplitz-like
+        ``2.5 r + 0.5``) and the ``+ 1`` the shared densification and input transform.
+        Dense is chosen when cheaper and ``D * d <= 2**24`` (the cached ``W`` stays below
+        128 MiB in float64).
+
+        Measured on the development machine (2-core Xeon, shared, one thread; 4096 rows;
+        ns per row and output column, float64 -- noisy, +-30%)::
+
+            method          d'     D      fft     dense
+            circulant       128    512    24.8    15.2
+            circulant       256    1024   13.0    10.5
+            circulant       512    512    21.9    20.0
+            circulant       512    2048   11.4    22.7
+            circulant       1024   1024   52.1    93.5
+            circulant       1024   4096   19.6    42.9
+            toeplitz_like   512    2048   30.0    15.2
+            toeplitz_like   1024   1024   53.4    35.8
+            toeplitz_like   1024   4096   44.9    43.6
+            toeplitz        1024   4096   30.0    18.5
+            hankel          1024   4096   27.1    32.2
+            skew_circulant  1024   4096   25.7    14.4
+
+        float32 (circulant 1024 x 4096: 6.4 vs 10.2) shows the same crossover. So the
+        FFTs pay off from ``d' >= 512`` (circulant) or ``d' >= 1024`` with several
+        blocks; below that, and for partial blocks, the dense GEMM is faster. Storage
+        stays O(D + d) either way: the dense ``W`` is a cache on the instance.
         """
         dp, nb = self.padded_features, self.n_blocks
         dense = self.n_components * self.n_features_in
-        fast = _FFT_COST * dp * (nb * self._fft_passes() + 2 * (np.log2(dp) + 1))
+        if dense > _DENSE_MAX_ENTRIES:
+            return False
+        fast = _FFT_COST * dp * max(np.log2(dp), 1.0) * (nb * self._block_cost() + 1.0)
         return dense < fast
 
     def matrix(self) -> np.ndarray:
@@ -421,8 +444,8 @@ class CirculantProjection(PModelProjection):
     def _apply_block(self, b, prep, spec, dtype):
         return scipy.fft.irfft(prep * spec[b], n=self.padded_features, axis=-1, overwrite_x=True)
 
-    def _fft_passes(self):
-        return 1.0 * np.log2(max(self.padded_features, 2)) + 3
+    def _block_cost(self):
+        return 1.0
 
 
 @register_projection
@@ -459,8 +482,8 @@ class SkewCirculantProjection(PModelProjection):
     def _apply_block(self, b, prep, spec, dtype):
         return _skew_finish(prep * spec[b], dtype)
 
-    def _fft_passes(self):
-        return 2.0 * np.log2(max(self.padded_features, 2)) + 6
+    def _block_cost(self):
+        return 2.5
 
 
 @register_projection
@@ -494,8 +517,8 @@ class ToeplitzProjection(PModelProjection):
         z = scipy.fft.irfft(prep * spec[b], n=2 * dp, axis=-1, overwrite_x=True)
         return z[:, dp - 1 : 2 * dp - 1]
 
-    def _fft_passes(self):
-        return 2.0 * (np.log2(2 * self.padded_features) + 3)
+    def _block_cost(self):
+        return 2.5
 
 
 @register_projection
@@ -529,8 +552,8 @@ class HankelProjection(PModelProjection):
         z = scipy.fft.irfft(prep * spec[b], n=2 * dp, axis=-1, overwrite_x=True)
         return z[:, :dp]
 
-    def _fft_passes(self):
-        return 2.0 * (np.log2(2 * self.padded_features) + 3)
+    def _block_cost(self):
+        return 2.5
 
 
 @register_projection
@@ -628,6 +651,5 @@ class ToeplitzLikeProjection(PModelProjection):
         spec_g, spec_h = spec
         return _toeplitz_like_apply(spec_g[b], spec_h[b], prep, self.padded_features, dtype)
 
-    def _fft_passes(self):
-        lg = np.log2(max(self.padded_features, 2))
-        return self.displacement_rank * (3.0 * lg + 8) + lg
+    def _block_cost(self):
+        return 2.5 * self.displacement_rank + 0.5
