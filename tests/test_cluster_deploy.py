@@ -1,0 +1,410 @@
+"""Tests of the deployments in cluster/.
+
+cluster/local and cluster/tls are exercised for real: `dask scheduler` and two
+`dask worker` processes are started on 127.0.0.1 by cluster/local/cluster.py (plain TCP and
+mutual TLS) and used through dkrr._cluster.dask_client. cluster/slurm and cluster/kubernetes
+cannot run here; they are validated offline (job scripts rendered by dask-jobqueue without
+submitting, the DaskCluster manifest checked against the operator's required fields and
+its container arguments against the installed `dask` command line).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import re
+import shlex
+import socket
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import psutil
+import pytest
+import yaml
+
+from dkrr._cluster import dask_client
+from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_PY = ROOT / "cluster" / "local" / "cluster.py"
+
+
+def _load_script(relpath, name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / relpath)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cluster_cmd(*args, check=True, timeout=90):
+    proc = subprocess.run(
+        [sys.executable, str(CLUSTER_PY), *map(str, args)],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"cluster.py {' '.join(map(str, args))} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _start(rundir, *extra):
+    _cluster_cmd(
+        "start", "--dir", rundir, "--workers", 2, "--memory-limit", "1GB",
+        "--scheduler-port", 0, "--dashboard-port", 0, *extra,
+    )
+    return json.loads((Path(rundir) / "cluster.json").read_text())
+
+
+def _all_pids(state):
+    return [p["pid"] for p in state["processes"].values()] + list(state["worker_processes"].values())
+
+
+def _gone(pid):
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    make_certs = _load_script("cluster/tls/make_certs.py", "dkrr_make_certs")
+    return make_certs.make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def other_certs(tmp_path_factory):
+    """Certificates from a different CA: a client holding them must be refused."""
+    make_certs = _load_script("cluster/tls/make_certs.py", "dkrr_make_certs")
+    return make_certs.make_certs(tmp_path_factory.mktemp("other-certs"))
+
+
+@pytest.fixture(scope="module")
+def tcp_cluster(tmp_path_factory):
+    rundir = tmp_path_factory.mktemp("tcp-cluster")
+    try:
+        yield _start(rundir)
+    finally:
+        _cluster_cmd("stop", "--dir", rundir, "--grace", 5, check=False)
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory, certs):
+    rundir = tmp_path_factory.mktemp("tls-cluster")
+    try:
+        yield _start(rundir, "--tls-dir", Path(certs["ca"]).parent)
+    finally:
+        _cluster_cmd("stop", "--dir", rundir, "--grace", 5, check=False)
+
+
+def _check_computation(client):
+    x = np.random.default_rng(1).standard_normal((3000, 5))
+    dx = da.from_array(x, chunks=(300, 5))
+    gram, total = client.compute([dx.T @ dx, dx.sum()], sync=True)
+    np.testing.assert_allclose(gram, x.T @ x, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(total, x.sum(), rtol=1e-12, atol=1e-9)
+    # Tasks really ran on both worker processes.
+    who = client.run(lambda dask_worker: len(dask_worker.data) + dask_worker.state.executed_count)
+    assert len(who) == 2 and all(n > 0 for n in who.values()), who
+
+
+# --------------------------------------------------------------------------- local / TCP
+@pytest.mark.cluster
+def test_tcp_cluster_runs_dask_computation(tcp_cluster):
+    address = tcp_cluster["address"]
+    assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", address)
+    out = io.StringIO()
+    with dask_client(address, timeout=10, stream=out) as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        assert sorted(w["name"] for w in workers.values()) == ["worker-0", "worker-1"]
+        assert all(a.startswith("tcp://127.0.0.1:") for a in workers)
+        assert {w["memory_limit"] for w in workers.values()} == {10**9}
+        _check_computation(client)
+    assert f"Dask dashboard at {tcp_cluster['dashboard']}" in out.getvalue()
+
+
+@pytest.mark.cluster
+def test_tcp_cluster_through_scheduler_file_and_worker_blas(tcp_cluster):
+    from dkrr._cluster import worker_blas_threads
+
+    with dask_client(tcp_cluster["scheduler_file"], timeout=10, quiet=True) as client:
+        assert client.scheduler.address == tcp_cluster["address"]
+        info = worker_blas_threads(client)
+    assert len(info) == 2
+    for worker in info.values():
+        assert set(worker["environ"].values()) == {"1"}
+        assert all(p["num_threads"] == 1 for p in worker["pools"]), worker
+
+
+@pytest.mark.cluster
+def test_status_and_start_refused_while_running(tcp_cluster, tmp_path):
+    rundir = Path(tcp_cluster["scheduler_file"]).parent
+    proc = _cluster_cmd("status", "--dir", rundir)
+    assert "2 of 2 workers" in proc.stdout
+    again = _cluster_cmd("start", "--dir", rundir, "--scheduler-port", 0, check=False)
+    assert again.returncode != 0 and "still running" in again.stderr
+    assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
+
+
+@pytest.mark.cluster
+def test_stop_leaves_no_processes(tmp_path):
+    state = _start(tmp_path)
+    pids = _all_pids(state)
+    assert len(pids) == 5  # scheduler, 2 nannies, 2 worker processes
+    assert not any(_gone(pid) for pid in pids)
+    assert sorted(p.name for p in tmp_path.glob("*.pid")) == ["scheduler.pid", "worker-0.pid", "worker-1.pid"]
+    proc = _cluster_cmd("stop", "--dir", tmp_path)
+    assert "SIGKILL" not in proc.stdout  # SIGTERM was enough: a clean shutdown
+    assert all(_gone(pid) for pid in pids), [p for p in pids if not _gone(p)]
+    assert not list(tmp_path.glob("*.pid")) and not (tmp_path / "scheduler.json").exists()
+    assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
+    with pytest.raises(SchedulerUnreachableError, match=re.escape(state["address"])):
+        with dask_client(state["address"], timeout=2, quiet=True):
+            pass
+
+
+# --------------------------------------------------------------------------- TLS
+@pytest.mark.cluster
+def test_tls_cluster_runs_dask_computation(tls_cluster, certs):
+    address = tls_cluster["address"]
+    assert re.fullmatch(r"tls://127\.0\.0\.1:\d+", address)
+    with dask_client(
+        address, tls_ca_file=certs["ca"], tls_cert=certs["client"], tls_key=certs["client_key"],
+        timeout=10, quiet=True,
+    ) as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        assert len(workers) == 2 and all(a.startswith("tls://127.0.0.1:") for a in workers)
+        _check_computation(client)
+
+
+@pytest.mark.cluster
+def test_tls_cluster_with_config_snippet(tls_cluster, certs):
+    """cluster/tls/distributed.yaml, with CERT_DIR filled in, is all a client needs."""
+    cert_dir = str(Path(certs["ca"]).parent)
+    text = (ROOT / "cluster" / "tls" / "distributed.yaml").read_text().replace("CERT_DIR", cert_dir)
+    snippet = yaml.safe_load(text)
+    tls = snippet["distributed"]["comm"]["tls"]
+    assert snippet["distributed"]["comm"]["require-encryption"] is True
+    # Every key of the snippet is a key distributed knows (no silently ignored typo).
+    defaults = dask.config.get("distributed.comm")
+    assert set(snippet["distributed"]["comm"]) <= set(defaults)
+    assert set(tls) <= set(defaults["tls"])
+    for role in ("scheduler", "worker", "client"):
+        assert set(tls[role]) == set(defaults["tls"][role]) == {"cert", "key"}
+        assert Path(tls[role]["cert"]).is_file() and Path(tls[role]["key"]).is_file()
+    # Merge it the way Dask merges a file of its config directory (dask.config.set with a
+    # nested dict would replace the whole "distributed" tree).
+    merged = dask.config.merge(dask.config.config, snippet)
+    with dask.config.set(merged):
+        with dask_client(tls_cluster["address"], timeout=10, quiet=True) as client:
+            assert client.submit(sum, [1, 2, 3]).result() == 6
+
+
+@pytest.mark.cluster
+def test_tls_client_without_certificate_is_refused(tls_cluster, certs, other_certs):
+    address = tls_cluster["address"]
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+
+    # dask_client refuses to try without certificates and says which files to pass.
+    with pytest.raises(InvalidParameterError, match="tls_ca_file"):
+        with dask_client(address, timeout=2):
+            pass
+
+    # The scheduler itself refuses a TLS client that trusts the CA but shows no certificate,
+    # and keeps the same connection open once the client certificate is loaded.
+    ctx = ssl.create_default_context(cafile=certs["ca"])
+    ctx.check_hostname = False
+    assert _tls_probe(host, int(port), ctx) == "refused"
+    ctx.load_cert_chain(certs["client"], certs["client_key"])
+    assert _tls_probe(host, int(port), ctx) == "open"
+
+    # A certificate from another CA is rejected by the scheduler during the handshake.
+    with pytest.raises(SchedulerUnreachableError, match="unknown ca|certificate") as excinfo:
+        with dask_client(
+            address, tls_ca_file=certs["ca"], tls_cert=other_certs["client"],
+            tls_key=other_certs["client_key"], timeout=5, quiet=True,
+        ):
+            pass
+    assert address in str(excinfo.value)
+
+    # A plain TCP client is not served.
+    with pytest.raises(SchedulerUnreachableError):
+        with dask_client(address.replace("tls://", "tcp://"), timeout=3, quiet=True):
+            pass
+
+
+def _tls_probe(host, port, ctx):
+    """'refused' if the server ends a raw TLS connection, 'open' if it waits for a message."""
+    try:
+        with socket.create_connection((host, port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host) as tls_sock:
+                tls_sock.settimeout(1.0)
+                data = tls_sock.recv(1)  # TLS 1.3: the alert arrives after the handshake
+    except TimeoutError:
+        return "open"
+    except (ssl.SSLError, ConnectionError):
+        return "refused"
+    return "refused" if data == b"" else "open"
+
+
+# --------------------------------------------------------------------------- SLURM / PBS
+def _jobqueue_script():
+    pytest.importorskip("dask_jobqueue")
+    return _load_script("cluster/slurm/jobqueue_cluster.py", "dkrr_jobqueue_cluster")
+
+
+@pytest.mark.parametrize("system", ["slurm", "pbs"])
+def test_jobqueue_job_script_renders_without_submitting(system, tmp_path, monkeypatch):
+    jq = _jobqueue_script()
+    monkeypatch.chdir(tmp_path)  # dask-jobqueue creates the log directory
+    config = ROOT / "cluster" / "slurm" / "jobqueue.yaml"
+    section = yaml.safe_load(config.read_text())["jobqueue"][system]
+    cluster = jq.make_cluster(
+        system, config=config, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+    )
+    with cluster:
+        script = cluster.job_script()
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        assert len(cluster.workers) == 0  # nothing was submitted
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    if system == "slurm":
+        expected = [
+            "#SBATCH -J dkrr-worker", f"#SBATCH -p {section['queue']}", "#SBATCH -n 1",
+            f"#SBATCH --cpus-per-task={section['cores']}", f"#SBATCH -t {section['walltime']}",
+            "#SBATCH --exclusive",
+        ]
+        assert any(re.fullmatch(r"#SBATCH --mem=\d+G", line) for line in lines), script
+    else:
+        expected = [
+            "#PBS -N dkrr-worker", f"#PBS -q {section['queue']}", f"#PBS -l {section['resource-spec']}",
+            f"#PBS -l walltime={section['walltime']}",
+        ]
+    for line in expected:
+        assert line in lines, (line, script)
+    assert section["job-script-prologue"][0] in lines
+    (command,) = [line for line in lines if "distributed.cli.dask_worker" in line]
+    argv = shlex.split(command)
+    assert argv[argv.index("-m") + 2] == cluster.scheduler_address
+    threads = section["cores"] // section["processes"]
+    assert argv[argv.index("--nthreads") + 1] == str(threads)
+    assert argv[argv.index("--nworkers") + 1] == str(section["processes"])
+    assert argv[argv.index("--death-timeout") + 1] == str(section["death-timeout"])
+
+
+def test_jobqueue_command_line_overrides(tmp_path):
+    _jobqueue_script()
+    proc = subprocess.run(
+        [
+            sys.executable, str(ROOT / "cluster" / "slurm" / "jobqueue_cluster.py"),
+            "--system", "slurm", "--config", str(ROOT / "cluster" / "slurm" / "jobqueue.yaml"),
+            "--scheduler-host", "127.0.0.1", "--queue", "debug", "--walltime", "00:10:00",
+            "--cores", "4", "--processes", "2", "--memory", "8GB", "--print-job-script",
+        ],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for line in ("#SBATCH -p debug", "#SBATCH -t 00:10:00", "#SBATCH --cpus-per-task=4"):
+        assert line in proc.stdout.splitlines(), proc.stdout
+    assert "--nthreads 2 " in proc.stdout and "--nworkers 2 " in proc.stdout
+
+
+# --------------------------------------------------------------------------- Kubernetes
+def _manifest():
+    docs = list(yaml.safe_load_all((ROOT / "cluster" / "kubernetes" / "daskcluster.yaml").read_text()))
+    assert len(docs) == 1
+    return docs[0]
+
+
+def _container(manifest, role):
+    (container,) = manifest["spec"][role]["spec"]["containers"]
+    return container
+
+
+def test_daskcluster_manifest_matches_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "cluster" / "kubernetes" / "daskcluster.schema.json").read_text())
+    manifest = _manifest()
+    jsonschema.validate(manifest, schema)
+    # The schema does catch a manifest missing the operator's required fields.
+    broken = json.loads(json.dumps(manifest))
+    del broken["spec"]["scheduler"]["service"]
+    with pytest.raises(jsonschema.ValidationError, match="service"):
+        jsonschema.validate(broken, schema)
+
+
+def test_daskcluster_manifest_is_consistent():
+    from dask.utils import parse_bytes
+
+    manifest = _manifest()
+    name = manifest["metadata"]["name"]
+    scheduler, worker = _container(manifest, "scheduler"), _container(manifest, "worker")
+    assert scheduler["image"] == worker["image"]
+    ports = {p["name"]: p["containerPort"] for p in scheduler["ports"]}
+    assert ports == {"tcp-comm": 8786, "http-dashboard": 8787}
+    service = manifest["spec"]["scheduler"]["service"]
+    assert service["selector"] == {"dask.org/cluster-name": name, "dask.org/component": "scheduler"}
+    assert {p["targetPort"] for p in service["ports"]} == set(ports)
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert scheduler[probe]["httpGet"] == {"port": "http-dashboard", "path": "/health"}
+    # Worker arguments agree with the pod's resources: threads <= CPUs, memory limit below
+    # the container limit, one BLAS thread per worker thread.
+    args = worker["args"]
+    assert args[:2] == ["dask", "worker"]
+    assert args[args.index("--name") + 1] == "$(DASK_WORKER_NAME)"
+    limits = worker["resources"]["limits"]
+    assert int(args[args.index("--nthreads") + 1]) <= int(limits["cpu"])
+    assert parse_bytes(args[args.index("--memory-limit") + 1]) < parse_bytes(limits["memory"])
+    env = {e["name"]: e["value"] for e in worker["env"]}
+    assert env == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert manifest["spec"]["worker"]["replicas"] >= 1
+
+
+@pytest.mark.parametrize("role", ["scheduler", "worker"])
+def test_daskcluster_arguments_parse_with_installed_dask(role):
+    """The container arguments are valid options of this distributed's `dask` commands."""
+    import click
+    from distributed.cli import dask_scheduler, dask_worker
+
+    command = {"scheduler": dask_scheduler.main, "worker": dask_worker.main}[role]
+    args = _container(_manifest(), role)["args"]
+    assert args[:2] == ["dask", role]
+    known = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
+    options = [a for a in args[2:] if a.startswith("--")]
+    assert options and set(options) <= known, set(options) - known
+    ctx = command.make_context(f"dask {role}", list(args[2:]))
+    assert isinstance(ctx, click.Context)
+    if role == "worker":
+        assert ctx.params["scheduler"] is None  # taken from DASK_SCHEDULER_ADDRESS
+        assert ctx.params["nthreads"] == 2
+    else:
+        assert int(ctx.params["port"]) == 8786 and ctx.params["dashboard_address"] == ":8787"
+
+
+def test_dockerfile():
+    import distributed
+
+    text = (ROOT / "cluster" / "kubernetes" / "Dockerfile").read_text()
+    instructions = [
+        line.split(None, 1) for line in text.replace("\\\n", " ").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    keywords = [kw.upper() for kw, _ in instructions]
+    assert keywords[0] in ("FROM", "ARG") and "FROM" in keywords
+    args = dict(rest.split("=", 1) for kw, rest in instructions if kw == "ARG")
+    # Client and cluster must run the same dask/distributed version.
+    assert args["DASK_VERSION"] == distributed.__version__
+    for kw, rest in instructions:
+        if kw == "COPY":
+            *sources, _dest = rest.split()
+            for source in sources:
+                assert (ROOT / source).exists(), f"COPY source {source} missing from the repository"
+    run = " ".join(rest for kw, rest in instructions if kw == "RUN")
+    assert "pip install ." in run and "distributed==${DASK_VERSION}" in run
+    assert json.loads(dict((kw, rest) for kw, rest in instructions)["CMD"])[0] == "dask"
+    assert "USER" in keywords  # does not run as root
