@@ -40,12 +40,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dask
 import dask.array as da
+import dask.threaded
+from dask.base import get_scheduler
+from dask.system import CPU_COUNT
 import numpy as np
 import zarr
 from zarr.codecs import BloscCodec
@@ -281,11 +287,60 @@ def _as_dask(arr: Any, name: str) -> da.Array:
     return da.from_array(arr, chunks=(min(max(arr.shape[0], 1), 65536),) + arr.shape[1:])
 
 
-def _run(task: Any, compute: Callable[[Any], Any] | None) -> None:
-    if compute is None:
-        task.compute()
+def _key_name(key: Any) -> str:
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.run
+    tasks = set(dask_worker.state.executing) | set(dask_worker.state.long_running)
+    return sum(_key_name(ts.key) in names for ts in tasks)
+
+
+def _drain(client, tasks: list, timeout: float = 60.0) -> None:
+    """Wait until no worker still executes a task of `tasks` (cancelled or not)."""
+    names = {_key_name(key) for t in tasks for key in dict(t.__dask_graph__())}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_running_store_tasks, names=names)
+        except Exception:  # workers gone or client closing: nothing more we can do
+            return
+        if not any(running.values()):
+            return
+        time.sleep(0.05)
+
+
+def _run(tasks: Any, compute: Callable[[list], Any] | None) -> None:
+    """Run the store tasks (dask collections whose results are empty arrays).
+
+    When it fails, blocks that were already running keep writing for a moment; to
+    let the caller delete the temporary store afterwards, this waits for them: with
+    the threaded scheduler by shutting down its own thread pool, with a distributed
+    client by cancelling the rest and polling the workers until none still runs a
+    block. A custom `compute` is responsible for that itself.
+    """
+    tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
+    if compute is not None:
+        compute(tasks)
+        return
+    scheduler = get_scheduler(collections=tasks)
+    client = getattr(scheduler, "__self__", None)
+    if scheduler is dask.threaded.get:
+        pool = ThreadPoolExecutor(max(1, dask.config.get("num_workers", None) or CPU_COUNT))
+        try:
+            dask.compute(*tasks, scheduler="threads", pool=pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    elif client is not None and hasattr(client, "compute") and hasattr(client, "run"):
+        futures = client.compute(tasks)
+        try:
+            client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            _drain(client, tasks)
+            raise
     else:
-        compute(task)
+        dask.compute(*tasks)
 
 
 def write_predictions(
@@ -317,10 +372,13 @@ def write_predictions(
         Extra JSON-serialisable group attributes (for example ``classes`` or the
         model path). ``dkrr_layout`` is always written.
     compute : callable, optional
-        Called as ``compute(task)`` with the :class:`dask.delayed.Delayed` that stores
-        all blocks; it must run it (for example with a progress bar). By default
-        ``task.compute()``, which uses the active scheduler (a ``distributed.Client``
-        if one is the default).
+        Called as ``compute(tasks)`` with a list of dask collections whose computation
+        stores all blocks (each block's result is an empty array, so nothing but
+        metadata comes back to the client). It must compute them, for example with a
+        progress bar: ``lambda t: distributed.progress(client.compute(t))`` followed by
+        waiting on the futures, or ``dask.diagnostics.ProgressBar``. By default
+        ``dask.compute(*tasks)``, which uses the active scheduler (a
+        ``distributed.Client`` if one is the default).
 
     Returns
     -------
@@ -391,7 +449,7 @@ def write_dataset(
     overwrite : bool, default=False
         Replace an existing Zarr store at `out` once the new one is complete.
     compute : callable, optional
-        Runs the store task, as in :func:`write_predictions`.
+        Runs the store tasks, as in :func:`write_predictions`.
 
     Returns
     -------
