@@ -18,7 +18,7 @@ from ..features._nonlinear import KERNELS
 __all__ = ["RandomFeatures", "build_random_feature_map", "MAP_OPTION_NAMES"]
 
 #: construction options of the projection families, as estimator parameters
-MAP_OPTION_NAMES = ("n_hd_blocks", "row_norms", "displacement_rank", "sequence")
+MAP_OPTION_NAMES = ("n_hd_blocks", "row_norms", "displacement_rank", "skew_nonzeros", "sequence")
 
 
 def _check_positive_int(value, name):
@@ -106,6 +106,11 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         ORF/SORF only: chi(d) row norms or fixed ``sqrt(d)`` (defaults: ORF chi, SORF fixed).
     displacement_rank : int, optional
         ``toeplitz_like`` only: displacement rank r (default 1).
+    skew_nonzeros : int, optional
+        ``toeplitz_like`` only: non-zeros of each skew-circulant generator h_i (the
+        paper's sparse variant). Default: dense h_i, whose features are slightly biased
+        at small d (a scale mixture, excess kurtosis O(1/(r d'))); ``1`` is exactly
+        unbiased.
     sequence : {"halton", "sobol"}, optional
         ``qmc`` only: low-discrepancy sequence (default halton).
 
@@ -138,6 +143,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         n_hd_blocks=None,
         row_norms=None,
         displacement_rank=None,
+        skew_nonzeros=None,
         sequence=None,
     ):
         self.kernel = kernel
@@ -148,6 +154,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         self.n_hd_blocks = n_hd_blocks
         self.row_norms = row_norms
         self.displacement_rank = displacement_rank
+        self.skew_nonzeros = skew_nonzeros
         self.sequence = sequence
 
     def _map_options(self) -> dict:
