@@ -1,0 +1,313 @@
+"""Shared helpers of the benchmark suites: timing, memory, machine description, dkrr probes.
+
+Every timed figure is a list of repeated measurements summarised by :func:`summarize`
+(median with min, max and quartiles). Peak memory is measured by :func:`traced_peak` with
+``tracemalloc`` in a separate, untimed run (tracemalloc slows allocation-heavy Python
+code, so it never overlaps a timed run): the figure is the peak of Python and numpy
+allocations (numpy reports its data buffers to tracemalloc, from every thread, dask worker
+threads included) above the level at the start of the call. BLAS-internal scratch and
+C-level ``malloc`` in compiled extensions are not counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import platform
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "Config",
+    "summarize",
+    "time_call",
+    "traced_peak",
+    "machine_info",
+    "dkrr_ridge_classes",
+    "dkrr_methods_available",
+    "make_dkrr_ridge",
+    "fmt_stat",
+    "fmt_bytes",
+    "loglog_slope",
+]
+
+
+@dataclasses.dataclass
+class Config:
+    """Run configuration shared by the suites.
+
+    Attributes
+    ----------
+    quick : bool
+        Small sizes (a few minutes on 2 cores in total).
+    repeats : int
+        Number of timed repetitions of every measurement (the median is reported).
+    out : Path
+        Output folder (report.md, results.json, figures).
+    seed : int
+        Base seed of every random draw (data subsets, feature maps).
+    """
+
+    quick: bool
+    repeats: int
+    out: Path
+    seed: int = 0
+
+
+# -- statistics ------------------------------------------------------------------------
+def summarize(values) -> dict[str, Any]:
+    """Median, min, max and quartiles of repeated measurements (non-finite values dropped)."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return {"median": None, "min": None, "max": None, "q1": None, "q3": None, "n": 0, "values": []}
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    return {
+        "median": float(med),
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "q1": float(q1),
+        "q3": float(q3),
+        "n": int(v.size),
+        "values": [float(x) for x in v],
+    }
+
+
+def time_call(fn: Callable[[], Any], repeats: int, warmup: int = 0) -> tuple[dict[str, Any], Any]:
+    """Wall-clock seconds of ``fn()`` over ``repeats`` runs; returns (summary, last result)."""
+    result = None
+    for _ in range(warmup):
+        result = fn()
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return summarize(times), result
+
+
+def traced_peak(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak traced allocation (bytes above the starting level) during ``fn()``."""
+    gc.collect()
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    return int(max(peak - base, 0)), result
+
+
+def loglog_slope(x, y) -> float | None:
+    """Least-squares slope of log(y) against log(x) (None with fewer than 2 valid points)."""
+    pts = [(a, b) for a, b in zip(x, y) if a and b and a > 0 and b > 0]
+    if len(pts) < 2:
+        return None
+    lx, ly = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+# -- formatting ------------------------------------------------------------------------
+def fmt_num(x, digits: int = 3) -> str:
+    if x is None:
+        return "n/a"
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax >= 1e4 or ax < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_stat(s: dict | None, scale: float = 1.0, digits: int = 3) -> str:
+    """``median [min-max]`` of a :func:`summarize` dict, values multiplied by ``scale``."""
+    if not s or s.get("median") is None:
+        return "n/a"
+    med, lo, hi = (s[k] * scale for k in ("median", "min", "max"))
+    if s.get("n", 1) <= 1:
+        return fmt_num(med, digits)
+    return f"{fmt_num(med, digits)} [{fmt_num(lo, digits)}-{fmt_num(hi, digits)}]"
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+# -- machine ---------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return sorted(flags & {"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512vl", "sse4_2"})
+    except OSError:
+        pass
+    return []
+
+
+def _mem_total() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _version(mod: str) -> str:
+    try:
+        m = __import__(mod)
+        return str(getattr(m, "__version__", "unknown"))
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        return f"not importable ({type(exc).__name__})"
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        root = Path(__file__).resolve().parents[1]
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=10,
+        )
+        commit = out.stdout.strip() or None
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10,
+        ).stdout.strip()
+        return f"{commit}{' (working tree modified)' if dirty else ''}" if commit else None
+    except Exception:  # pragma: no cover
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, memory, CPU model and flags, BLAS (threadpoolctl), library versions, load."""
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        affinity = os.cpu_count()
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [
+            {k: v for k, v in info.items() if k in ("user_api", "internal_api", "version", "num_threads", "threading_layer", "architecture", "prefix")}
+            for info in threadpool_info()
+        ]
+    except Exception as exc:  # pragma: no cover
+        blas = [{"error": repr(exc)}]
+    try:
+        load = list(os.getloadavg())
+    except OSError:  # pragma: no cover
+        load = None
+    return {
+        "hostname": platform.node(),
+        "cpu_model": _cpu_model(),
+        "cpu_flags": _cpu_flags(),
+        "logical_cores": os.cpu_count(),
+        "cores_available": affinity,
+        "memory_total_bytes": _mem_total(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "blas": blas,
+        "versions": {m: _version(m) for m in ("numpy", "scipy", "sklearn", "dask", "distributed", "zarr", "numba", "dkrr")},
+        "dkrr_commit": _git_commit(),
+        "load_average_at_start": load,
+    }
+
+
+# -- dkrr probes -----------------------------------------------------------------------
+def dkrr_ridge_classes() -> tuple[type | None, type | None, str | None]:
+    """(RandomFeatureRidge, RandomFeatureRidgeClassifier, reason-if-missing).
+
+    Looked up in ``dkrr.estimators`` and the estimator modules; never fails.
+    """
+    reg = clf = None
+    reasons = []
+    try:
+        import dkrr.estimators as est
+
+        reg = getattr(est, "RandomFeatureRidge", None)
+        clf = getattr(est, "RandomFeatureRidgeClassifier", None)
+    except Exception as exc:
+        reasons.append(f"import dkrr.estimators failed: {exc!r}")
+    if reg is None:
+        try:
+            from dkrr.estimators._ridge import RandomFeatureRidge as reg  # type: ignore
+        except Exception as exc:
+            reasons.append(f"RandomFeatureRidge not available ({type(exc).__name__}: {exc})")
+    if clf is None:
+        try:
+            from dkrr.estimators._classifier import RandomFeatureRidgeClassifier as clf  # type: ignore
+        except Exception as exc:
+            reasons.append(f"RandomFeatureRidgeClassifier not available ({type(exc).__name__}: {exc})")
+    return reg, clf, ("; ".join(reasons) or None)
+
+
+def make_dkrr_ridge(cls: type, **params) -> Any:
+    """Instantiate a dkrr ridge estimator with those of ``params`` it accepts."""
+    accepted = set(cls().get_params())
+    return cls(**{k: v for k, v in params.items() if k in accepted})
+
+
+def dkrr_methods_available(cls: type | None, wanted: list[str], regression: bool = True) -> tuple[list[str], dict[str, str]]:
+    """Which of ``wanted`` methods fit on a tiny problem; reasons for the others."""
+    if cls is None:
+        return [], {m: "dkrr ridge estimator not available" for m in wanted}
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((64, 4))
+    y = X[:, 0] if regression else np.where(X[:, 0] > 0, 1, -1)
+    ok, missing = [], {}
+    for m in wanted:
+        try:
+            est = make_dkrr_ridge(cls, method=m, n_components=8, gamma=0.5, alpha=1.0, random_state=0)
+            est.fit(X, y)
+            est.predict(X[:4])
+            ok.append(m)
+        except Exception as exc:
+            missing[m] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return ok, missing
+
+
+def sklearn_extra_fastfood() -> tuple[type | None, str | None]:
+    """scikit-learn-extra's Fastfood class, or the reason it cannot be used."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(buf):
+            from sklearn_extra.kernel_approximation import Fastfood  # type: ignore
+        return Fastfood, None
+    except Exception as exc:
+        return None, f"scikit-learn-extra not usable: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
