@@ -71,11 +71,12 @@ def main(argv=None) -> int:
         "machine": machine_info(),
     }
     results = {"meta": meta, "suites": {}}
-    renderers = {}
+    renderers, headlines = {}, {}
     all_ok = True
     for name in args.suite_list:
         mod = importlib.import_module(f".suite_{name}", __package__)
         renderers[name] = mod.render
+        headlines[name] = getattr(mod, "headline", None)
         print(f"[benchmarks] suite {name} ...", flush=True)
         t0 = time.perf_counter()
         entry = {"title": mod.TITLE}
@@ -91,9 +92,9 @@ def main(argv=None) -> int:
         results["suites"][name] = entry
         print(f"[benchmarks] suite {name} {entry['status']} in {entry['duration_s']:.1f} s", flush=True)
         meta["duration_s"] = time.perf_counter() - t_start
-        write_results(cfg.out, results, renderers)  # keep partial results if a later suite dies
+        write_results(cfg.out, results, renderers, headlines)  # keep partial results if a later suite dies
     meta["duration_s"] = time.perf_counter() - t_start
-    jpath, rpath = write_results(cfg.out, results, renderers)
+    jpath, rpath = write_results(cfg.out, results, renderers, headlines)
     print(f"[benchmarks] wrote {rpath} and {jpath} ({meta['duration_s']:.0f} s)")
     return 0 if all_ok else 1
 

@@ -64,8 +64,19 @@ def _header(meta: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_report(results: dict[str, Any], renderers: dict[str, Any]) -> str:
+def render_report(results: dict[str, Any], renderers: dict[str, Any], headlines: dict[str, Any] | None = None) -> str:
     L = _header(results["meta"])
+    heads = []
+    for name, suite in results["suites"].items():
+        fn = (headlines or {}).get(name)
+        if fn is None or suite["status"] != "ok":
+            continue
+        try:
+            heads += [f"[{name}] {h}" for h in fn(suite["result"])]
+        except Exception as exc:
+            heads.append(f"[{name}] (headline failed: {type(exc).__name__}: {exc})")
+    if heads:
+        L += ["## Headline", ""] + [f"- {h}" for h in heads] + [""]
     notes = []
     for name, suite in results["suites"].items():
         for n in suite.get("result", {}).get("notes", []) or []:
@@ -85,11 +96,11 @@ def render_report(results: dict[str, Any], renderers: dict[str, Any]) -> str:
     return "\n".join(L)
 
 
-def write_results(out: Path, results: dict[str, Any], renderers: dict[str, Any]) -> tuple[Path, Path]:
+def write_results(out: Path, results: dict[str, Any], renderers: dict[str, Any], headlines: dict[str, Any] | None = None) -> tuple[Path, Path]:
     """Write ``results.json`` and ``report.md`` into ``out``; return both paths."""
     out.mkdir(parents=True, exist_ok=True)
     jpath = out / "results.json"
     jpath.write_text(json.dumps(to_jsonable(results), indent=1, allow_nan=False) + "\n")
     rpath = out / "report.md"
-    rpath.write_text(render_report(results, renderers) + "\n")
+    rpath.write_text(render_report(results, renderers, headlines) + "\n")
     return jpath, rpath

@@ -156,3 +156,16 @@ def render(res: dict[str, Any]) -> str:
     if res.get("notes"):
         L += [f"- {n}" for n in res["notes"]] + [""]
     return "\n".join(L)
+
+
+def headline(res: dict[str, Any]) -> list[str]:
+    out = []
+    for d in res["datasets"]:
+        if "mse" not in d or "rff" not in d["mse"]:
+            continue
+        i = len(d["D"]) - 1
+        rff = d["mse"]["rff"][i]["median"]
+        parts = [f"{m} {d['mse'][m][i]['median'] / rff:.2f}x" for m in ("orf", "sorf", "qmc", "fastfood", "circulant")
+                 if m in d["mse"] and d["mse"][m][i]["median"] is not None and rff]
+        out.append(f"{d['dataset']} (d={d['d']}, D={d['D'][i]}): MSE relative to RFF: " + ", ".join(parts))
+    return out

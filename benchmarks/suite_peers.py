@@ -326,6 +326,8 @@ def run_dataset(split: Split, widths: list[int], st: dict, cfg: Config, hp: dict
 
 def _slower_notes(name, analyses, records, wmax) -> list[str]:
     notes = []
+    if not any(r["family"] == "dkrr" for r in records):
+        return [f"{name}: no dkrr ridge results (estimator or methods not available); peers measured alone."]
     for tname, a in analyses.items():
         best = a["fastest_dkrr"]
         if best is None:
@@ -461,7 +463,7 @@ def render(res: dict[str, Any]) -> str:
     L.append(f"- scikit-learn-extra Fastfood: {av['sklearn_extra_fastfood']}")
     L.append("")
     if res["notes"]:
-        L += ["**Where dkrr is slower than a peer:**", ""] + [f"- {n}" for n in res["notes"]] + [""]
+        L += ["**Where dkrr is slower than a peer or misses a target:**", ""] + [f"- {n}" for n in res["notes"]] + [""]
     else:
         L += ["No peer reached either error target faster than the fastest dkrr method in this run.", ""]
     L += ["### Real data", ""]
@@ -471,3 +473,29 @@ def render(res: dict[str, Any]) -> str:
     for d in res["synthetic"]:
         L += _dataset_md(d)
     return "\n".join(L)
+
+
+def headline(res: dict[str, Any]) -> list[str]:
+    """One line per data set: time ratios at the common error level, best errors."""
+    out = []
+    for d in res["datasets"] + res["synthetic"]:
+        if "targets" not in d:
+            out.append(f"{d['dataset']}: failed")
+            continue
+        a = d["targets"].get("common level (worst of the methods' best errors)")
+        krr = next((r for r in d["records"] if r["family"] == "exact"), None)
+        parts = []
+        if a and a["fastest_dkrr"]:
+            best = a["fastest_dkrr"]
+            parts.append(f"fastest dkrr to the common error level {fmt_num(a['target_error'])}: {best} "
+                         f"({fmt_num(a['per_method'][best]['fit_s']['median'])} s)")
+            for label, ratio in a["time_ratio_to_fastest_dkrr"].items():
+                if a["per_method"][label]["family"] != "dkrr" and ratio is not None:
+                    parts.append(f"{label} takes {ratio:.2f}x")
+        else:
+            parts.append("no dkrr result")
+        dk_best = min((r["error"]["median"] for r in d["records"] if r["family"] == "dkrr" and r["error"]["median"] is not None), default=None)
+        if krr is not None:
+            parts.append(f"best dkrr error {fmt_num(dk_best)} vs exact KRR {fmt_num(krr['error']['median'])}")
+        out.append(f"{d['dataset']} (n_train {d['n_train']}): " + "; ".join(parts))
+    return out

@@ -166,12 +166,14 @@ def _notes(res) -> list[str]:
     if isinstance(fits, dict):
         for label, f in fits.items():
             if "fraction_of_bare_ZtZ" in f and f["fraction_of_bare_ZtZ"] < 0.5:
-                tr, gr = g["transform_s"]["median"], g["bare_ZtZ_s"]["median"]
+                tr, gr, so = g["transform_s"]["median"], g["bare_ZtZ_s"]["median"], g["solve_s"]["median"]
+                rest = f["fit_s"]["median"] - tr - gr - so
                 notes.append(
                     f"dkrr fit ({label}) reaches {f['fraction_of_bare_ZtZ']:.0%} of the bare Z^T Z throughput (far from the "
-                    f"roofline): the transform alone takes {fmt_num(tr)} s vs {fmt_num(gr)} s for the Gram, the solve "
-                    f"{fmt_num(g['solve_s']['median'])} s, the rest {fmt_num(f['fit_s']['median'] - tr - gr - g['solve_s']['median'])} s "
-                    "is chunking / conversion / scheduling overhead."
+                    f"roofline). Profile: fit {fmt_num(f['fit_s']['median'])} s = transform {fmt_num(tr)} s + Gram "
+                    f"{fmt_num(gr)} s + solve {fmt_num(so)} s + "
+                    + (f"{fmt_num(rest)} s of chunking / conversion / scheduling overhead." if rest > 0 else
+                       "no measurable overhead (stages overlap across threads).")
                 )
     for m, v in res.get("fwht", {}).get("maps", {}).items():
         if "fraction_of_copy" in v and v["fraction_of_copy"] < 0.5:
@@ -236,3 +238,26 @@ def render(res: dict[str, Any]) -> str:
     if res.get("notes"):
         L += ["**Far from the roofline:**", ""] + [f"- {n}" for n in res["notes"]] + [""]
     return "\n".join(L)
+
+
+def headline(res: dict[str, Any]) -> list[str]:
+    out = []
+    g = res.get("gram", {})
+    fits = g.get("dkrr_fit")
+    if isinstance(fits, dict):
+        for label, f in fits.items():
+            if "fraction_of_bare_ZtZ" in f:
+                out.append(f"dkrr fit ({label}, n={g['n']}, p={g['width_p']}): {fmt_num(f['gflops_2np2'])} GFLOP/s = "
+                           f"{f['fraction_of_bare_ZtZ']:.0%} of bare Z^T Z ({fmt_num(g['bare_ZtZ_gflops'])} GFLOP/s); "
+                           f"transform + Gram alone would be {f['fraction_of_bare_ZtZ_plus_transform']:.0%}")
+    elif fits:
+        out.append(f"dkrr fit: {fits}")
+    fw = res.get("fwht", {})
+    k = fw.get("fwht_kernel", {})
+    if "GBps" in k:
+        out.append(f"FWHT kernel ({k['backend']}): {fmt_num(k['GBps'])} GB/s = {k['fraction_of_copy']:.0%} of copy "
+                   f"({fmt_num(fw['copy']['GBps'])} GB/s)")
+    for m, v in fw.get("maps", {}).items():
+        if "GBps" in v:
+            out.append(f"{m} FWHT path: {fmt_num(v['GBps'])} GB/s (lower-bound traffic) = {v['fraction_of_copy']:.0%} of copy")
+    return out

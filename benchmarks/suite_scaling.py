@@ -40,7 +40,7 @@ TITLE = "Scaling in n (out of core from Zarr) and in D"
 
 def settings(cfg: Config) -> dict[str, Any]:
     if cfg.quick:
-        return {"d": 16, "n": [2000, 8000, 32000], "chunk_rows": 4000, "D_fixed": 64,
+        return {"d": 16, "n": [4000, 16000, 64000], "chunk_rows": 8000, "D_fixed": 64,
                 "n_for_D": 4000, "D": [32, 64, 128, 256], "method": "rff"}
     return {"d": 16, "n": [50000, 200000, 800000], "chunk_rows": 50000, "D_fixed": 256,
             "n_for_D": 50000, "D": [64, 128, 256, 512, 1024], "method": "rff"}
@@ -94,7 +94,7 @@ def run(cfg: Config) -> dict[str, Any]:
                 _write_store(store, n, d, st["chunk_rows"], cfg.seed)
                 X = da.from_zarr(str(store / "X"))
                 y = da.from_zarr(str(store / "y"))
-                t, _ = time_call(lambda: make(st["D_fixed"]).fit(X, y), cfg.repeats, warmup=0)
+                t, _ = time_call(lambda: make(st["D_fixed"]).fit(X, y), cfg.repeats, warmup=1)
                 peak, _ = traced_peak(lambda: make(st["D_fixed"]).fit(X, y))
                 rows_n.append({"n": n, "data_bytes": n * d * 8, "chunks": len(X.chunks[0]), "fit_s": t, "peak_traced_bytes": peak})
             except Exception:
@@ -112,7 +112,7 @@ def run(cfg: Config) -> dict[str, Any]:
     rows_D = []
     for D in st["D"]:
         try:
-            t, _ = time_call(lambda: make(D).fit(X, y), cfg.repeats, warmup=0)
+            t, _ = time_call(lambda: make(D).fit(X, y), cfg.repeats, warmup=1)
             peak, _ = traced_peak(lambda: make(D).fit(X, y))
             rows_D.append({"D": D, "width_p": 2 * D, "fit_s": t, "peak_traced_bytes": peak})
         except Exception:
@@ -160,3 +160,12 @@ def render(res: dict[str, Any]) -> str:
     if res.get("notes"):
         L += [f"- {n}" for n in res["notes"]] + [""]
     return "\n".join(L)
+
+
+def headline(res: dict[str, Any]) -> list[str]:
+    if "status" in res:
+        return [res["status"]]
+    ns = [r["n"] for r in res["vs_n"] if "fit_s" in r]
+    return [f"fit time vs n ({', '.join(map(str, ns))}; Zarr, out of core): log-log slope {fmt_num(res['slope_time_vs_n'])}; "
+            f"peak memory slope {fmt_num(res['slope_memory_vs_n'])}",
+            f"fit time vs D: log-log slope {fmt_num(res['slope_time_vs_D'])}"]
