@@ -1,8 +1,10 @@
 """scikit-learn compatible estimators."""
 
+from ._classifier import RandomFeatureRidgeClassifier
 from ._random_features import RandomFeatures
+from ._ridge import RandomFeatureRidge
 
-__all__ = ["RandomFeatures"]
+__all__ = ["RandomFeatureRidge", "RandomFeatureRidgeClassifier", "RandomFeatures"]
 
 
 def _classes_for_model_files() -> dict[str, type]:

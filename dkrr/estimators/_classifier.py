@@ -1,0 +1,118 @@
+"""Classification by kernel ridge regression on +-1 targets: :class:`RandomFeatureRidgeClassifier`."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import is_dask
+from ..errors import InputValidationError
+from ..linalg._stats import check_labels_statistics
+from ._ridge import _materialize, _RandomFeatureRidgeBase
+
+__all__ = ["RandomFeatureRidgeClassifier"]
+
+
+def _labels_block(scores, classes):
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.intp)]
+    return classes[np.argmax(scores, axis=1)]
+
+
+class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
+    """Classifier using kernel ridge regression on random features, fitted in one pass.
+
+    Labels are encoded as in scikit-learn's ``RidgeClassifier``: with two classes a
+    single target, ``+1`` for ``classes_[1]`` and ``-1`` for ``classes_[0]``; with more,
+    one ``+-1`` column per class (one-vs-rest). The targets are fitted by
+    :class:`RandomFeatureRidge`'s streamed ridge regression; ``predict`` takes the sign
+    (binary) or the argmax (multiclass) of the decision function.
+
+    The classes are found in the same single pass over the data: each block task
+    accumulates ``Z^T 1[y = label]`` and the count of every label it sees, and after the
+    reduction the +-1 statistics are ``Z^T y_j = 2 Z^T 1[y = class_j] - Z^T 1``. Cross-
+    validation (``cv``) scores alphas by the mean squared error of the +-1 targets
+    (as ``RidgeClassifierCV`` does by default), not by accuracy.
+
+    Parameters
+    ----------
+    Same as :class:`RandomFeatureRidge`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Sorted labels.
+    coef_ : ndarray of shape (1, p) or (n_classes, p)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    alpha_, feature_map_, n_features_in_, n_output_features_, cv_results_, best_score_
+        As in :class:`RandomFeatureRidge`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkrr import RandomFeatureRidgeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((300, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
+    >>> clf = RandomFeatureRidgeClassifier(method="rff", n_components=64, gamma=0.5,
+    ...                                    alpha=0.1, random_state=0).fit(X, y)
+    >>> clf.classes_.tolist(), clf.score(X, y) > 0.9
+    (['a', 'b'], True)
+    """
+
+    _labels_mode = True
+
+    def fit(self, X, y):
+        """Fit from numpy, dask or zarr ``X`` (n, d) and 1-D labels ``y`` in one pass.
+
+        Raises
+        ------
+        InputValidationError
+            Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds.
+        NonFiniteInputError
+            NaN or inf in X (or in float labels).
+        SingularSystemError
+            The regularised system is singular (alpha <= 0).
+        """
+        beta, intercept = self._fit_streamed(X, y)
+        self.coef_ = np.ascontiguousarray(beta.T)
+        self.intercept_ = np.asarray(intercept, dtype=np.float64)
+        return self
+
+    def _targets_from_statistics(self, stats):
+        self.classes_ = check_labels_statistics(stats)
+        return stats.plus_minus_targets(self.classes_)
+
+    def decision_function(self, X):
+        """Scores: (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""
+        check_is_fitted(self, "coef_")
+        return self._decision(X, squeeze=self.coef_.shape[0] == 1)
+
+    def predict(self, X):
+        """Predicted labels: numpy, or a lazy dask array for dask/zarr X."""
+        scores = self.decision_function(X)
+        if not is_dask(scores):
+            return _labels_block(scores, self.classes_)
+        drop = {"drop_axis": 1} if scores.ndim == 2 else {}
+        return scores.map_blocks(
+            _labels_block, self.classes_, dtype=self.classes_.dtype, chunks=(scores.chunks[0],),
+            meta=np.empty((0,), dtype=self.classes_.dtype), name="dkrr-labels", **drop,
+        )
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy. Labels never seen in fit are an error (they could only be wrong)."""
+        check_is_fitted(self, "coef_")
+        y = _materialize(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            bad = np.unique(y[unknown])
+            raise InputValidationError(
+                f"y holds {int(unknown.sum())} label(s) not seen during fit: "
+                f"{bad[:10].tolist()}; known classes: {self.classes_.tolist()}"
+            )
+        pred = _materialize(self.predict(X))
+        if pred.shape[0] != y.shape[0]:
+            raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
+        return float(np.average(pred == y, weights=sample_weight))

@@ -1,0 +1,369 @@
+"""Kernel ridge regression with random features, fitted in one streamed pass:
+:class:`RandomFeatureRidge` (and the shared machinery of the classifier)."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_finite_block, check_input, check_n_features, check_random_state, is_dask
+from ..errors import InputValidationError, InvalidParameterError
+from ..features._map import FeatureMap
+from ..linalg import (
+    DEFAULT_MAX_BLOCK_BYTES,
+    as_row_chunked,
+    check_alphas,
+    cross_validate_statistics,
+    ridge_coefficients,
+    select_alpha,
+    streamed_statistics,
+)
+from ..linalg._cv import check_folds
+from ._random_features import MAP_OPTION_NAMES, RandomFeatures, build_random_feature_map
+
+__all__ = ["RandomFeatureRidge"]
+
+_SOLVERS = ("auto", "cholesky", "eigh")
+
+
+@dataclasses.dataclass(eq=False)
+class _LinearModel:
+    """What a prediction task needs: the map, coefficients (p, t) and intercept (t,)."""
+
+    fmap: FeatureMap
+    W: np.ndarray
+    b: np.ndarray
+    max_block_bytes: int
+
+    def decision(self, X: np.ndarray) -> np.ndarray:
+        """``phi(X) W + b`` (float64), computed in sub-blocks of at most max_block_bytes of Z."""
+        n = X.shape[0]
+        p = self.fmap.n_output_features
+        out = np.empty((n, self.W.shape[1]))
+        sub = int(max(1, min(n, self.max_block_bytes // (8 * p))))
+        Zbuf = np.empty((sub, p))
+        for start in range(0, n, sub):
+            stop = min(n, start + sub)
+            Xs = np.ascontiguousarray(X[start:stop], dtype=np.float64)
+            Z = self.fmap.transform(Xs, out=Zbuf[: stop - start])
+            np.matmul(Z, self.W, out=out[start:stop])
+        out += self.b
+        return out
+
+
+def _decision_block(X, model: _LinearModel, squeeze: bool, block_info=None):
+    where = ""
+    if block_info is not None:
+        (start, stop) = block_info[0]["array-location"][0]
+        where = f" (row block {block_info[0]['chunk-location'][0]}, rows {start} to {stop - 1})"
+    check_finite_block(X, "X", where)
+    out = model.decision(X)
+    return out[:, 0] if squeeze else out
+
+
+class _RandomFeatureRidgeBase(BaseEstimator):
+    """Parameters, the streamed fit and the decision function shared by the estimators."""
+
+    _labels_mode = False
+
+    def __init__(
+        self,
+        kernel="gaussian",
+        method="sorf",
+        n_components=256,
+        gamma=1.0,
+        alpha=1.0,
+        alphas=None,
+        cv=None,
+        fit_intercept=True,
+        random_state=None,
+        *,
+        n_hd_blocks=None,
+        row_norms=None,
+        displacement_rank=None,
+        skew_nonzeros=None,
+        sequence=None,
+        chunk_rows=None,
+        max_block_bytes=DEFAULT_MAX_BLOCK_BYTES,
+        split_every=None,
+        solver="auto",
+    ):
+        self.kernel = kernel
+        self.method = method
+        self.n_components = n_components
+        self.gamma = gamma
+        self.alpha = alpha
+        self.alphas = alphas
+        self.cv = cv
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.n_hd_blocks = n_hd_blocks
+        self.row_norms = row_norms
+        self.displacement_rank = displacement_rank
+        self.skew_nonzeros = skew_nonzeros
+        self.sequence = sequence
+        self.chunk_rows = chunk_rows
+        self.max_block_bytes = max_block_bytes
+        self.split_every = split_every
+        self.solver = solver
+
+    # ---------------------------------------------------------------- validation
+    def _check_params(self):
+        from ..linalg._solve import check_alpha
+
+        alpha = check_alpha(self.alpha)
+        if self.cv is None:
+            if self.alphas is not None:
+                raise InvalidParameterError(
+                    f"alphas={self.alphas!r} is given but cv is None: a grid of alphas is "
+                    "scored by K-fold cross-validation, so pass cv (e.g. cv=5), or drop "
+                    "alphas and set alpha for a single fit."
+                )
+            K, alphas = 1, None
+        else:
+            if isinstance(self.cv, bool) or not isinstance(self.cv, numbers.Integral) or self.cv < 2:
+                raise InvalidParameterError(f"cv must be None or an integer >= 2, got {self.cv!r}")
+            K = int(self.cv)
+            alphas = check_alphas([alpha] if self.alphas is None else self.alphas)
+        if self.solver not in _SOLVERS:
+            raise InvalidParameterError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise InvalidParameterError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        mbb = self.max_block_bytes
+        if isinstance(mbb, bool) or not isinstance(mbb, numbers.Integral) or mbb < 1:
+            raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {mbb!r}")
+        return alpha, K, alphas
+
+    def _draw_map(self, n_features_in: int):
+        """Draw the feature map, then the fold seed, from one generator (in that order)."""
+        rng = check_random_state(self.random_state)
+        options = {name: getattr(self, name) for name in MAP_OPTION_NAMES}
+        fmap = build_random_feature_map(
+            kernel=self.kernel, method=self.method, n_components=self.n_components,
+            gamma=self.gamma, n_features_in=n_features_in, random_state=rng, options=options,
+        )
+        fold_seed = int(rng.integers(0, 2**63 - 1))
+        rf = RandomFeatures(
+            kernel=self.kernel, method=self.method, n_components=self.n_components,
+            gamma=self.gamma, random_state=self.random_state, **options,
+        )
+        rf.feature_map_ = fmap
+        rf.n_features_in_ = n_features_in
+        rf.n_output_features_ = fmap.n_output_features
+        return rf, fold_seed
+
+    # ---------------------------------------------------------------- fitting
+    def _fit_streamed(self, X, y):
+        """Validate, make the one pass, cross-validate and solve. Returns (stats, y)."""
+        alpha, K, alphas = self._check_params()
+        Xd, yd = as_row_chunked(
+            X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
+        )
+        n = Xd.shape[0]
+        if K > 1 and n < 2 * K:
+            check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
+        rf, fold_seed = self._draw_map(Xd.shape[1])
+        stats = streamed_statistics(
+            Xd, yd, rf.feature_map_, n_folds=K, fold_seed=fold_seed,
+            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+            labels_mode=self._labels_mode,
+        )
+        stats = self._targets_from_statistics(stats)
+        self.feature_map_ = rf
+        self.n_features_in_ = rf.n_features_in_
+        self.n_output_features_ = rf.n_output_features_
+        self.fold_seed_ = fold_seed
+        if K > 1:
+            mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
+            idx, mean, std = select_alpha(alphas, mse, stats.n)
+            alpha = float(alphas[idx])
+            self.cv_results_ = {
+                "alphas": alphas,
+                "fold_mse": mse,
+                "mean_mse": mean,
+                "std_mse": std,
+                "fold_sizes": stats.n.copy(),
+            }
+            self.best_score_ = float(-mean[idx])
+        self.alpha_ = alpha
+        solver = "cholesky" if self.solver == "auto" else self.solver
+        beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), solver)
+        return beta, intercept
+
+    def _targets_from_statistics(self, stats):
+        return stats
+
+    # ---------------------------------------------------------------- prediction
+    def _model(self) -> _LinearModel:
+        coef = np.atleast_2d(self.coef_)  # (t, p)
+        b = np.broadcast_to(np.asarray(self.intercept_, dtype=np.float64), (coef.shape[0],)).copy()
+        return _LinearModel(self.feature_map_.feature_map_, np.ascontiguousarray(coef.T), b, int(self.max_block_bytes))
+
+    def _decision(self, X, squeeze: bool):
+        """``phi(X) coef^T + intercept``: numpy in -> numpy out, dask/zarr -> lazy dask."""
+        check_is_fitted(self, "coef_")
+        Xv = check_input(X, name="X")
+        check_n_features(Xv.shape, self.n_features_in_)
+        model = self._model()
+        t = model.W.shape[1]
+        if not is_dask(Xv):
+            out = model.decision(Xv)
+            return out[:, 0] if squeeze else out
+        import dask
+
+        model_d = dask.delayed(model, pure=True)
+        chunks = (Xv.chunks[0],) if squeeze else (Xv.chunks[0], (t,))
+        return Xv.map_blocks(
+            _decision_block, model_d, squeeze,
+            dtype=np.float64, chunks=chunks, drop_axis=1 if squeeze else None,
+            meta=np.empty((0,) * len(chunks), dtype=np.float64), name="dkrr-decision",
+        )
+
+
+class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
+    """Kernel ridge regression with random features, fitted in one pass over row blocks.
+
+    Fits ``f(x) = phi(x)^T beta + b`` minimising ``||y - Z beta - b||^2 + alpha
+    ||beta||^2`` (scikit-learn's ``Ridge`` convention) where ``Z = phi(X)`` are random
+    features approximating the kernel (ALGORITHMS.md sections 1-3). The data may be a
+    numpy array, a row-chunked dask array or a zarr array: one dask task per row block
+    computes the block's features and the sufficient statistics ``Z^T Z``, ``Z^T y``,
+    ... (float64), a tree reduction sums them, and the solve happens on the client. Z is
+    never materialised beyond a sub-block of ``max_block_bytes``. With ``cv`` the
+    statistics are also kept per fold, and every (fold, alpha) is scored from them alone:
+    choosing alpha costs no extra pass over the data.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "angular", "arccos0", "arccos1"}, default="gaussian"
+    method : str, default="sorf"
+        Construction of the projection (see :class:`dkrr.RandomFeatures`).
+    n_components : int, default=256
+        D, the number of random frequencies; the model has ``n_output_features_``
+        coefficients per target (``2 * D`` for the gaussian kernel). scikit-learn's
+        ``RBFSampler`` counts output columns instead.
+    gamma : float, default=1.0
+        Gaussian kernel ``exp(-gamma ||x - y||^2)``.
+    alpha : float, default=1.0
+        Ridge penalty. Values <= 0 are accepted only when ``Z^T Z + alpha I`` stays
+        positive definite; otherwise :class:`~dkrr.errors.SingularSystemError`.
+    alphas : array-like of float, default=None
+        Grid scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
+        error rather than a silent choice of folds).
+    cv : int, default=None
+        Number of folds K of the one-pass cross-validation. With ``cv`` and no
+        ``alphas`` the grid is ``[alpha]`` (its CV error is reported). Rows go to
+        folds by a seeded hash of their global index (independent of the chunking).
+    fit_intercept : bool, default=True
+    random_state : int, numpy Generator or None, default=None
+        One generator is made from it; the feature map is drawn first (exactly as
+        ``RandomFeatures(random_state=...)`` draws it), then the fold seed.
+    n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence : optional
+        Options of the projection methods (see :class:`dkrr.RandomFeatures`).
+    chunk_rows : int, default=None
+        Rows per block. numpy input is cut into blocks of this size (default: about
+        32 MiB of X per block and at least 8 blocks when there are enough rows); dask
+        input is rechunked only when it is given.
+    max_block_bytes : int, default=64 MiB
+        Memory budget of the float64 feature buffer of one task: a block whose
+        ``rows x p x 8`` exceeds it is processed in sub-blocks.
+    split_every : int, default=None
+        Fan-in of the tree reduction (default 8).
+    solver : {"auto", "cholesky", "eigh"}, default="auto"
+        Solver of the final fit (``"auto"`` is Cholesky). Cross-validation always uses
+        one eigendecomposition per fold for the whole grid.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (p,) or (n_targets, p)
+    intercept_ : float or ndarray of shape (n_targets,)
+    alpha_ : float
+        The alpha of the final fit (chosen by CV when ``cv`` is given).
+    feature_map_ : RandomFeatures
+        The fitted transformer: ``feature_map_.transform(X)`` gives the features.
+    n_features_in_ : int
+    n_output_features_ : int
+        p, the width of Z.
+    cv_results_ : dict
+        With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation mean squared
+        errors (averaged over targets), ``mean_mse`` (weighted by fold size),
+        ``std_mse`` (unweighted over folds) and ``fold_sizes``.
+    best_score_ : float
+        With ``cv``: minus the mean validation MSE of ``alpha_`` (higher is better).
+        Ties of the mean go to the larger alpha.
+    fold_seed_ : int
+        Seed of the fold hash.
+
+    Notes
+    -----
+    Features are computed in float64 whatever the input dtype (float32 input is cast
+    per block), and predictions are float64. For float32 data
+    ``feature_map_.transform`` returns float32 features, the model used their float64
+    counterparts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkrr import RandomFeatureRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 3)); y = np.sin(X[:, 0])
+    >>> est = RandomFeatureRidge(method="rff", n_components=64, gamma=0.5, alphas=[0.01, 0.1, 1],
+    ...                          cv=3, random_state=0).fit(X, y)
+    >>> est.coef_.shape, est.score(X, y) > 0.9
+    ((128,), True)
+    """
+
+    def fit(self, X, y):
+        """Fit from numpy, dask or zarr ``X`` (n, d) and ``y`` (n,) or (n, t) in one pass.
+
+        Raises
+        ------
+        InputValidationError
+            Shapes, dtypes, X/y length mismatch, too few rows for the folds.
+        NonFiniteInputError
+            NaN or inf in X or y (the message names the block and count).
+        SingularSystemError
+            The regularised system is singular (alpha <= 0).
+        """
+        y_ndim = y.ndim if hasattr(y, "ndim") else np.ndim(y)
+        beta, intercept = self._fit_streamed(X, y)
+        if y_ndim == 1:
+            self.coef_ = beta[:, 0].copy()
+            self.intercept_ = float(intercept[0])
+        else:
+            self.coef_ = np.ascontiguousarray(beta.T)
+            self.intercept_ = intercept
+        return self
+
+    def predict(self, X):
+        """Predictions: numpy (computed block by block) or a lazy dask array for dask/zarr X.
+
+        Shape (n,) for a model fitted on 1-D y, else (n, n_targets).
+        """
+        check_is_fitted(self, "coef_")
+        return self._decision(X, squeeze=np.ndim(self.coef_) == 1)
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of the predictions (averaged uniformly over targets, as scikit-learn)."""
+        from sklearn.metrics import r2_score
+
+        pred = self.predict(X)
+        y = _materialize(y)
+        if is_dask(pred):
+            pred = _materialize(pred)
+        if y.shape[0] != pred.shape[0]:
+            raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
+        return float(r2_score(y, pred, sample_weight=sample_weight))
+
+
+def _materialize(a):
+    """numpy version of a numpy/dask/zarr array (computes dask input)."""
+    if is_dask(a):
+        from ..linalg._reduce import compute_limited
+
+        return np.asarray(compute_limited(a, label="computing")[0])
+    return np.asarray(a)

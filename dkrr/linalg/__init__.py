@@ -1,0 +1,41 @@
+"""Streamed linear algebra: row-block reductions, ridge statistics, solvers, one-pass CV."""
+
+from ._cv import check_alphas, check_folds, cross_validate_statistics, select_alpha
+from ._reduce import DEFAULT_SPLIT_EVERY, as_row_chunked, default_chunk_rows, reduce_row_blocks
+from ._solve import (
+    center_statistics,
+    eigh_gram,
+    ridge_coefficients,
+    solve_cholesky,
+    solve_eigh,
+)
+from ._stats import (
+    DEFAULT_MAX_BLOCK_BYTES,
+    RidgeStatistics,
+    block_statistics,
+    combine_statistics,
+    fold_ids,
+    streamed_statistics,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BLOCK_BYTES",
+    "DEFAULT_SPLIT_EVERY",
+    "RidgeStatistics",
+    "as_row_chunked",
+    "block_statistics",
+    "center_statistics",
+    "check_alphas",
+    "check_folds",
+    "combine_statistics",
+    "cross_validate_statistics",
+    "default_chunk_rows",
+    "eigh_gram",
+    "fold_ids",
+    "reduce_row_blocks",
+    "ridge_coefficients",
+    "select_alpha",
+    "solve_cholesky",
+    "solve_eigh",
+    "streamed_statistics",
+]

@@ -1,0 +1,242 @@
+"""A generic tree reduction over the row blocks of row-chunked dask arrays.
+
+:func:`reduce_row_blocks` is the streaming engine of dkrr: one task per row block turns
+the block (of X, and of y when given) into a small object of partial sums, and a tree of
+combine tasks merges those into one result. Only the row blocks of the inputs are data
+dependencies, so every block is loaded exactly once per reduction, and the reduction
+runs on whatever dask scheduler is active (a distributed ``Client`` when one is the
+default, else the threaded scheduler).
+
+:func:`as_row_chunked` converts numpy/zarr/dask inputs into dask arrays whose row
+chunks agree, which is what the reduction needs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .._validation import check_input, is_dask
+from ..errors import InputValidationError, InvalidParameterError
+
+__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "reduce_row_blocks"]
+
+#: fan-in of the combine tree when ``split_every`` is not given
+DEFAULT_SPLIT_EVERY = 8
+
+#: byte budget of one row block of X when dkrr chooses the chunking of in-memory data
+CHUNK_BYTES = 32 * 2**20
+
+#: dkrr cuts in-memory data into at least this many blocks when it has enough rows
+MIN_BLOCKS = 8
+
+
+def default_chunk_rows(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
+    """Rows per block for in-memory data: at most :data:`CHUNK_BYTES` of X per block,
+    at least :data:`MIN_BLOCKS` blocks when every block can keep 1,024 rows or more."""
+    by_bytes = max(1, CHUNK_BYTES // max(1, n_cols * itemsize))
+    by_count = math.ceil(n_rows / MIN_BLOCKS)
+    return int(max(1, min(n_rows, by_bytes, max(by_count, 1024))))
+
+
+def _check_chunk_rows(chunk_rows):
+    if chunk_rows is None:
+        return None
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise InvalidParameterError(f"chunk_rows must be a positive integer or None, got {chunk_rows!r}")
+    return int(chunk_rows)
+
+
+def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
+    """Validate ``X`` (and ``y``) and return dask arrays with identical row chunks.
+
+    Parameters
+    ----------
+    X : array-like, dask array or zarr array of shape (n, d)
+        numpy input is cut into blocks of ``chunk_rows`` rows (default:
+        :func:`default_chunk_rows`); dask input keeps its row chunks unless
+        ``chunk_rows`` is given; zarr input is read with ``dask.array.from_zarr``.
+    y : array-like, dask array or zarr array of shape (n,) or (n, t), optional
+        Rechunked to X's row chunks.
+    chunk_rows : int, optional
+    y_kind : {"numeric", "labels"}
+        ``"numeric"`` converts y to a float dtype; ``"labels"`` keeps any 1-D label
+        array (strings, integers, ...) as is.
+
+    Returns
+    -------
+    X : dask array of shape (n, d), one column block, float dtype
+    y : dask array or None
+
+    Raises
+    ------
+    InputValidationError
+        Bad shape/dtype, or ``y`` and ``X`` have different numbers of rows.
+    ChunkingError
+        X is chunked along its columns.
+    """
+    import dask.array as da
+
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    Xv = check_input(X, name="X", check_finite=False)
+    if not is_dask(Xv):
+        rows = chunk_rows or default_chunk_rows(Xv.shape[0], Xv.shape[1], Xv.dtype.itemsize)
+        Xd = da.from_array(Xv, chunks=(rows, Xv.shape[1]))
+    else:
+        Xd = Xv.rechunk({0: chunk_rows}) if chunk_rows else Xv
+    if y is None:
+        return Xd, None
+    if y_kind == "numeric":
+        yv = check_input(y, name="y", ndim=None, check_finite=False)
+    else:
+        yv = _labels_as_array(y)
+    if yv.shape[0] != Xd.shape[0]:
+        raise InputValidationError(
+            f"X and y have different numbers of rows: X has {Xd.shape[0]} (shape "
+            f"{Xd.shape}), y has {yv.shape[0]} (shape {yv.shape}); pass one target row per "
+            "sample."
+        )
+    if not is_dask(yv):
+        yd = da.from_array(np.asarray(yv), chunks=(Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:]))
+    else:
+        yd = yv.rechunk({0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
+    return Xd, yd
+
+
+def _labels_as_array(y):
+    """Class labels: a 1-D numpy or dask array of any dtype (zarr read through dask)."""
+    import dask.array as da
+
+    try:
+        import zarr
+
+        if isinstance(y, zarr.Array):
+            y = da.from_zarr(y)
+    except ImportError:  # pragma: no cover
+        pass
+    if not is_dask(y):
+        y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise InputValidationError(
+            f"class labels y must be 1-dimensional, got shape {y.shape}; multilabel "
+            "targets are not supported, pass one label per row."
+        )
+    if y.shape[0] == 0:
+        raise InputValidationError("y is empty; it needs one label per row of X")
+    if y.dtype.kind not in "biufUSO":
+        raise InputValidationError(f"class labels of dtype {y.dtype} are not supported")
+    return y
+
+
+def reduce_row_blocks(
+    arrays: Sequence[Any],
+    block_fn: Callable[..., Any],
+    combine_fn: Callable[[list], Any],
+    *,
+    split_every: int | None = None,
+    constants: Sequence[Any] = (),
+    compute: bool = True,
+    label: str = "reducing row blocks",
+):
+    """Map every row block to partial results and merge them with a tree of combines.
+
+    Parameters
+    ----------
+    arrays : sequence of dask arrays
+        Arrays with identical row chunks and a single block along every other axis
+        (e.g. X of shape (n, d) and y rechunked to X's rows, see :func:`as_row_chunked`).
+    block_fn : callable
+        Called once per row block as ``block_fn(*blocks, row_offset, block_index,
+        *constants)`` where ``blocks`` are the numpy blocks of ``arrays``,
+        ``row_offset`` is the global index of the block's first row and
+        ``block_index`` its position. Returns a small partial result.
+    combine_fn : callable
+        ``combine_fn(list_of_partials)`` merges partials into one of the same kind. It
+        may update the first partial in place (each partial is consumed by exactly one
+        combine task).
+    split_every : int, optional
+        Fan-in of the combine tree (default :data:`DEFAULT_SPLIT_EVERY`); ``2`` makes
+        the deepest tree.
+    constants : sequence
+        Objects every block task needs (a feature map, ...). Each is embedded once in
+        the graph (``dask.delayed(obj, pure=True)``) rather than once per task.
+    compute : bool, default=True
+        Compute and return the result, or return the ``dask.delayed`` object.
+    label : str
+        Label of the progress bar (see :mod:`dkrr._progress`).
+
+    Returns
+    -------
+    The combined result (or a Delayed when ``compute=False``).
+
+    Notes
+    -----
+    The inputs are optimized together (``dask.optimize``) before their blocks are taken,
+    so arrays that share a source load it once. The compute runs with the active
+    distributed Client if there is one, else dask's configured scheduler (threaded by
+    default); without a Client the BLAS thread pools of this process are limited to one
+    thread for the duration, since dask already runs one task per core.
+    """
+    import dask
+
+    split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
+    if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
+        raise InvalidParameterError(f"split_every must be an integer >= 2, got {split_every!r}")
+    if not arrays:
+        raise InvalidParameterError("reduce_row_blocks needs at least one array")
+    row_chunks = arrays[0].chunks[0]
+    for a in arrays:
+        if a.chunks[0] != row_chunks:
+            raise InputValidationError(
+                f"row chunks differ between the inputs: {row_chunks} vs {a.chunks[0]}; "
+                "rechunk them to the same rows, e.g. `y.rechunk({0: X.chunks[0]})`."
+            )
+        if any(nb != 1 for nb in a.numblocks[1:]):
+            raise InputValidationError(
+                f"an input of shape {a.shape} has chunks {a.chunks}; every axis but the "
+                "first must be a single block. Use `.rechunk({1: -1})`."
+            )
+    optimized = dask.optimize(*arrays)
+    blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
+    consts = [dask.delayed(c, pure=True) for c in constants]
+    offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
+    token = dask.base.tokenize(*(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn)
+    name = getattr(block_fn, "__name__", "block").strip("_")
+    level = [
+        dask.delayed(block_fn, pure=True)(
+            *(b[i] for b in blocks), int(offsets[i]), i, *consts,
+            dask_key_name=f"dkrr-{name}-{token}-{i}",
+        )
+        for i in range(len(row_chunks))
+    ]
+    depth = 0
+    while True:
+        groups = [level[j : j + split_every] for j in range(0, len(level), split_every)]
+        level = [
+            dask.delayed(combine_fn, pure=True)(g, dask_key_name=f"dkrr-combine-{token}-{depth}-{j}")
+            for j, g in enumerate(groups)
+        ]
+        depth += 1
+        if len(level) == 1:
+            break
+    result = level[0]
+    if not compute:
+        return result
+    return compute_limited(result, label=label)[0]
+
+
+def compute_limited(*collections, label: str = "computing"):
+    """``dask.compute`` (with dkrr's optional progress bar) that keeps BLAS at one thread
+    per dask thread when no distributed Client is active."""
+    from .._progress import active_client, compute
+
+    if active_client() is not None:
+        return compute(*collections, label=label)
+    from .._cluster import limit_blas_threads
+
+    with limit_blas_threads(1):
+        return compute(*collections, label=label)
