@@ -1,0 +1,34 @@
+"""Shared fixtures: the same test on dask's threaded scheduler and on a real LocalCluster.
+
+The cluster (2 worker processes x 1 thread, bound to 127.0.0.1) is started once per test
+session and each ``scheduler="distributed"`` test connects its own Client to it, so the
+threaded runs never see a default client.
+"""
+
+import dask
+import pytest
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """A real ``distributed.LocalCluster``: 2 worker processes with 1 thread each."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None, memory_limit="1GiB",
+    ) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["threads", "distributed"])
+def scheduler(request):
+    """Run the test with the threaded scheduler (no client) or a Client on the cluster."""
+    if request.param == "threads":
+        with dask.config.set(scheduler="threads"):
+            yield "threads"
+        return
+    import distributed
+
+    cluster = request.getfixturevalue("local_cluster")
+    with distributed.Client(cluster) as client:
+        yield client

@@ -1,0 +1,198 @@
+"""Streamed sufficient statistics: equal to dense numpy sums, independent of chunking."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+from dkrr.errors import InputValidationError, NonFiniteInputError
+from dkrr.estimators._random_features import build_random_feature_map
+from dkrr.linalg import (
+    as_row_chunked,
+    default_chunk_rows,
+    fold_ids,
+    reduce_row_blocks,
+    streamed_statistics,
+)
+
+N, D_IN = 500, 4
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D_IN))
+    Y = np.column_stack([np.sin(X[:, 0]) + 3.0, X[:, 1] ** 2])
+    return X, Y
+
+
+@pytest.fixture(scope="module")
+def fmap():
+    return build_random_feature_map(kernel="gaussian", method="rff", n_components=12, gamma=0.4,
+                                    n_features_in=D_IN, random_state=0, options={})
+
+
+def dense_stats(Z, Y, folds, K):
+    out = {k: [] for k in ("G", "c", "zsum", "n", "ysum", "yy")}
+    for k in range(K):
+        Zk, Yk = Z[folds == k], Y[folds == k]
+        out["G"].append(Zk.T @ Zk)
+        out["c"].append(Zk.T @ Yk)
+        out["zsum"].append(Zk.sum(0))
+        out["n"].append(len(Zk))
+        out["ysum"].append(Yk.sum(0))
+        out["yy"].append((Yk**2).sum(0))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def assert_stats_close(s, ref, rtol=1e-12):
+    for name in ("G", "c", "zsum", "ysum", "yy"):
+        a, b = getattr(s, name), ref[name]
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * np.abs(b).max(), err_msg=name)
+    np.testing.assert_array_equal(s.n, ref["n"])
+
+
+def test_fold_ids_are_seeded_balanced_and_in_range():
+    rows = np.arange(30000)
+    f = fold_ids(rows, 5, 123)
+    assert f.dtype == np.int64 and f.min() == 0 and f.max() == 4
+    np.testing.assert_array_equal(f, fold_ids(rows, 5, 123))
+    np.testing.assert_array_equal(f[1000:2000], fold_ids(rows[1000:2000], 5, 123))  # by index only
+    counts = np.bincount(f, minlength=5)
+    assert np.all(np.abs(counts - 6000) < 5 * np.sqrt(30000 * 0.2 * 0.8))
+    assert (f != fold_ids(rows, 5, 124)).mean() > 0.7  # another seed, another assignment
+    # consecutive rows are not striped: fold changes look independent
+    assert 0.7 < (f[1:] != f[:-1]).mean() < 0.9
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("ydim", [1, 2])
+def test_statistics_equal_dense_numpy(data, fmap, K, ydim):
+    X, Y = data
+    y = Y[:, 0] if ydim == 1 else Y
+    Xd, yd = as_row_chunked(X, y, chunk_rows=128)
+    s = streamed_statistics(Xd, yd, fmap, n_folds=K, fold_seed=7)
+    folds = fold_ids(np.arange(N), K, 7) if K > 1 else np.zeros(N, int)
+    ref = dense_stats(fmap.transform(X), y.reshape(N, -1), folds, K)
+    assert s.G.shape == (K, 24, 24) and s.c.shape == (K, 24, ydim)
+    assert_stats_close(s, ref)
+    np.testing.assert_array_equal(s.G, s.G.transpose(0, 2, 1))  # exactly symmetric
+
+
+CHUNKINGS = {
+    "regular": 100,
+    "irregular": (37, 200, 13, 150, 100),
+    "single": N,
+}
+
+
+@pytest.mark.parametrize("chunks", list(CHUNKINGS), ids=list(CHUNKINGS))
+@pytest.mark.parametrize("split_every", [None, 2])
+def test_statistics_independent_of_chunking_and_scheduler(data, fmap, chunks, split_every, scheduler):
+    X, Y = data
+    Xd = da.from_array(X, chunks=(CHUNKINGS[chunks], D_IN))
+    yd = da.from_array(Y, chunks=(50, 2))  # rechunked to X's rows
+    Xd, yd = as_row_chunked(Xd, yd)
+    s = streamed_statistics(Xd, yd, fmap, n_folds=4, fold_seed=1, split_every=split_every)
+    ref = dense_stats(fmap.transform(X), Y, fold_ids(np.arange(N), 4, 1), 4)
+    assert_stats_close(s, ref, rtol=1e-11)
+
+
+def test_sub_blocks_give_the_same_statistics(data, fmap):
+    X, Y = data
+    Xd, yd = as_row_chunked(X, Y, chunk_rows=250)
+    whole = streamed_statistics(Xd, yd, fmap, n_folds=3, fold_seed=2)
+    tiny = streamed_statistics(Xd, yd, fmap, n_folds=3, fold_seed=2, max_block_bytes=24 * 8 * 7)  # 7 rows
+    for name in ("G", "c", "zsum", "ysum", "yy"):
+        np.testing.assert_allclose(getattr(tiny, name), getattr(whole, name), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(tiny.n, whole.n)
+
+
+def test_float32_blocks_are_accumulated_in_float64(data, fmap):
+    X, Y = data
+    X32 = X.astype(np.float32)
+    s = streamed_statistics(*as_row_chunked(X32, Y.astype(np.float32), chunk_rows=100), fmap)
+    assert s.G.dtype == np.float64
+    ref = dense_stats(fmap.transform(X32.astype(np.float64)), Y.astype(np.float32).astype(np.float64),
+                      np.zeros(N, int), 1)
+    assert_stats_close(s, ref)
+
+
+def test_labels_mode_gives_plus_minus_statistics(data, fmap):
+    X, _ = data
+    labels = np.array(["cat", "dog", "eel"])[(X[:, 0] > 0).astype(int) + (X[:, 1] > 1)]
+    Xd, yd = as_row_chunked(X, labels, chunk_rows=90, y_kind="labels")
+    s = streamed_statistics(Xd, yd, fmap, n_folds=2, fold_seed=3, labels_mode=True)
+    assert s.labels.tolist() == ["cat", "dog", "eel"]
+    pm = s.plus_minus_targets(s.labels)
+    Ypm = np.where(labels[:, None] == s.labels[None, :], 1.0, -1.0)
+    ref = dense_stats(fmap.transform(X), Ypm, fold_ids(np.arange(N), 2, 3), 2)
+    assert_stats_close(pm, ref)
+
+
+def test_labels_missing_from_some_blocks_are_merged(fmap):
+    X = np.random.default_rng(1).standard_normal((60, D_IN))
+    labels = np.array([0] * 20 + [1] * 20 + [2] * 20)  # each block of 20 holds one label
+    s = streamed_statistics(*as_row_chunked(X, labels, chunk_rows=20, y_kind="labels"), fmap,
+                            labels_mode=True, split_every=2)
+    assert s.labels.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(s.ysum[0], [20, 20, 20])
+    Z = fmap.transform(X)
+    np.testing.assert_allclose(s.c[0][:, 1], Z[20:40].sum(0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_non_finite_values_name_count_and_block(data, fmap, where):
+    X, Y = data
+    X, y = X.copy(), Y[:, 0].copy()
+    target = X if where == "X" else y
+    target[[210, 230]] = np.nan
+    target[260] = np.inf
+    Xd, yd = as_row_chunked(X, y, chunk_rows=100)
+    n_bad = 3 * D_IN if where == "X" else 3
+    with pytest.raises(NonFiniteInputError, match=rf"{where} \(row block 2, rows 200 to 299\) contains {n_bad} non-finite"):
+        streamed_statistics(Xd, yd, fmap)
+
+
+def test_length_mismatch_names_both_lengths(data):
+    X, Y = data
+    with pytest.raises(InputValidationError, match=r"X has 500 .* y has 499"):
+        as_row_chunked(X, Y[:-1])
+    with pytest.raises(InputValidationError, match=r"X has 500 .* y has 499"):
+        as_row_chunked(da.from_array(X), da.from_array(Y[:-1, 0]))
+
+
+def test_zarr_input_and_y_rechunked_to_x(tmp_path, data, fmap):
+    X, Y = data
+    zX = zarr.create_array(str(tmp_path / "X.zarr"), shape=X.shape, chunks=(120, D_IN), dtype="f8")
+    zX[:] = X
+    Xd, yd = as_row_chunked(zX, Y[:, 1])
+    assert Xd.chunks[0] == (120, 120, 120, 120, 20) and yd.chunks == (Xd.chunks[0],)
+    s = streamed_statistics(Xd, yd, fmap)
+    ref = dense_stats(fmap.transform(X), Y[:, 1:], np.zeros(N, int), 1)
+    assert_stats_close(s, ref)
+
+
+def test_default_chunk_rows_budget():
+    assert default_chunk_rows(100, 5) == 100  # small data: one block
+    assert default_chunk_rows(80_000, 9) == 10_000  # at least 8 blocks
+    assert default_chunk_rows(10_000_000, 512) == 32 * 2**20 // (512 * 8)  # byte budget
+
+
+def _collect(X, offset, index):
+    return [(offset, index, X.shape[0], float(X[:, 0].sum()))]
+
+
+def _concat(parts):
+    return [item for part in parts for item in part]
+
+
+@pytest.mark.parametrize("split_every", [2, 3, 8])
+def test_reduce_row_blocks_is_generic(split_every):
+    X = np.arange(46.0).reshape(23, 2)
+    Xd = da.from_array(X, chunks=((5, 1, 7, 10), 2))
+    out = reduce_row_blocks([Xd], _collect, _concat, split_every=split_every)
+    assert sorted(out) == [(0, 0, 5, X[:5, 0].sum()), (5, 1, 1, X[5, 0]), (6, 2, 7, X[6:13, 0].sum()),
+                           (13, 3, 10, X[13:, 0].sum())]
+    with pytest.raises(ValueError, match="split_every"):
+        reduce_row_blocks([Xd], _collect, _concat, split_every=1)
