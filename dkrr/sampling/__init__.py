@@ -1,0 +1,42 @@
+"""Data-dependent random features: surrogate leverage (Liu et al. 2020) and ridge
+leverage sampling of candidate frequencies, as streamed reductions (ALGORITHMS.md
+section 4)."""
+
+from ._fit import (
+    SAMPLINGS,
+    SampledFeatureMaps,
+    check_sampling,
+    cross_validate_fold_maps,
+    fit_sampled_feature_map,
+    sampled_ridge_statistics,
+)
+from ._resample import SampledProjection, importance_weights, resample_feature_map, sampling_probabilities
+from ._ridge_leverage import ridge_leverage_scores
+from ._scores import (
+    ScoreStatistics,
+    block_score_statistics,
+    combine_score_statistics,
+    frequency_totals,
+    streamed_score_statistics,
+    surrogate_scores,
+)
+
+__all__ = [
+    "SAMPLINGS",
+    "SampledFeatureMaps",
+    "SampledProjection",
+    "ScoreStatistics",
+    "block_score_statistics",
+    "check_sampling",
+    "combine_score_statistics",
+    "cross_validate_fold_maps",
+    "fit_sampled_feature_map",
+    "frequency_totals",
+    "importance_weights",
+    "resample_feature_map",
+    "ridge_leverage_scores",
+    "sampled_ridge_statistics",
+    "sampling_probabilities",
+    "streamed_score_statistics",
+    "surrogate_scores",
+]
