@@ -150,7 +150,7 @@ def test_non_finite_values_name_count_and_block(data, fmap, where):
     target[260] = np.inf
     Xd, yd = as_row_chunked(X, y, chunk_rows=100)
     n_bad = 3 * D_IN if where == "X" else 3
-    with pytest.raises(NonFiniteInputError, match=rf"{where} \(row block 2, rows 200 to 299\) contains {n_bad} non-finite"):
+    with pytest.raises(NonFiniteInputError, match=rf"{where} contains {n_bad} non-finite value\(s\) \(NaN or inf\) in row block 2 \(rows 200 to 299\), in 3 row\(s\), first in row 210"):
         streamed_statistics(Xd, yd, fmap)
 
 

@@ -43,8 +43,9 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Sorted labels.
-    coef_ : ndarray of shape (1, p) or (n_classes, p)
+    coef_ : ndarray of shape (p,) or (n_classes, p)
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        ``0.0`` when ``fit_intercept=False`` (as scikit-learn).
     alpha_, feature_map_, n_features_in_, n_output_features_, cv_results_, best_score_
         As in :class:`RandomFeatureRidge`.
 
@@ -75,8 +76,9 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             The regularised system is singular (alpha <= 0).
         """
         beta, intercept = self._fit_streamed(X, y)
-        self.coef_ = np.ascontiguousarray(beta.T)
-        self.intercept_ = np.asarray(intercept, dtype=np.float64)
+        # as RidgeClassifier: (p,) for two classes, (n_classes, p) otherwise
+        self.coef_ = beta[:, 0].copy() if beta.shape[1] == 1 else np.ascontiguousarray(beta.T)
+        self.intercept_ = np.asarray(intercept, dtype=np.float64) if self.fit_intercept else 0.0
         return self
 
     def _targets_from_statistics(self, stats):
@@ -86,7 +88,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
     def decision_function(self, X):
         """Scores: (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""
         check_is_fitted(self, "coef_")
-        return self._decision(X, squeeze=self.coef_.shape[0] == 1)
+        return self._decision(X, squeeze=self.coef_.ndim == 1)
 
     def predict(self, X):
         """Predicted labels: numpy, or a lazy dask array for dask/zarr X."""

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_finite_block, check_input, check_n_features, check_random_state, is_dask
+from .._validation import check_input, check_n_features, check_random_state, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
 from ..linalg import (
@@ -56,11 +56,10 @@ class _LinearModel:
 
 
 def _decision_block(X, model: _LinearModel, squeeze: bool, block_info=None):
-    where = ""
-    if block_info is not None:
-        (start, stop) = block_info[0]["array-location"][0]
-        where = f" (row block {block_info[0]['chunk-location'][0]}, rows {start} to {stop - 1})"
-    check_finite_block(X, "X", where)
+    from ..linalg._stats import check_finite_rows
+
+    info = block_info[0]
+    check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
     out = model.decision(X)
     return out[:, 0] if squeeze else out
 
@@ -281,6 +280,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     ----------
     coef_ : ndarray of shape (p,) or (n_targets, p)
     intercept_ : float or ndarray of shape (n_targets,)
+        ``0.0`` when ``fit_intercept=False`` (as scikit-learn).
     alpha_ : float
         The alpha of the final fit (chosen by CV when ``cv`` is given).
     feature_map_ : RandomFeatures
@@ -337,6 +337,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         else:
             self.coef_ = np.ascontiguousarray(beta.T)
             self.intercept_ = intercept
+        if not self.fit_intercept:
+            self.intercept_ = 0.0  # as scikit-learn's Ridge
         return self
 
     def predict(self, X):

@@ -28,13 +28,13 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import check_finite_block
-from ..errors import InputValidationError
+from ..errors import InputValidationError, NonFiniteInputError
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
     "RidgeStatistics",
     "block_statistics",
+    "check_finite_rows",
     "combine_statistics",
     "fold_ids",
 ]
@@ -182,8 +182,18 @@ def combine_statistics(parts: list) -> RidgeStatistics:
     return out
 
 
-def _where(block_index: int, row_offset: int, n_rows: int) -> str:
-    return f" (row block {block_index}, rows {row_offset} to {row_offset + n_rows - 1})"
+def check_finite_rows(block: np.ndarray, name: str, block_index: int, row_offset: int) -> None:
+    """Raise :class:`NonFiniteInputError` naming the count, the block and the global rows."""
+    if block.dtype.kind != "f" or np.isfinite(block).all():
+        return
+    bad = ~np.isfinite(block)
+    rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
+    raise NonFiniteInputError(
+        f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf) in row block "
+        f"{block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}), in "
+        f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
+        "them before fitting or predicting."
+    )
 
 
 def block_statistics(
@@ -223,17 +233,16 @@ def block_statistics(
         NaN or inf in X or y; the message names the block and its global rows.
     """
     n_rows = X.shape[0]
-    where = _where(block_index, row_offset, n_rows)
-    check_finite_block(X, "X", where)
+    check_finite_rows(X, "X", block_index, row_offset)
     if labels_mode:
         if y.dtype.kind == "f":
-            check_finite_block(y, "y", where)
+            check_finite_rows(y, "y", block_index, row_offset)
         labels, codes = np.unique(y, return_inverse=True)
         codes = codes.reshape(-1)
         Y = np.zeros((n_rows, len(labels)))
         Y[np.arange(n_rows), codes] = 1.0
     else:
-        check_finite_block(y, "y", where)
+        check_finite_rows(y, "y", block_index, row_offset)
         labels = None
         Y = np.asarray(y, dtype=np.float64).reshape(n_rows, -1)
     p = fmap.n_output_features

@@ -1,0 +1,85 @@
+"""RandomFeatureRidgeClassifier: equal to scikit-learn's RidgeClassifier on the same features."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.linear_model import RidgeClassifier
+
+from dkrr.errors import InputValidationError
+from dkrr.estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
+
+N, D_IN = 500, 3
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(5).standard_normal((N, D_IN))
+
+
+def binary(X):
+    return np.where(X[:, 0] * X[:, 1] + 0.2 * X[:, 2] > 0, "yes", "no")
+
+
+def three(X):
+    return np.array([7, 3, 11])[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0.3)]
+
+
+def make(**kw):
+    params = dict(method="rff", n_components=20, gamma=0.5, alpha=0.3, random_state=2, chunk_rows=128)
+    params.update(kw)
+    return RandomFeatureRidgeClassifier(**params)
+
+
+@pytest.mark.parametrize("labels", [binary, three])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("method", ["rff", "sorf"])
+def test_equals_sklearn_ridge_classifier(X, labels, fit_intercept, method):
+    y = labels(X)
+    clf = make(fit_intercept=fit_intercept, method=method).fit(X, y)
+    Z = clf.feature_map_.transform(X)
+    ref = RidgeClassifier(alpha=0.3, fit_intercept=fit_intercept).fit(Z, y)
+    np.testing.assert_array_equal(clf.classes_, ref.classes_)
+    assert clf.coef_.shape == ref.coef_.shape
+    np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(Z), rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(clf.predict(X), ref.predict(Z))
+    assert clf.score(X, y) == ref.score(Z, y) > 0.7
+
+
+def test_dask_labels_and_lazy_predictions(X, scheduler):
+    y = binary(X)
+    clf = make(alphas=[0.1, 1.0], cv=3).fit(da.from_array(X, chunks=(90, D_IN)), da.from_array(y, chunks=200))
+    ref = make(alphas=[0.1, 1.0], cv=3).fit(X, y)
+    assert clf.classes_.tolist() == ["no", "yes"] and clf.alpha_ == ref.alpha_
+    np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
+    pred = clf.predict(da.from_array(X, chunks=(90, D_IN)))
+    assert isinstance(pred, da.Array) and pred.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(pred.compute(), ref.predict(X))
+    assert clf.score(da.from_array(X, chunks=100), da.from_array(y, chunks=100)) == ref.score(X, y)
+
+
+def test_cv_is_ridge_cv_on_plus_minus_one_targets(X):
+    y = three(X)
+    clf = make(alphas=[0.01, 1.0, 30.0], cv=4).fit(X, y)
+    Y = np.where(y[:, None] == np.array([3, 7, 11])[None, :], 1.0, -1.0)
+    reg = RandomFeatureRidge(method="rff", n_components=20, gamma=0.5, alphas=[0.01, 1.0, 30.0], cv=4,
+                             random_state=2, chunk_rows=128).fit(X, Y)
+    np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)
+    assert clf.alpha_ == reg.alpha_
+    np.testing.assert_allclose(clf.coef_, reg.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_unknown_labels_at_score_and_a_single_class(X):
+    y = binary(X)
+    clf = make().fit(X, y)
+    y_bad = y.astype("U5")
+    y_bad[:3] = "maybe"
+    with pytest.raises(InputValidationError, match=r"3 label\(s\) not seen during fit: \['maybe'\]"):
+        clf.score(X, y_bad)
+    with pytest.raises(InputValidationError, match="at least two classes"):
+        make().fit(X, np.full(N, "yes"))
+    with pytest.raises(InputValidationError, match="1-dimensional"):
+        make().fit(X, np.zeros((N, 2)))
+    with pytest.raises(InputValidationError, match=r"X has 500 .*y has 499"):
+        make().fit(X, y[:-1])
