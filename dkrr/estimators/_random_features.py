@@ -12,10 +12,15 @@ from .._validation import check_input, check_n_features, check_random_state
 from ..errors import InvalidParameterError
 from ..features._base import PROJECTIONS
 from ..features._blockwise import transform_array
-from ..features._map import RandomFeatureMap
+from ..features._map import FeatureMap, RandomFeatureMap
 from ..features._nonlinear import KERNELS
+from ..features._nystroem import fit_nystroem_map
+from .. import sampling as _sampling  # noqa: F401  (registers the sampled map type for model files)
 
-__all__ = ["RandomFeatures", "build_random_feature_map", "MAP_OPTION_NAMES"]
+__all__ = ["RandomFeatures", "build_feature_map", "build_random_feature_map", "MAP_OPTION_NAMES", "DATA_DEPENDENT_METHODS"]
+
+#: methods whose map is fitted from the data (their landmarks are training rows)
+DATA_DEPENDENT_METHODS = ("nystroem",)
 
 #: construction options of the projection families, as estimator parameters
 MAP_OPTION_NAMES = ("n_hd_blocks", "row_norms", "displacement_rank", "skew_nonzeros", "sequence")
@@ -76,6 +81,58 @@ def build_random_feature_map(
     return RandomFeatureMap(kernel, proj)
 
 
+def build_feature_map(
+    X,
+    *,
+    kernel: str,
+    method: str,
+    n_components: int,
+    gamma: float,
+    random_state,
+    options: dict,
+) -> FeatureMap:
+    """Validate parameters and build the feature map of ``method`` for inputs like ``X``.
+
+    Data-independent methods (every projection construction) call
+    :func:`build_random_feature_map` and read only ``X.shape[1]``. ``method="nystroem"``
+    samples ``n_components`` landmark rows of ``X`` (a validated numpy array or row-chunked
+    dask array; for dask only those rows are computed) with the generator of
+    ``random_state`` and returns a :class:`~dkrr.features._nystroem.NystroemMap`.
+
+    Raises
+    ------
+    InvalidParameterError
+        Unknown kernel or method, bad ``n_components``/``gamma``, an option that does not
+        apply to ``method``.
+    """
+    if method == "nystroem":
+        if kernel not in KERNELS:
+            raise InvalidParameterError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
+        n_components = _check_positive_int(n_components, "n_components")
+        given = {k: v for k, v in options.items() if v is not None}
+        if given:
+            raise InvalidParameterError(
+                f"option(s) {sorted(given)} do not apply to method='nystroem' (they configure "
+                "random projections; Nystroem uses landmark rows of X)"
+            )
+        if kernel == "gaussian":
+            if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
+                raise InvalidParameterError(f"gamma must be a positive finite number, got {gamma!r}")
+        elif gamma != 1.0:
+            raise InvalidParameterError(
+                f"gamma applies only to kernel='gaussian'; leave it at its default for kernel={kernel!r} "
+                f"(got {gamma!r})"
+            )
+        return fit_nystroem_map(
+            X, kernel=kernel, n_components=n_components, gamma=float(gamma),
+            rng=check_random_state(random_state),
+        )
+    return build_random_feature_map(
+        kernel=kernel, method=method, n_components=n_components, gamma=gamma,
+        n_features_in=X.shape[1], random_state=random_state, options=options,
+    )
+
+
 class RandomFeatures(TransformerMixin, BaseEstimator):
     """Random feature map approximating a kernel, applied blockwise to numpy or dask data.
 
@@ -90,7 +147,10 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     method : str, default="sorf"
         Construction of W: ``"rff"``, ``"orf"``, ``"sorf"``, ``"fastfood"``,
         ``"circulant"``, ``"skew_circulant"``, ``"toeplitz"``, ``"hankel"``,
-        ``"toeplitz_like"``, ``"qmc"``.
+        ``"toeplitz_like"``, ``"qmc"``; or ``"nystroem"``: data-dependent Nyström
+        features ``k(x, C) K_CC^(-1/2)`` with ``n_components`` landmarks C sampled
+        uniformly from the rows of X at fit (then the output width is ``n_components``
+        for every kernel, and there is no W).
     n_components : int, default=256
         D, the number of random frequencies (rows of W), as in the papers. The output
         width is ``n_output_features_``: ``2 * D`` for the gaussian kernel, ``D``
@@ -163,16 +223,17 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Draw the random map for inputs with ``X.shape[1]`` columns.
 
-        The data values are not read (the maps are data independent); dask input is not
-        computed.
+        For the random projection methods the data values are not read and dask input is
+        not computed. ``method="nystroem"`` samples its landmarks from the rows of X (for
+        dask input only those rows are computed).
         """
         X = check_input(X, check_finite=False)
-        self.feature_map_ = build_random_feature_map(
+        self.feature_map_ = build_feature_map(
+            X,
             kernel=self.kernel,
             method=self.method,
             n_components=self.n_components,
             gamma=self.gamma,
-            n_features_in=X.shape[1],
             random_state=self.random_state,
             options=self._map_options(),
         )
@@ -197,6 +258,12 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         (for checks and small problems); the transform never uses it.
         """
         check_is_fitted(self, "feature_map_")
+        if not isinstance(self.feature_map_, RandomFeatureMap):
+            raise InvalidParameterError(
+                f"method={self.method!r} has no projection matrix W: its features are "
+                "k(x, C) K_CC^(-1/2) for landmark rows C (see feature_map_.landmarks and "
+                "feature_map_.normalizer)."
+            )
         return self.feature_map_.projection.matrix()
 
     def get_feature_names_out(self, input_features=None):

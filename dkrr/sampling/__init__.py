@@ -10,7 +10,7 @@ from ._fit import (
     fit_sampled_feature_map,
     sampled_ridge_statistics,
 )
-from ._resample import SampledProjection, importance_weights, resample_feature_map, sampling_probabilities
+from ._resample import SampledFeatureMap, importance_weights, resample_feature_map, sampling_probabilities
 from ._ridge_leverage import ridge_leverage_scores
 from ._scores import (
     ScoreStatistics,
@@ -24,7 +24,7 @@ from ._scores import (
 __all__ = [
     "SAMPLINGS",
     "SampledFeatureMaps",
-    "SampledProjection",
+    "SampledFeatureMap",
     "ScoreStatistics",
     "block_score_statistics",
     "check_sampling",

@@ -12,42 +12,60 @@ where ``z_i`` are the unnormalised feature column(s) of candidate ``i``.
 
 Resampling breaks the fast structure of SORF/Fastfood/P-model projections, so the kept
 frequencies are stored as a dense ``s x d`` matrix (rows of the candidate ``W``, scale
-folded in): :class:`SampledProjection`.
+folded in) in a :class:`SampledFeatureMap`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputValidationError, InvalidParameterError
-from ..features._base import register_projection
-from ..features._map import RandomFeatureMap
+from ..features._map import RandomFeatureMap, _register_map
 from ..features._rff import DenseProjection
 
-__all__ = ["SampledProjection", "importance_weights", "resample_feature_map", "sampling_probabilities"]
+__all__ = ["SampledFeatureMap", "importance_weights", "resample_feature_map", "sampling_probabilities"]
 
 
-@register_projection
+@_register_map
 @dataclasses.dataclass(eq=False)
-class SampledProjection(DenseProjection):
-    """Dense rows of W kept by leverage sampling (``W = scale * weights``, scale 1).
+class SampledFeatureMap(RandomFeatureMap):
+    """A :class:`RandomFeatureMap` over the dense rows of W kept by leverage sampling.
 
-    Not drawn from a distribution: it is made by :func:`resample_feature_map` from scored
-    candidates (``RandomFeatureRidge(sampling=...)``), and round-trips through
-    :meth:`get_state`/:meth:`from_state` like every projection.
+    ``projection`` is a :class:`~dkrr.features._rff.DenseProjection` (scale 1, the kept
+    rows of the candidate W with its scale folded in) and ``weights`` the importance
+    weights. It is made by :func:`resample_feature_map` from scored candidates, never
+    drawn, so it is a map type of its own (``"sampled_random_features"``) rather than a
+    projection method; its state is plain data (``W``, ``weights``, ``kernel`` and the
+    candidates' construction ``source_method``, for information).
     """
 
-    method = "sampled"
+    map_type = "sampled_random_features"
+
+    source_method: str = ""
+
+    def get_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "map_type": self.map_type,
+            "kernel": self.kernel,
+            "source_method": self.source_method,
+            "W": np.asarray(self.projection.matrix(), dtype=np.float64),
+        }
+        if self.weights is not None:
+            state["weights"] = np.asarray(self.weights, dtype=np.float64)
+        return state
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
-        raise InvalidParameterError(
-            "method='sampled' is not a construction to draw from: sampled projections are "
-            "made from scored candidates. Pick a construction (e.g. method='rff') and pass "
-            "sampling='surrogate_leverage' to RandomFeatureRidge instead."
-        )
+    def from_state(cls, state: dict[str, Any]) -> "SampledFeatureMap":
+        W = np.asarray(state["W"], dtype=np.float64)
+        if W.ndim != 2:
+            raise InvalidParameterError(f"state of a sampled map has W of shape {W.shape}; expected (s, d)")
+        proj = DenseProjection(W.shape[1], W.shape[0], 1.0, W)
+        weights = state.get("weights")
+        return cls(state["kernel"], proj, None if weights is None else np.asarray(weights, dtype=np.float64),
+                   str(state.get("source_method", "")))
 
 
 def sampling_probabilities(scores) -> np.ndarray:
@@ -111,9 +129,9 @@ def resample_feature_map(
 
     Returns
     -------
-    fmap : RandomFeatureMap
-        Dense :class:`SampledProjection` of the kept rows of W, ``weights`` the importance
-        weights, normalised by ``1 / sqrt(s)``.
+    fmap : SampledFeatureMap
+        A RandomFeatureMap over a dense projection of the kept rows of W, ``weights`` the
+        importance weights, normalised by ``1 / sqrt(s)``.
     indices : ndarray (s,) int
         Candidate index of each kept frequency.
     """
@@ -135,6 +153,6 @@ def resample_feature_map(
         raise InvalidParameterError(f"got {pi.shape[0]} scores for {l} candidate frequencies")
     idx = rng.choice(l, size=s, replace=True, p=pi)
     W = candidate_map.projection.matrix()[idx]
-    proj = SampledProjection(candidate_map.n_features_in, s, 1.0, W)
+    proj = DenseProjection(candidate_map.n_features_in, s, 1.0, W)
     weights = importance_weights(pi[idx], l) if weighted else None
-    return RandomFeatureMap(candidate_map.kernel, proj, weights), idx
+    return SampledFeatureMap(candidate_map.kernel, proj, weights, candidate_map.projection.method), idx
