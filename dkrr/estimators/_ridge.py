@@ -23,7 +23,7 @@ from ..linalg import (
     streamed_statistics,
 )
 from ..linalg._cv import check_folds
-from ._random_features import MAP_OPTION_NAMES, RandomFeatures, build_random_feature_map
+from ._random_features import MAP_OPTION_NAMES, RandomFeatures, build_feature_map
 
 __all__ = ["RandomFeatureRidge"]
 
@@ -90,6 +90,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         max_block_bytes=DEFAULT_MAX_BLOCK_BYTES,
         split_every=None,
         solver="auto",
+        sampling=None,
+        n_candidates=None,
     ):
         self.kernel = kernel
         self.method = method
@@ -109,6 +111,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.max_block_bytes = max_block_bytes
         self.split_every = split_every
         self.solver = solver
+        self.sampling = sampling
+        self.n_candidates = n_candidates
 
     # ---------------------------------------------------------------- validation
     def _check_params(self):
@@ -137,13 +141,20 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {mbb!r}")
         return alpha, K, alphas
 
-    def _draw_map(self, n_features_in: int):
-        """Draw the feature map, then the fold seed, from one generator (in that order)."""
+    def _draw_map(self, X):
+        """Draw the feature map (the n_candidates candidates with sampling), then the fold
+        seed, from one generator (in that order); returns the generator for resampling."""
+        from ..sampling import check_sampling
+
+        n_features_in = X.shape[1]
         rng = check_random_state(self.random_state)
         options = {name: getattr(self, name) for name in MAP_OPTION_NAMES}
-        fmap = build_random_feature_map(
-            kernel=self.kernel, method=self.method, n_components=self.n_components,
-            gamma=self.gamma, n_features_in=n_features_in, random_state=rng, options=options,
+        sampling, n_cand = check_sampling(self.sampling, self.n_candidates, self.n_components)
+        if sampling is not None and self.method == "nystroem":
+            raise InvalidParameterError("sampling resamples random frequencies; it does not apply to method='nystroem'")
+        fmap = build_feature_map(
+            X, kernel=self.kernel, method=self.method, n_components=n_cand or self.n_components,
+            gamma=self.gamma, random_state=rng, options=options,
         )
         fold_seed = int(rng.integers(0, 2**63 - 1))
         rf = RandomFeatures(
@@ -153,7 +164,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         rf.feature_map_ = fmap
         rf.n_features_in_ = n_features_in
         rf.n_output_features_ = fmap.n_output_features
-        return rf, fold_seed
+        return rf, fold_seed, rng
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y):
@@ -165,27 +176,44 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
-        rf, fold_seed = self._draw_map(Xd.shape[1])
-        stats = streamed_statistics(
-            Xd, yd, rf.feature_map_, n_folds=K, fold_seed=fold_seed,
-            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-            labels_mode=self._labels_mode,
-        )
-        stats = self._targets_from_statistics(stats)
+        rf, fold_seed, rng = self._draw_map(Xd)
+        if self.sampling is not None:  # two passes: candidate scores, then statistics
+            from ..sampling import fit_sampled_ridge_statistics
+
+            fit = fit_sampled_ridge_statistics(
+                Xd, yd, candidate_map=rf.feature_map_, sampling=self.sampling,
+                n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
+                labels_mode=self._labels_mode, ridge_alpha=alpha, alphas=alphas,
+                fit_intercept=bool(self.fit_intercept), targets_fn=self._targets_from_statistics,
+                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+            )
+            rf.feature_map_ = fit.maps.feature_map
+            rf.n_output_features_ = rf.feature_map_.n_output_features
+            stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
+        else:
+            stats = streamed_statistics(
+                Xd, yd, rf.feature_map_, n_folds=K, fold_seed=fold_seed,
+                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+                labels_mode=self._labels_mode,
+            )
+            stats = self._targets_from_statistics(stats)
+            if K > 1:
+                fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
+                fold_sizes = stats.n.copy()
         self.feature_map_ = rf
         self.n_features_in_ = rf.n_features_in_
         self.n_output_features_ = rf.n_output_features_
         self.fold_seed_ = fold_seed
         if K > 1:
-            mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
-            idx, mean, std = select_alpha(alphas, mse, stats.n)
+            mse = fold_mse
+            idx, mean, std = select_alpha(alphas, mse, fold_sizes)
             alpha = float(alphas[idx])
             self.cv_results_ = {
                 "alphas": alphas,
                 "fold_mse": mse,
                 "mean_mse": mean,
                 "std_mse": std,
-                "fold_sizes": stats.n.copy(),
+                "fold_sizes": fold_sizes,
             }
             self.best_score_ = float(-mean[idx])
         self.alpha_ = alpha
@@ -275,6 +303,17 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     solver : {"auto", "cholesky", "eigh"}, default="auto"
         Solver of the final fit (``"auto"`` is Cholesky). Cross-validation always uses
         one eigendecomposition per fold for the whole grid.
+    sampling : {None, "surrogate_leverage", "ridge_leverage"}, default=None
+        Data-dependent frequencies (ALGORITHMS.md section 4, Liu et al. 2020): draw
+        ``n_candidates`` candidates with ``method``, score them in one streamed pass
+        (surrogate leverage ``(y^T z_i)^2``, centred y / +-1 labels; or ridge leverage from
+        the candidates' Gram with penalty ``alpha``), keep ``n_components`` of them by
+        weighted resampling with importance weights, then fit: exactly two passes over
+        the data. With ``cv`` each fold's features are sampled from its training rows only
+        (the second pass then computes ``cv + 1`` feature maps per block).
+    n_candidates : int, default=None
+        l, the number of candidates (``>= n_components``; default ``4 * n_components``).
+        Only with ``sampling``.
 
     Attributes
     ----------

@@ -7,7 +7,9 @@ from ._fit import (
     SampledFeatureMaps,
     check_sampling,
     cross_validate_fold_maps,
+    SampledRidgeFit,
     fit_sampled_feature_map,
+    fit_sampled_ridge_statistics,
     sampled_ridge_statistics,
 )
 from ._resample import SampledFeatureMap, importance_weights, resample_feature_map, sampling_probabilities
@@ -30,7 +32,9 @@ __all__ = [
     "check_sampling",
     "combine_score_statistics",
     "cross_validate_fold_maps",
+    "SampledRidgeFit",
     "fit_sampled_feature_map",
+    "fit_sampled_ridge_statistics",
     "frequency_totals",
     "importance_weights",
     "resample_feature_map",

@@ -37,6 +37,8 @@ __all__ = [
     "check_sampling",
     "cross_validate_fold_maps",
     "fit_sampled_feature_map",
+    "fit_sampled_ridge_statistics",
+    "SampledRidgeFit",
     "sampled_ridge_statistics",
 ]
 
@@ -274,3 +276,73 @@ def cross_validate_fold_maps(fold_stats: list, alphas, fit_intercept: bool, targ
             st = targets_fn(st)
         rows.append(cross_validate_statistics(st, alphas, fit_intercept)[0])
     return np.asarray(rows)
+
+
+@dataclasses.dataclass(eq=False)
+class SampledRidgeFit:
+    """Result of :func:`fit_sampled_ridge_statistics`.
+
+    Attributes
+    ----------
+    maps : SampledFeatureMaps
+    stats : RidgeStatistics
+        One-fold statistics of ``maps.feature_map`` over all rows (targets converted by
+        ``targets_fn``), ready for :func:`dkrr.linalg.ridge_coefficients`.
+    fold_mse : ndarray (K, n_alphas) or None
+        Validation MSE of every (fold, alpha), fold ``k`` with its own sampled map.
+    fold_sizes : ndarray (K,) or None
+        Rows per fold.
+    """
+
+    maps: SampledFeatureMaps
+    stats: RidgeStatistics
+    fold_mse: np.ndarray | None
+    fold_sizes: np.ndarray | None
+
+
+def fit_sampled_ridge_statistics(
+    X,
+    y,
+    *,
+    candidate_map: RandomFeatureMap,
+    sampling: str,
+    n_components: int,
+    rng: np.random.Generator,
+    n_folds: int = 1,
+    fold_seed: int = 0,
+    labels_mode: bool = False,
+    ridge_alpha: float = 1.0,
+    alphas=None,
+    fit_intercept: bool = True,
+    targets_fn=None,
+    eq12: bool = False,
+    max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+    split_every: int | None = None,
+) -> SampledRidgeFit:
+    """A sampled ridge fit's two passes over the data: scores, then ridge statistics.
+
+    Pass 1 is :func:`fit_sampled_feature_map`, pass 2 :func:`sampled_ridge_statistics`;
+    with ``n_folds > 1`` every (fold, alpha) of ``alphas`` is scored by
+    :func:`cross_validate_fold_maps` (fold ``k``'s features sampled from its training rows
+    only). ``targets_fn`` converts statistics to the fitted targets (the classifier's +-1
+    encoding of labels-mode statistics); it is applied to every statistics object.
+    Parameters as in those functions.
+    """
+    maps = fit_sampled_feature_map(
+        X, y, candidate_map=candidate_map, sampling=sampling, n_components=n_components, rng=rng,
+        n_folds=n_folds, fold_seed=fold_seed, labels_mode=labels_mode, ridge_alpha=ridge_alpha,
+        eq12=eq12, max_block_bytes=max_block_bytes, split_every=split_every,
+    )
+    stats, fold_stats = sampled_ridge_statistics(
+        X, y, maps, n_folds=n_folds, fold_seed=fold_seed, labels_mode=labels_mode,
+        max_block_bytes=max_block_bytes, split_every=split_every,
+    )
+    if targets_fn is not None:
+        stats = targets_fn(stats)
+    mse = sizes = None
+    if n_folds > 1:
+        if alphas is None:
+            raise InvalidParameterError("cross-validation of sampled maps needs the grid of alphas")
+        mse = cross_validate_fold_maps(fold_stats, alphas, fit_intercept, targets_fn)
+        sizes = np.array([int(s.n[0]) for s in fold_stats], dtype=np.int64)
+    return SampledRidgeFit(maps, stats, mse, sizes)
