@@ -51,6 +51,9 @@ __all__ = [
     "surrogate_scores",
 ]
 
+#: centred products below this fraction of their terms are taken as exactly zero (constant y)
+_CANCEL_RTOL = 1e-11
+
 #: memory budget of the float64 feature buffer of one block task (bytes)
 DEFAULT_MAX_BLOCK_BYTES = 64 * 2**20
 
@@ -161,7 +164,9 @@ class ScoreStatistics:
         """``Z^T y`` of the (one-fold) statistics, shape (p, t), with the targets of the task.
 
         Numeric targets are centred (``center=True``) with the streamed mean; labels become
-        +-1 columns (one column for two classes, one-vs-rest otherwise).
+        +-1 columns (one column for two classes, one-vs-rest otherwise). Centred products
+        whose norm is below ``1e-11`` of the terms they are the difference of are rounding
+        noise (the targets are constant) and are returned as exact zeros.
         """
         if self.n_folds != 1:
             raise InvalidParameterError("call training() first: target_products needs one fold")
@@ -176,7 +181,12 @@ class ScoreStatistics:
             cols = pos[1:] if len(classes) == 2 else pos
             return 2.0 * c[:, cols] - zsum[:, None]
         if center:
-            return c - np.outer(zsum, ysum / n)
+            centred = c - np.outer(zsum, ysum / n)
+            # constant targets: the centred products are rounding noise of the subtraction
+            scale = np.linalg.norm(c) + np.linalg.norm(np.outer(zsum, ysum / n))
+            if np.linalg.norm(centred) <= _CANCEL_RTOL * scale:
+                return np.zeros_like(centred)
+            return centred
         return c
 
 
