@@ -234,7 +234,11 @@ def start(
         "--host", HOST, "--port", str(scheduler_port), "--protocol", protocol,
         "--scheduler-file", str(scheduler_file), "--pid-file", str(rundir / "scheduler.pid"),
     ]
-    cmd += ["--dashboard-address", f"{HOST}:{dashboard_port}"] if dashboard_port >= 0 else ["--no-dashboard"]
+    # The scheduler's HTTP server (/health, /metrics) runs even with --no-dashboard, on
+    # 0.0.0.0:8787 unless told otherwise: keep it on 127.0.0.1 (a free port for -1).
+    cmd += ["--dashboard-address", f"{HOST}:{max(dashboard_port, 0)}"]
+    if dashboard_port < 0:
+        cmd += ["--no-dashboard"]
     if tls:
         cmd += _tls_args(tls, "scheduler")
     started = {}
@@ -261,7 +265,8 @@ def start(
                 "--memory-limit", str(memory_limit),
                 "--local-directory", str(rundir / "workers" / name),
                 "--pid-file", str(rundir / f"{name}.pid"),
-                "--no-dashboard", "--death-timeout", "60",
+                # the worker's HTTP server runs even with --no-dashboard: 127.0.0.1 only
+                "--no-dashboard", "--dashboard-address", f"{HOST}:0", "--death-timeout", "60",
                 "--nanny" if nanny else "--no-nanny",
             ]
             if tls:
@@ -295,7 +300,7 @@ def start(
                     )
                 time.sleep(0.1)
             services = client.scheduler_info().get("services", {})
-            if "dashboard" in services:
+            if "dashboard" in services and dashboard_port >= 0:
                 state["dashboard"] = f"http://{HOST}:{services['dashboard']}/status"
             state["worker_processes"] = client.run(os.getpid)
     except BaseException as exc:
