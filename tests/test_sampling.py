@@ -232,6 +232,8 @@ def test_sampled_fit_reads_each_block_exactly_twice(tmp_path, scheduler, samplin
     assert est.alpha_ == ref.alpha_
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
     assert isinstance(est.feature_map_.feature_map_, SampledFeatureMap)
+    assert est.cv_results_["fold_mse"].shape == (3, 3)
+    assert est.cv_results_["fold_sizes"].sum() == len(X)
     assert est.n_output_features_ == 16
 
 

@@ -309,8 +309,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         (surrogate leverage ``(y^T z_i)^2``, centred y / +-1 labels; or ridge leverage from
         the candidates' Gram with penalty ``alpha``), keep ``n_components`` of them by
         weighted resampling with importance weights, then fit: exactly two passes over
-        the data. With ``cv`` each fold's features are sampled from its training rows only
-        (the second pass then computes ``cv + 1`` feature maps per block).
+        the data. With ``cv`` and surrogate leverage each fold's features are sampled from
+        its training rows only (the second pass then computes ``cv + 1`` feature maps per
+        block); ridge leverage does not read the labels and uses one map for every fold.
     n_candidates : int, default=None
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.

@@ -11,7 +11,9 @@ A sampled fit reads the data exactly twice:
    from the training rows of fold ``k`` only (otherwise the validation labels leak into
    the features scored on them), so this pass computes, per row block, the statistics of
    the final map (all rows) and of each fold's map (split into fold ``k`` and the rest).
-   That costs ``K + 1`` feature computations per block in the same single pass.
+   That costs ``K + 1`` feature computations per block in the same single pass. Ridge
+   leverage scores do not read the labels, so there one map (scored on all rows) serves
+   every fold and the pass is the plain K-fold statistics pass.
 
 :func:`cross_validate_fold_maps` then scores every (fold, alpha) from those statistics,
 with the same formulas as :func:`dkrr.linalg.cross_validate_statistics`.
@@ -85,8 +87,9 @@ class SampledFeatureMaps:
     feature_map : RandomFeatureMap
         The ``s`` resampled, importance-weighted frequencies, scored on all rows.
     fold_maps : list of RandomFeatureMap or None
-        With ``n_folds > 1``: map ``k`` is resampled from scores of the training rows of
-        fold ``k`` (all rows not in fold ``k``).
+        With ``n_folds > 1`` and surrogate leverage: map ``k`` is resampled from scores of
+        the training rows of fold ``k`` (all rows not in fold ``k``). ``None`` otherwise:
+        ridge leverage scores do not read the labels, so the final map serves every fold.
     scores : ndarray (l,)
         Scores of the candidates on all rows.
     indices : ndarray (s,)
@@ -163,7 +166,7 @@ def fit_sampled_feature_map(
         check_sampling(sampling, l, n_components)  # raises with the explanation
     ridge = sampling == "ridge_leverage"
     stats = streamed_score_statistics(
-        X, y, candidate_map, n_folds=n_folds, fold_seed=fold_seed, labels_mode=labels_mode,
+        X, y, candidate_map, n_folds=1 if ridge else n_folds, fold_seed=fold_seed, labels_mode=labels_mode,
         with_norms=bool(eq12) and not ridge, with_gram=ridge,
         max_block_bytes=max_block_bytes, split_every=split_every,
     )
@@ -178,7 +181,7 @@ def fit_sampled_feature_map(
     scores = scores_for(None)
     fmap, idx = resample_feature_map(candidate_map, scores, n_components, rng, weighted=weighted)
     fold_maps = None
-    if n_folds > 1:
+    if n_folds > 1 and not ridge:
         fold_maps = [
             resample_feature_map(candidate_map, scores_for(k), n_components, rng, weighted=weighted)[0]
             for k in range(n_folds)
@@ -231,18 +234,29 @@ def sampled_ridge_statistics(
     Returns
     -------
     stats : RidgeStatistics
-        One-fold statistics of ``maps.feature_map`` over all rows.
+        Statistics of ``maps.feature_map``: one fold over all rows, or, when
+        ``n_folds > 1`` and ``maps.fold_maps`` is ``None`` (ridge leverage: one map for
+        every fold), the usual K-fold statistics for
+        :func:`dkrr.linalg.cross_validate_statistics`.
     fold_stats : list of RidgeStatistics or None
-        With ``n_folds > 1``: for fold ``k`` the statistics of ``maps.fold_maps[k]`` as two
-        "folds", ``[rows of fold k, all other rows]`` (symmetrised), ready for
-        :func:`cross_validate_fold_maps`.
+        With ``n_folds > 1`` and fold maps: for fold ``k`` the statistics of
+        ``maps.fold_maps[k]`` as two "folds", ``[rows of fold k, all other rows]``
+        (symmetrised), ready for :func:`cross_validate_fold_maps`.
     """
     from ..linalg._reduce import as_row_chunked, reduce_row_blocks
 
     if not (hasattr(X, "chunks") and hasattr(y, "chunks")):
         X, y = as_row_chunked(X, y, y_kind="labels" if labels_mode else "numeric")
+    if n_folds > 1 and maps.fold_maps is None:  # one map for every fold: plain K-fold statistics
+        from ..linalg._stats import streamed_statistics
+
+        stats = streamed_statistics(
+            X, y, maps.feature_map, n_folds=n_folds, fold_seed=fold_seed, max_block_bytes=max_block_bytes,
+            split_every=split_every, labels_mode=labels_mode,
+        )
+        return stats, None
     fold_maps = maps.fold_maps if n_folds > 1 else []
-    if n_folds > 1 and (fold_maps is None or len(fold_maps) != n_folds):
+    if n_folds > 1 and len(fold_maps) != n_folds:
         raise InvalidParameterError(
             f"{n_folds}-fold statistics need one sampled map per fold; fit the maps with n_folds={n_folds}"
         )
@@ -343,6 +357,13 @@ def fit_sampled_ridge_statistics(
     if n_folds > 1:
         if alphas is None:
             raise InvalidParameterError("cross-validation of sampled maps needs the grid of alphas")
-        mse = cross_validate_fold_maps(fold_stats, alphas, fit_intercept, targets_fn)
-        sizes = np.array([int(s.n[0]) for s in fold_stats], dtype=np.int64)
+        if fold_stats is None:
+            from ..linalg._cv import cross_validate_statistics
+
+            mse = cross_validate_statistics(stats, alphas, fit_intercept)
+            sizes = stats.n.copy()
+            stats = stats.total()
+        else:
+            mse = cross_validate_fold_maps(fold_stats, alphas, fit_intercept, targets_fn)
+            sizes = np.array([int(s.n[0]) for s in fold_stats], dtype=np.int64)
     return SampledRidgeFit(maps, stats, mse, sizes)
