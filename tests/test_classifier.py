@@ -83,3 +83,14 @@ def test_unknown_labels_at_score_and_a_single_class(X):
         make().fit(X, np.zeros((N, 2)))
     with pytest.raises(InputValidationError, match=r"X has 500 .*y has 499"):
         make().fit(X, y[:-1])
+
+
+def test_continuous_target_and_column_labels(X):
+    from sklearn.exceptions import DataConversionWarning
+
+    with pytest.raises(InputValidationError, match="Unknown label type: continuous"):
+        make().fit(X, X[:, 0])
+    y = binary(X)
+    with pytest.warns(DataConversionWarning):
+        clf = make().fit(X, y[:, None])
+    np.testing.assert_array_equal(clf.predict(X), make().fit(X, y).predict(X))

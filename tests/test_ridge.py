@@ -244,3 +244,23 @@ def test_invalid_parameters(data, bad):
         bad["cv"] = 3
     with pytest.raises(InvalidParameterError):
         make(**bad).fit(X, Y[:, 0])
+
+
+def test_sparse_input_and_missing_y_are_refused(data):
+    import scipy.sparse
+
+    X, Y = data
+    with pytest.raises(InputValidationError, match="sparse input is not supported"):
+        make().fit(scipy.sparse.csr_matrix(X), Y[:, 0])
+    with pytest.raises(InputValidationError, match="requires y to be passed"):
+        make().fit(X, None)
+
+
+def test_non_finite_rows_in_lazy_predict_name_the_block(data):
+    X, Y = data
+    est = make().fit(X, Y[:, 0])
+    Xbad = X.copy()
+    Xbad[333, 1] = np.inf
+    pred = est.predict(da.from_array(Xbad, chunks=(150, D_IN)))
+    with pytest.raises(NonFiniteInputError, match=r"1 non-finite value\(s\) .* row block 2 \(rows 300 to 449\).*first in row 333"):
+        pred.compute(scheduler="threads")

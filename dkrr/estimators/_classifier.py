@@ -20,6 +20,36 @@ def _labels_block(scores, classes):
     return classes[np.argmax(scores, axis=1)]
 
 
+def _check_label_kind(y):
+    """In-memory labels: refuse continuous targets, ravel (n, 1) with a warning (as sklearn)."""
+    if y is None or is_dask(y) or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
+        return y
+    try:
+        import zarr
+
+        if isinstance(y, zarr.Array):
+            return y
+    except ImportError:  # pragma: no cover
+        pass
+    from sklearn.utils.multiclass import type_of_target
+
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        import warnings
+
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
+                      DataConversionWarning, stacklevel=3)
+        y = y[:, 0]
+    if y.ndim == 1 and y.size and type_of_target(y) == "continuous":
+        raise InputValidationError(
+            "Unknown label type: continuous. y holds continuous values; a classifier needs "
+            "class labels (use RandomFeatureRidge for regression)."
+        )
+    return y
+
+
 class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
     """Classifier using kernel ridge regression on random features, fitted in one pass.
 
@@ -75,6 +105,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         SingularSystemError
             The regularised system is singular (alpha <= 0).
         """
+        y = _check_label_kind(y)
         beta, intercept = self._fit_streamed(X, y)
         # as RidgeClassifier: (p,) for two classes, (n_classes, p) otherwise
         self.coef_ = beta[:, 0].copy() if beta.shape[1] == 1 else np.ascontiguousarray(beta.T)

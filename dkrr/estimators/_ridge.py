@@ -168,7 +168,12 @@ class _RandomFeatureRidgeBase(BaseEstimator):
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y):
-        """Validate, make the one pass, cross-validate and solve. Returns (stats, y)."""
+        """Validate, make the one pass, cross-validate and solve. Returns (beta, intercept)."""
+        if y is None:
+            raise InputValidationError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
         Xd, yd = as_row_chunked(
             X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
@@ -233,6 +238,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
     def _decision(self, X, squeeze: bool):
         """``phi(X) coef^T + intercept``: numpy in -> numpy out, dask/zarr -> lazy dask."""
         check_is_fitted(self, "coef_")
+        _refuse_sparse(X)
         Xv = check_input(X, name="X")
         check_n_features(Xv.shape, self.n_features_in_)
         model = self._model()
@@ -369,7 +375,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         SingularSystemError
             The regularised system is singular (alpha <= 0).
         """
-        y_ndim = y.ndim if hasattr(y, "ndim") else np.ndim(y)
+        y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
         beta, intercept = self._fit_streamed(X, y)
         if y_ndim == 1:
             self.coef_ = beta[:, 0].copy()
@@ -400,6 +406,22 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         if y.shape[0] != pred.shape[0]:
             raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
         return float(r2_score(y, pred, sample_weight=sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+def _refuse_sparse(*arrays):
+    import scipy.sparse
+
+    for a in arrays:
+        if scipy.sparse.issparse(a):
+            raise InputValidationError(
+                "sparse input is not supported: random features are dense. Convert with "
+                "X.toarray() (or stream dense row blocks from a dask/zarr array)."
+            )
 
 
 def _materialize(a):

@@ -302,8 +302,8 @@ def check_labels_statistics(stats: RidgeStatistics) -> np.ndarray:
     classes = stats.labels
     if classes is None or len(classes) < 2:
         raise InputValidationError(
-            f"a classifier needs at least two classes in y, found {0 if classes is None else len(classes)}"
-            f" ({[] if classes is None else classes.tolist()})"
+            f"a classifier needs at least two classes in y, found "
+            f"{0 if classes is None else len(classes)} class ({[] if classes is None else classes.tolist()})"
         )
     return classes
 
