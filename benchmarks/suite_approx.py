@@ -30,13 +30,27 @@ def settings(cfg: Config) -> dict[str, Any]:
     return {"datasets": ["usps", "letter", "cal_housing"], "rows": 1000, "multiples": [1, 2, 4, 8], "draws": max(10, cfg.repeats)}
 
 
-def _sample(name: str, rows: int, seed: int) -> np.ndarray:
+def _sample(name: str, rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Standardised evaluation sample and the disjoint pool of the other rows (same scaling)."""
     X, _ = load_raw(name)
     rng = np.random.default_rng(seed)
-    S = X[rng.choice(X.shape[0], size=min(rows, X.shape[0]), replace=False)]
+    perm = rng.permutation(X.shape[0])
+    S, pool = X[perm[:rows]], X[perm[rows:]]
     mu, sd = S.mean(0), S.std(0)
     sd[sd == 0] = 1.0
-    return np.ascontiguousarray((S - mu) / sd)
+    return np.ascontiguousarray((S - mu) / sd), np.ascontiguousarray((pool - mu) / sd)
+
+
+def _nystroem_available() -> str | None:
+    """None when ``RandomFeatures(method="nystroem")`` works, else the reason."""
+    from dkrr import RandomFeatures
+
+    try:
+        X = np.random.default_rng(0).standard_normal((16, 3))
+        RandomFeatures(method="nystroem", n_components=4, gamma=0.5, random_state=0).fit(X).transform(X)
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def run(cfg: Config) -> dict[str, Any]:
@@ -45,10 +59,13 @@ def run(cfg: Config) -> dict[str, Any]:
 
     st = settings(cfg)
     methods = sorted(PROJECTIONS)
-    out: dict[str, Any] = {"settings": st, "methods": methods, "datasets": []}
+    nys_reason = _nystroem_available()
+    all_methods = methods + (["nystroem"] if nys_reason is None else [])
+    out: dict[str, Any] = {"settings": st, "methods": all_methods, "projections": methods,
+                           "nystroem": nys_reason or "available", "datasets": []}
     for name in st["datasets"]:
         try:
-            X = _sample(name, st["rows"], cfg.seed)
+            X, pool = _sample(name, st["rows"], cfg.seed)
             n, d = X.shape
             sigma = sigma_50nn(X, k=50, n_sample=n, seed=cfg.seed)
             gamma = 1.0 / (2.0 * sigma**2)
@@ -58,13 +75,20 @@ def run(cfg: Config) -> dict[str, Any]:
             mult = list(st["multiples"]) + ([16] if dp < 64 and not cfg.quick else [])
             Ds = [dp * m for m in mult]
             res = {"dataset": name, "rows": n, "d": d, "sigma": sigma, "gamma": gamma, "D": Ds, "mse": {}, "failures": {}}
-            for m in methods:
+            for m in all_methods:
                 res["mse"][m] = []
                 for D in Ds:
                     vals = []
                     try:
                         for r in range(st["draws"]):
-                            Z = RandomFeatures(method=m, n_components=D, gamma=gamma, random_state=cfg.seed + 7919 * r + D).fit_transform(X)
+                            seed = cfg.seed + 7919 * r + D
+                            if m == "nystroem":  # equal output width 2D; landmarks from the disjoint pool
+                                if 2 * D > pool.shape[0]:
+                                    break
+                                rf = RandomFeatures(method=m, n_components=2 * D, gamma=gamma, random_state=seed).fit(pool)
+                                Z = rf.transform(X)
+                            else:
+                                Z = RandomFeatures(method=m, n_components=D, gamma=gamma, random_state=seed).fit_transform(X)
                             A = Z @ Z.T
                             vals.append(float(np.mean((A[iu] - K[iu]) ** 2)))
                     except Exception as exc:
@@ -131,7 +155,10 @@ def _notes(out: dict) -> list[str]:
 def render(res: dict[str, Any]) -> str:
     st = res["settings"]
     L = [f"{st['rows']} random rows per data set (standardised columns), MSE over distinct pairs, median [min-max] over "
-         f"{st['draws']} independent draws of each map; 'x RFF' = median / RFF median at the same D.", ""]
+         f"{st['draws']} independent draws of each map; 'x RFF' = median / RFF median at the same D. Every method in "
+         f"dkrr.features.PROJECTIONS ({', '.join(res.get('projections', res['methods']))}). Nystroem: {res.get('nystroem', 'n/a')}"
+         " -- when present it is given m = 2D landmarks (the same output width as the cos/sin maps) drawn from the rows "
+         "outside the evaluation sample (n/a where 2D exceeds them).", ""]
     if res.get("plot"):
         L += [f"![kernel approximation MSE]({res['plot']})", ""]
     for d in res["datasets"]:
