@@ -108,3 +108,12 @@ def test_errors():
     with pytest.raises(NonFiniteInputError, match="landmark"):
         RandomFeatures(method="nystroem", n_components=5, random_state=0).fit(Xbad)
     assert np.all(nystroem_normalizer(np.zeros((3, 3))) == 0)
+
+
+def test_nystroem_model_file_round_trip(tmp_path):
+    from dkrr.io._model import load_model, save_model
+
+    X = data(n=200, d=3, seed=8)
+    est = RandomFeatureRidge(method="nystroem", n_components=30, gamma=0.5, random_state=0).fit(X, X[:, 0] ** 2)
+    back = load_model(save_model(est, tmp_path / "nys.dkrr"))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))

@@ -276,3 +276,14 @@ def test_bad_input_errors():
         resample_feature_map(m, np.ones(10), 11, np.random.default_rng(0))
     with pytest.raises(InvalidParameterError, match="positive penalty"):
         ridge_leverage_scores(np.eye(20), 0.0, "gaussian", 10)
+
+
+def test_sampled_model_file_round_trip(tmp_path):
+    from dkrr.io._model import load_model, save_model
+
+    X, y = data(n=200, seed=13)
+    est = RandomFeatureRidge(method="sorf", n_components=16, n_candidates=64, gamma=0.5, random_state=0,
+                             sampling="surrogate_leverage").fit(X, y)
+    back = load_model(save_model(est, tmp_path / "sampled.dkrr"))
+    assert back.sampling == "surrogate_leverage" and back.n_candidates == 64
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
