@@ -219,6 +219,35 @@ def _same_certificate_for_all_roles(security):
     )
 
 
+async def _handshake(address, connection_args, timeout):
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout, **connection_args)
+    await comm.close()
+
+
+def _check_scheduler_answers(address, security, timeout):
+    """Connect to ``address`` and complete distributed's handshake within ``timeout`` s.
+
+    ``Client(timeout=...)`` bounds the TCP/TLS connection but not the handshake that
+    follows it (distributed 2026.8 waits for the peer's first message without a limit), so
+    a port that accepts connections and never answers (another service, a hung
+    scheduler) would block forever. Raises ``TimeoutError`` or ``OSError``.
+    """
+    from distributed.security import Security
+    from distributed.utils import LoopRunner, sync
+
+    args = (security if security is not None else Security()).get_connection_args("client")
+    runner = LoopRunner(asynchronous=False)
+    runner.start()
+    try:
+        sync(runner.loop, _handshake, address, args, timeout, callback_timeout=timeout)
+    except TimeoutError as exc:
+        raise TimeoutError(f"the scheduler did not complete the handshake within {timeout:g} s") from exc
+    finally:
+        runner.stop()
+
+
 def _print_dashboard(link, stream, what):
     if link:
         print(f"dkrr: {what}; Dask dashboard at {link}", file=stream, flush=True)
@@ -389,6 +418,7 @@ def dask_client(
                 "encrypted: use the tls:// address of the scheduler."
             )
         try:
+            _check_scheduler_answers(address, security, timeout)
             client = Client(address, security=security, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             hint = (
