@@ -66,9 +66,13 @@ def compute(*collections: Any, label: str = "computing", **kwargs) -> tuple:
     from distributed.diagnostics.progressbar import TextProgressBar
 
     futures = client.compute(list(collections), **kwargs)
-    stream = _STATE["stream"] or sys.stderr
-    print(label, file=stream, flush=True)
-    # futures carry their client, so the bar connects with its security settings (TLS)
-    with contextlib.redirect_stdout(stream):
-        TextProgressBar(futures, scheduler=client.scheduler.address, complete=True)
-    return tuple(client.gather(futures))
+    try:
+        stream = _STATE["stream"] or sys.stderr
+        print(label, file=stream, flush=True)
+        # futures carry their client, so the bar connects with its security settings (TLS)
+        with contextlib.redirect_stdout(stream):
+            TextProgressBar(futures, scheduler=client.scheduler.address, complete=True)
+        return tuple(client.gather(futures))
+    except BaseException:  # Ctrl-C or a failed task: stop the rest of the work now
+        client.cancel(futures)
+        raise

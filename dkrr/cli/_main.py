@@ -103,9 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _drop_interrupted_gather(record) -> bool:
+    """Logging filter: hide distributed's ``AllExit`` of a gather cut short by Ctrl-C.
+
+    When a computation is interrupted, the client closes while its gather task is still
+    pending; asyncio then logs "Task exception was never retrieved" with a traceback of
+    ``distributed.client.AllExit``, which says nothing to the user.
+    """
+    exc = record.exc_info[1] if record.exc_info else None
+    return type(exc).__name__ != "AllExit"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command; returns the exit status (0 ok, 1 error, 130 interrupted)."""
+    import logging
+
     from . import _commands
+
+    logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
 
     parser = build_parser()
     args = parser.parse_args(argv)

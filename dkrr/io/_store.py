@@ -297,17 +297,44 @@ def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.
 
 
 def _drain(client, tasks: list, timeout: float = 60.0) -> None:
-    """Wait until no worker still executes a task of `tasks` (cancelled or not)."""
+    """Wait until no task of `tasks` is still pending on the scheduler or running.
+
+    The caller has cancelled or released the futures; until the scheduler has processed
+    that, queued blocks may still be started, so both the scheduler's pending tasks and
+    the workers' running ones are polled.
+    """
     names = {_key_name(key) for t in tasks for key in dict(t.__dask_graph__())}
+
+    def pending_store_tasks(dask_scheduler, names):
+        # Runs on the scheduler; self-contained (pickled by value) so that the scheduler
+        # need not import dkrr.
+        pending = ("waiting", "queued", "no-worker", "processing")
+        return sum(
+            str(ts.key[0] if isinstance(ts.key, tuple) else ts.key) in names and ts.state in pending
+            for ts in dask_scheduler.tasks.values()
+        )
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
+            pending = client.run_on_scheduler(pending_store_tasks, names=names)
             running = client.run(_running_store_tasks, names=names)
         except Exception:  # workers gone or client closing: nothing more we can do
             return
-        if not any(running.values()):
+        if not pending and not any(running.values()):
             return
         time.sleep(0.05)
+
+
+def _default_client():
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
 
 
 def _run(tasks: Any, compute: Callable[[list], Any] | None) -> None:
@@ -317,11 +344,18 @@ def _run(tasks: Any, compute: Callable[[list], Any] | None) -> None:
     let the caller delete the temporary store afterwards, this waits for them: with
     the threaded scheduler by shutting down its own thread pool, with a distributed
     client by cancelling the rest and polling the workers until none still runs a
-    block. A custom `compute` is responsible for that itself.
+    block. A custom `compute` must cancel or release its futures when it fails; the
+    wait that follows is done here when a distributed client is the default.
     """
     tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
     if compute is not None:
-        compute(tasks)
+        try:
+            compute(tasks)
+        except BaseException:  # KeyboardInterrupt included: stop the blocks still writing
+            client = _default_client()
+            if client is not None:
+                _drain(client, tasks)
+            raise
         return
     scheduler = get_scheduler(collections=tasks)
     client = getattr(scheduler, "__self__", None)
