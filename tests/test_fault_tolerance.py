@@ -1,0 +1,292 @@
+"""Fault tolerance on real ``dask scheduler`` / ``dask worker`` processes.
+
+* A worker process is killed (SIGKILL) in the middle of the streamed pass of
+  ``dkrr fit --scheduler ...``: its nanny starts a fresh one, the scheduler reruns the
+  tasks whose results were lost, and the saved model equals an in-process fit.
+* A scheduler that cannot be reached (nothing listening, or a port that accepts but never
+  answers) makes ``dkrr fit`` fail within ``--timeout`` with a message naming the address.
+* Ctrl-C (SIGINT to the process group, as a terminal sends it) during ``dkrr fit`` or
+  ``dkrr predict`` exits with status 130 and leaves neither the output nor a hidden
+  temporary directory behind, and the interrupted work is released from the cluster.
+
+The synthetic store is large enough (160 000 x 16, 40 row chunks, D = 256 SORF
+frequencies) that the pass takes seconds, so the kill and the interrupts land mid-run;
+the tests check from the scheduler's task states that they did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from dkrr import RandomFeatureRidge
+from dkrr.io import open_dataset, write_dataset
+from dkrr.io._model import load_model, save_model
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_PY = ROOT / "cluster" / "local" / "cluster.py"
+
+N_ROWS, N_COLS, CHUNK = 160_000, 16, 4_000
+FIT_PARAMS = dict(method="sorf", n_components=256, gamma=0.05, alpha=0.5, random_state=11)
+FIT_FLAGS = ["--method", "sorf", "--n-components", 256, "--gamma", 0.05, "--alpha", 0.5,
+             "--random-state", 11]
+
+
+# --------------------------------------------------------------------------- helpers
+def _cluster_cmd(*args, check=True):
+    proc = subprocess.run([sys.executable, str(CLUSTER_PY), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"cluster.py {args} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _dkrr_cmd(*args):
+    return [sys.executable, "-m", "dkrr.cli", *map(str, args)]
+
+
+def _popen(*args):
+    # Own session and process group, so that SIGINT to the group is what a terminal's
+    # Ctrl-C does, and nothing reaches pytest.
+    return subprocess.Popen(_dkrr_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=ROOT)
+
+
+def _finish(proc, timeout=120):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"dkrr did not finish within {timeout} s:\n{out}\n{err}")
+    return proc.returncode, out, err
+
+
+def _task_states(client):
+    """Counts of the scheduler's task states, and per worker the tasks only it holds."""
+
+    def summary(dask_scheduler):
+        states, only_on = {}, {}
+        for ts in dask_scheduler.tasks.values():
+            states[ts.state] = states.get(ts.state, 0) + 1
+            if ts.state == "memory" and len(ts.who_has) == 1:
+                (ws,) = ts.who_has
+                only_on.setdefault(ws.address, []).append(ts.key)
+        return states, only_on
+
+    return client.run_on_scheduler(summary)
+
+
+def _wait_for(predicate, timeout, what, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _leftovers(directory, name):
+    return sorted(p.name for p in Path(directory).iterdir() if p.name.startswith(f".{name}."))
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def proc_cluster(tmp_path_factory):
+    """A scheduler and two nanny-managed worker processes (1 thread each) on 127.0.0.1."""
+    rundir = tmp_path_factory.mktemp("ft-cluster")
+    try:
+        _cluster_cmd("start", "--dir", rundir, "--workers", 2, "--threads-per-worker", 1,
+                     "--memory-limit", "2GB", "--scheduler-port", 0, "--dashboard-port", -1, "--quiet")
+        yield json.loads((rundir / "cluster.json").read_text())
+    finally:
+        _cluster_cmd("stop", "--dir", rundir, "--grace", 5, check=False)
+
+
+@pytest.fixture(scope="module")
+def monitor(proc_cluster):
+    """A client of the test itself, used only to watch (and disturb) the cluster."""
+    from distributed import Client
+
+    with Client(proc_cluster["address"], timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ft-data")
+    rs = da.random.RandomState(0)
+    X = rs.standard_normal((N_ROWS, N_COLS), chunks=(CHUNK, N_COLS))
+    y = da.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rs.standard_normal(N_ROWS, chunks=CHUNK)
+    with dask.config.set(scheduler="threads"):
+        write_dataset(X, y, root / "store")
+    return root / "store"
+
+
+@pytest.fixture(scope="module")
+def reference(big_store, tmp_path_factory):
+    """The in-process fit (threaded scheduler) of the big store, and its saved model."""
+    data = open_dataset(big_store)
+    with dask.config.set(scheduler="threads"):
+        est = RandomFeatureRidge(**FIT_PARAMS).fit(data.X, data.y)
+    path = tmp_path_factory.mktemp("ft-model") / "model"
+    save_model(est, path)
+    return est, path
+
+
+# --------------------------------------------------------------------------- worker loss
+@pytest.mark.cluster
+def test_fit_survives_killed_worker(proc_cluster, monitor, big_store, reference, tmp_path):
+    ref, _ = reference
+    model = tmp_path / "model"
+    proc = _popen("fit", big_store, "--out", model, "--scheduler", proc_cluster["address"],
+                  "--timeout", 30, "-q", *FIT_FLAGS)
+    try:
+        pids = monitor.run(os.getpid)
+        assert len(pids) == 2
+
+        def victim_ready():
+            if proc.poll() is not None:
+                raise AssertionError(f"the fit ended before a worker could be killed:\n{proc.communicate()}")
+            states, only_on = _task_states(monitor)
+            unfinished = sum(n for s, n in states.items() if s not in ("memory", "forgotten", "erred"))
+            # Kill mid-pass: results are held by one worker only and work is still left.
+            best = max(only_on, key=lambda a: len(only_on[a]), default=None)
+            if best is not None and len(only_on[best]) >= 3 and unfinished >= 20:
+                return best, list(only_on[best]), states
+            return None
+
+        victim, lost_keys, states_at_kill = _wait_for(victim_ready, 120, "the pass to be under way")
+        os.kill(pids[victim], signal.SIGKILL)
+        rc, out, err = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert rc == 0, f"fit failed after the worker was killed ({states_at_kill}):\n{out}\n{err}"
+
+    # The scheduler recomputed the results that lived only on the killed worker.
+    def memory_transitions(dask_scheduler, keys):
+        counts = dict.fromkeys(keys, 0)
+        for key, _start, finish, *_ in dask_scheduler.story(*keys):
+            if key in counts and finish == "memory":
+                counts[key] += 1
+        return counts
+
+    counts = monitor.run_on_scheduler(memory_transitions, keys=lost_keys)
+    assert max(counts.values()) >= 2, counts
+    # The nanny replaced the killed worker process.
+    monitor.wait_for_workers(2, timeout=60)
+    assert pids[victim] not in monitor.run(os.getpid).values()
+
+    saved = load_model(model)
+    scale = np.abs(ref.coef_).max()
+    np.testing.assert_allclose(saved.coef_, ref.coef_, rtol=1e-10, atol=1e-12 * scale)
+    np.testing.assert_allclose(saved.intercept_, ref.intercept_, rtol=1e-10, atol=1e-12 * scale)
+
+
+# --------------------------------------------------------------------------- unreachable scheduler
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.cluster
+def test_unreachable_scheduler_fails_within_timeout(big_store, tmp_path):
+    address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
+    # The subprocess limit (25 s) is below the default --timeout (30 s): it only passes
+    # when --timeout 2 is honoured.
+    proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "m", "--scheduler", address,
+                                    "--timeout", 2, "-q"),
+                          capture_output=True, text=True, timeout=25, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    assert f"Could not connect to the Dask scheduler at '{address}' (timeout 2 s)" in proc.stderr
+    assert "dask scheduler" in proc.stderr  # the hint on what to check
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.cluster
+def test_silent_scheduler_fails_within_timeout(big_store, tmp_path):
+    # A port that accepts connections and never answers: the handshake must time out.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "m", "--scheduler", address,
+                                        "--timeout", 2, "-q"),
+                              capture_output=True, text=True, timeout=25, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    assert f"Could not connect to the Dask scheduler at '{address}' (timeout 2 s)" in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+def _interrupt_when(proc, ready, what):
+    def check():
+        if proc.poll() is not None:
+            raise AssertionError(f"dkrr ended before it could be interrupted ({what}):\n{proc.communicate()}")
+        return ready()
+
+    _wait_for(check, 120, what, interval=0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    return _finish(proc)
+
+
+def _cluster_idle(monitor):
+    return _wait_for(lambda: not monitor.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
+                     60, "the scheduler to release the interrupted work", interval=0.1)
+
+
+@pytest.mark.cluster
+def test_ctrl_c_during_fit_leaves_nothing(proc_cluster, monitor, big_store, tmp_path):
+    model = tmp_path / "model"
+    proc = _popen("fit", big_store, "--out", model, "--scheduler", proc_cluster["address"],
+                  "--timeout", 30, "-q", *FIT_FLAGS)
+
+    def pass_under_way():
+        states, _ = _task_states(monitor)
+        return states.get("memory", 0) >= 3 and sum(states.values()) - states.get("memory", 0) >= 20
+
+    rc, out, err = _interrupt_when(proc, pass_under_way, "the pass to be under way")
+    assert rc == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert not model.exists()
+    _cluster_idle(monitor)
+    assert _leftovers(tmp_path, "model") == []
+
+
+@pytest.mark.cluster
+def test_ctrl_c_during_predict_leaves_nothing(proc_cluster, monitor, big_store, reference, tmp_path):
+    _, model = reference
+    pred = tmp_path / "pred"
+    proc = _popen("predict", model, big_store, "--out", pred, "--scheduler", proc_cluster["address"],
+                  "--timeout", 30, "-q")
+
+    def writing():  # the temporary store exists and the workers have begun filling it
+        tmp = _leftovers(tmp_path, "pred")
+        chunks = tmp_path / tmp[0] / "y_pred" / "c" if tmp else None
+        return chunks is not None and chunks.is_dir() and any(chunks.iterdir())
+
+    rc, out, err = _interrupt_when(proc, writing, "the predictions to be written")
+    assert rc == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert not pred.exists()
+    assert _leftovers(tmp_path, "pred") == []
+    # Blocks still running on the workers when the client stopped must not recreate it.
+    _cluster_idle(monitor)
+    time.sleep(0.5)
+    assert not pred.exists() and _leftovers(tmp_path, "pred") == []
