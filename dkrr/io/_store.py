@@ -292,8 +292,10 @@ def _key_name(key: Any) -> str:
 
 
 def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.run
+    # Graph optimisation may fuse layers into a renamed key ("dkrr-store-map-<token>"
+    # for "store-map-<token>"), so a key matches when it contains one of the names.
     tasks = set(dask_worker.state.executing) | set(dask_worker.state.long_running)
-    return sum(_key_name(ts.key) in names for ts in tasks)
+    return sum(any(n in _key_name(ts.key) for n in names) for ts in tasks)
 
 
 def _drain(client, tasks: list, timeout: float = 60.0) -> None:
@@ -310,7 +312,7 @@ def _drain(client, tasks: list, timeout: float = 60.0) -> None:
         # need not import dkrr.
         pending = ("waiting", "queued", "no-worker", "processing")
         return sum(
-            str(ts.key[0] if isinstance(ts.key, tuple) else ts.key) in names and ts.state in pending
+            ts.state in pending and any(n in str(ts.key[0] if isinstance(ts.key, tuple) else ts.key) for n in names)
             for ts in dask_scheduler.tasks.values()
         )
 
