@@ -204,34 +204,43 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.cluster
-def test_unreachable_scheduler_fails_within_timeout(big_store, tmp_path):
-    address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
-    # The subprocess limit (25 s) is below the default --timeout (30 s): it only passes
-    # when --timeout 2 is honoured.
-    proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "m", "--scheduler", address,
-                                    "--timeout", 2, "-q"),
-                          capture_output=True, text=True, timeout=25, cwd=ROOT)
-    assert proc.returncode == 1, proc.stderr
-    assert f"Could not connect to the Dask scheduler at '{address}' (timeout 2 s)" in proc.stderr
-    assert "dask scheduler" in proc.stderr  # the hint on what to check
-    assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "m").exists()
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    X = da.random.RandomState(1).standard_normal((200, 3), chunks=(100, 3))
+    path = tmp_path_factory.mktemp("ft-small") / "store"
+    with dask.config.set(scheduler="threads"):
+        write_dataset(X, X[:, 0], path)
+    return path
 
 
 @pytest.mark.cluster
-def test_silent_scheduler_fails_within_timeout(big_store, tmp_path):
-    # A port that accepts connections and never answers: the handshake must time out.
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
-        proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "m", "--scheduler", address,
-                                        "--timeout", 2, "-q"),
-                              capture_output=True, text=True, timeout=25, cwd=ROOT)
-    assert proc.returncode == 1, proc.stderr
-    assert f"Could not connect to the Dask scheduler at '{address}' (timeout 2 s)" in proc.stderr
-    assert not (tmp_path / "m").exists()
+def test_unreachable_scheduler_fails_within_timeout(small_store, tmp_path):
+    """Nothing listening, and a port that accepts connections but never answers."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        addresses = {
+            "closed": f"tcp://127.0.0.1:{_free_port()}",
+            "silent": f"tcp://127.0.0.1:{silent.getsockname()[1]}",
+        }
+        procs = {
+            kind: subprocess.Popen(
+                _dkrr_cmd("fit", small_store, "--out", tmp_path / kind, "--scheduler", address,
+                          "--timeout", 2, "-q"),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                start_new_session=True,
+            )
+            for kind, address in addresses.items()
+        }
+        # A limit below the default --timeout (30 s): this passes only when --timeout 2
+        # is honoured, also by a scheduler that accepts the connection and stays silent.
+        results = {kind: _finish(proc, timeout=25) for kind, proc in procs.items()}
+    for kind, (rc, _out, err) in results.items():
+        assert rc == 1, (kind, err)
+        assert f"Could not connect to the Dask scheduler at '{addresses[kind]}' (timeout 2 s)" in err, err
+        assert "dask scheduler" in err  # the hint on what to check
+        assert "Traceback" not in err
+        assert not (tmp_path / kind).exists()
 
 
 # --------------------------------------------------------------------------- Ctrl-C
@@ -290,3 +299,35 @@ def test_ctrl_c_during_predict_leaves_nothing(proc_cluster, monitor, big_store, 
     _cluster_idle(monitor)
     time.sleep(0.5)
     assert not pred.exists() and _leftovers(tmp_path, "pred") == []
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_ctrl_c_with_in_process_local_cluster(big_store, tmp_path):
+    """Without --scheduler dkrr starts its own LocalCluster, whose worker processes are in
+    the terminal's process group and get the SIGINT too: still exit 130, nothing written,
+    and no worker process outlives dkrr."""
+    import psutil
+
+    model = tmp_path / "model"
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err_file:
+        proc = subprocess.Popen(
+            _dkrr_cmd("fit", big_store, "--out", model, "--workers", 2, "--threads-per-worker", 1,
+                      "--memory-limit", "1GB", *FIT_FLAGS),
+            stdout=subprocess.DEVNULL, stderr=err_file, start_new_session=True, cwd=ROOT,
+        )
+    parent = psutil.Process(proc.pid)
+    seen = []
+
+    def pass_under_way():  # the label of the pass is printed once the cluster is up
+        seen[:] = parent.children(recursive=True) or seen
+        return len(seen) >= 2 and "accumulating" in log.read_text()
+
+    rc, _, _ = _interrupt_when(proc, pass_under_way, "the pass to start")
+    err = log.read_text()
+    assert rc == 130, err
+    assert err.rstrip().splitlines()[-1] == "dkrr: interrupted; no partial output was left behind"
+    assert not model.exists() and _leftovers(tmp_path, "model") == []
+    _wait_for(lambda: not [p for p in seen if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],
+              30, "the LocalCluster's worker processes to exit", interval=0.1)
