@@ -213,7 +213,6 @@ def small_store(tmp_path_factory):
     return path
 
 
-@pytest.mark.cluster
 def test_unreachable_scheduler_fails_within_timeout(small_store, tmp_path):
     """Nothing listening, and a port that accepts connections but never answers."""
     with socket.socket() as silent:
