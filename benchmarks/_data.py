@@ -1,4 +1,4 @@
-"""Benchmark data: real data sets from ``/work/shared/data`` and the synthetic regression.
+"""Benchmark data: real data sets from ``../shared/data`` beside the checkout and the synthetic regression.
 
 Every loader returns a :class:`Split` with X standardised by the training mean and
 standard deviation (constant columns left at scale 1) and, for regression, y standardised
@@ -17,9 +17,7 @@ import numpy as np
 __all__ = ["Split", "DATA_ROOT", "load_split", "load_raw", "synthetic_regression", "sigma_50nn", "REAL_DATASETS"]
 
 #: folder of the shared real data sets (override with DKRR_DATA_ROOT)
-DATA_ROOT = Path(os.environ.get("DKRR_DATA_ROOT", Path(__file__).resolve().parents[2] / "shared" / "data"))
-if not DATA_ROOT.exists():  # the repository may be checked out elsewhere
-    DATA_ROOT = Path("/work/shared/data")
+DATA_ROOT = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 #: name -> task
 REAL_DATASETS = {

@@ -25,7 +25,7 @@ for ``s`` in {d, 2d, 4d, 8d, 16d} and 10 repetitions, under two protocols:
     by the estimator's one-pass 5-fold CV over ``ALPHAS_TUNED``. All methods of a
     repetition share that gamma.
 
-Data and splits (``/work/shared/data``, see its README):
+Data and splits (``../shared/data`` beside the checkout, see its README):
 
 - EEG Eye State (14,980 x 14): random half/half split per repetition (as the paper). The
   file has a few extreme outliers (max |x| = 715,897 against typical values of 4,000-4,700)
@@ -70,7 +70,9 @@ import time
 
 import numpy as np
 
-DATA_DIR = os.environ.get("DKRR_SHARED_DATA", "/work/shared/data")
+DATA_DIR = os.environ.get(
+    "DKRR_SHARED_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+)
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 METHODS = ("rff", "surrogate", "ridge_leverage")

@@ -25,7 +25,8 @@ from dkrr.errors import (
 )
 from dkrr.io import IngestSummary, InputNotFoundError, ingest, open_dataset
 
-DATA = Path("/work/shared/data")
+# the project's shared data sit beside the checkout (../shared/data), also in CI
+DATA = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 # ----------------------------------------------------------------------------- utils
