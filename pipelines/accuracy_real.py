@@ -21,7 +21,11 @@ sigma is the mean distance to the 50th nearest neighbour of 1,000 training rows
 (ALGORITHMS.md section 5). The ridge grid is ``alphas = 10^{-4..1}`` (6 values; penalty on
 ``||beta||^2`` with ``||y - Z beta - b||^2``, which equals KernelRidge's ``alpha``).
 
-Models, each choosing its own (gamma, alpha):
+Models, each choosing its own (gamma, alpha). To keep the run within half an hour on 2
+cores (cross-validation costs one p x p eigendecomposition per fold: 6.7 s at p = 4096),
+**gamma is searched over the grid at every D up to ``--gamma-search-max-D`` (1024)**; at
+larger D each model (each dkrr method on the full data and on the subset, and RBFSampler)
+keeps the gamma it chose at the largest searched D and re-chooses alpha over the whole grid.
 
 * **dkrr** ``RandomFeatureRidge`` / ``RandomFeatureRidgeClassifier`` (Gaussian kernel,
   methods rff / orf / sorf, D frequencies = 2D output columns): for each gamma one fit
@@ -43,7 +47,7 @@ Feature maps are random: the figures are for one seed (``--seed``); differences 
 rff/orf/sorf of a few tenths of a percent are within the seed-to-seed spread.
 
 Writes ``pipelines/results/accuracy_real.md`` and ``.json`` (``--out`` changes the stem).
-Run (about 20-30 minutes on 2 cores; ``--quick`` is a smoke run of about a minute)::
+Run (about 25 minutes on a quiet 2-core machine; ``--quick`` is a smoke run of about a minute)::
 
     .venv/bin/python -m pipelines.accuracy_real
     .venv/bin/python -m pipelines.accuracy_real --quick --out /tmp/accuracy_quick
@@ -260,7 +264,8 @@ def render(res: dict) -> str:
         f"{res['seconds'] / 60:.1f} min. Seed {a['seed']} (one draw of every random feature map).",
         "",
         "Protocol (details in `pipelines/accuracy_real.py`): Gaussian kernel; gamma grid "
-        f"gamma_50 x {list(GAMMA_FACTORS)} (gamma_50 from the 50-NN rule of thumb), alpha grid "
+        f"gamma_50 x {list(GAMMA_FACTORS)} (gamma_50 from the 50-NN rule of thumb), searched at every D up to "
+        f"{a['gamma_search_max_D']} (above that each model keeps its last gamma and re-chooses alpha); alpha grid "
         f"{[float(f'{x:g}') for x in ALPHAS]}. dkrr: one fit per gamma with `alphas` and `cv=5`, the gamma with the "
         "best CV error kept. Exact KRR (scikit-learn `KernelRidge`) on a random training subset, (gamma, alpha) "
         "from a 20% hold-out of it. RBFSampler(n_components=2D) + Ridge on all training rows, (gamma, alpha) "
@@ -342,6 +347,8 @@ def main(argv=None):
     ap.add_argument("--Ds", type=int, nargs="+", default=[256, 1024, 2048])
     ap.add_argument("--methods", nargs="+", default=["rff", "orf", "sorf"])
     ap.add_argument("--subset", type=int, default=10_000, help="training rows of exact KRR")
+    ap.add_argument("--gamma-search-max-D", type=int, default=1024,
+                    help="search the gamma grid at every D up to this; larger D reuse the last choice")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="pipelines/results/accuracy_real", help="stem of the .md and .json")
     ap.add_argument("--quick", action="store_true",
@@ -371,14 +378,20 @@ def main(argv=None):
         print(f"  exact KRR ({len(sub)} rows): {r['krr']['error']:.4f} (gamma {r['krr']['gamma']:.3g}, "
               f"alpha {r['krr']['alpha']:g}, {r['krr']['seconds']:.0f} s)", flush=True)
         r["rows"], r["rbf_sampler"] = [], {}
-        for D in args.Ds:
+        chosen = {}  # model -> gamma chosen at the largest D that searched the grid
+        for D in sorted(args.Ds):
+            search = D <= args.gamma_search_max_D or not chosen
             for method in args.methods:
-                s = dkrr_fit(task, method, D, Xtr[sub], ytr[sub], Xte, yte, gammas, args.seed)
-                f = dkrr_fit(task, method, D, Xtr, ytr, Xte, yte, gammas, args.seed)
+                gs = gammas if search else [chosen[method + "_sub"]]
+                gf = gammas if search else [chosen[method]]
+                s = dkrr_fit(task, method, D, Xtr[sub], ytr[sub], Xte, yte, gs, args.seed)
+                f = dkrr_fit(task, method, D, Xtr, ytr, Xte, yte, gf, args.seed)
+                chosen[method + "_sub"], chosen[method] = s["gamma"], f["gamma"]
                 r["rows"].append({"D": D, "method": method, "dkrr_subset": s, "dkrr_full": f})
                 print(f"  D={D:5d} {method:5s}: subset {s['error']:.4f}  full {f['error']:.4f} "
                       f"(gamma {f['gamma']:.3g}, alpha {f['alpha']:g}, {f['seconds']:.0f} s)", flush=True)
-            sk = rbf_sampler_ridge(task, D, Xtr, ytr, Xte, yte, gammas, args.seed)
+            sk = rbf_sampler_ridge(task, D, Xtr, ytr, Xte, yte, gammas if search else [chosen["rbf"]], args.seed)
+            chosen["rbf"] = sk["gamma"]
             r["rbf_sampler"][str(D)] = sk
             print(f"  D={D:5d} RBFSampler({2 * D})+Ridge: {sk['error']:.4f} (gamma {sk['gamma']:.3g}, "
                   f"alpha {sk['alpha']:g}, {sk['seconds']:.0f} s)", flush=True)
