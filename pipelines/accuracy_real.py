@@ -1,6 +1,6 @@
 """Accuracy of dkrr on real data against exact kernel ridge regression and RBFSampler + Ridge.
 
-Datasets (from ``/work/shared/data``, see its README):
+Datasets (from ``../shared/data`` beside the checkout, or ``$DKRR_SHARED_DATA``; see its README):
 
 * **cal_housing** (regression, 20,640 x 8): a seeded random 80/20 split; target
   ``medianHouseValue / 1e5`` (so errors are in units of $100,000); error = test RMSE.
@@ -75,7 +75,7 @@ import numpy as np
 
 __all__ = ["load_dataset", "gamma_50nn", "main"]
 
-DATA = Path(os.environ.get("DKRR_SHARED_DATA", "/work/shared/data"))
+DATA = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 ALPHAS = np.logspace(-4, 1, 6)
 GAMMA_FACTORS = (0.25, 1.0, 4.0, 16.0)
 
