@@ -36,7 +36,9 @@ __all__ = [
     "block_statistics",
     "check_finite_rows",
     "combine_statistics",
+    "fold_feature_blocks",
     "fold_ids",
+    "prepare_block",
 ]
 
 #: memory budget of the Z buffer of one block task (bytes)
@@ -196,6 +198,72 @@ def check_finite_rows(block: np.ndarray, name: str, block_index: int, row_offset
     )
 
 
+def prepare_block(
+    X: np.ndarray,
+    y: np.ndarray,
+    row_offset: int,
+    block_index: int,
+    n_folds: int,
+    fold_seed: int,
+    labels_mode: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Checks, target encoding and fold order of one row block (shared by the passes).
+
+    Returns ``(Xf, Y, bounds, labels)``: ``Xf`` the rows as C-contiguous float64 and
+    ``Y`` the targets as a C-contiguous ``(rows, t)`` float64 array (one-hot columns of
+    the block's sorted ``labels`` in labels mode, else ``labels`` is None), both sorted by
+    fold when ``n_folds > 1`` so that fold ``k`` is rows ``bounds[k]:bounds[k + 1]``.
+
+    Raises
+    ------
+    NonFiniteInputError
+        NaN or inf in X or y; the message names the block and its global rows.
+    """
+    n_rows = X.shape[0]
+    check_finite_rows(X, "X", block_index, row_offset)
+    if labels_mode:
+        if y.dtype.kind == "f":
+            check_finite_rows(y, "y", block_index, row_offset)
+        labels, codes = np.unique(y, return_inverse=True)
+        Y = np.zeros((n_rows, len(labels)))
+        Y[np.arange(n_rows), codes.reshape(-1)] = 1.0
+    else:
+        check_finite_rows(y, "y", block_index, row_offset)
+        labels = None
+        Y = np.asarray(y, dtype=np.float64).reshape(n_rows, -1)
+    Xf = X.astype(np.float64, copy=False)
+    if n_folds > 1:
+        folds = fold_ids(np.arange(row_offset, row_offset + n_rows), n_folds, fold_seed)
+        order = np.argsort(folds, kind="stable")
+        Xf = np.take(Xf, order, axis=0)
+        Y = np.take(Y, order, axis=0)
+        bounds = np.searchsorted(folds[order], np.arange(n_folds + 1))
+    else:
+        bounds = np.array([0, n_rows])
+    return np.ascontiguousarray(Xf), np.ascontiguousarray(Y), bounds, labels
+
+
+def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int):
+    """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece.
+
+    The features of at most ``max_block_bytes // (8 p)`` rows exist at a time, in one
+    reused buffer (a yielded ``Z_k`` is overwritten by the next sub-block). ``Xf``, ``Y``
+    and ``bounds`` come from :func:`prepare_block`.
+    """
+    n_rows = Xf.shape[0]
+    p = fmap.n_output_features
+    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
+    Zbuf = np.empty((sub, p))
+    for start in range(0, n_rows, sub):
+        stop = min(n_rows, start + sub)
+        Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
+        for k in range(len(bounds) - 1):
+            a = max(start, bounds[k]) - start
+            b = min(stop, bounds[k + 1]) - start
+            if b > a:
+                yield k, Z[a:b], Y[start + a : start + b]
+
+
 def block_statistics(
     X: np.ndarray,
     y: np.ndarray,
@@ -232,52 +300,16 @@ def block_statistics(
     NonFiniteInputError
         NaN or inf in X or y; the message names the block and its global rows.
     """
-    n_rows = X.shape[0]
-    check_finite_rows(X, "X", block_index, row_offset)
-    if labels_mode:
-        if y.dtype.kind == "f":
-            check_finite_rows(y, "y", block_index, row_offset)
-        labels, codes = np.unique(y, return_inverse=True)
-        codes = codes.reshape(-1)
-        Y = np.zeros((n_rows, len(labels)))
-        Y[np.arange(n_rows), codes] = 1.0
-    else:
-        check_finite_rows(y, "y", block_index, row_offset)
-        labels = None
-        Y = np.asarray(y, dtype=np.float64).reshape(n_rows, -1)
-    p = fmap.n_output_features
-    t = Y.shape[1]
-    stats = RidgeStatistics.zeros(n_folds, p, t, labels)
-    Xf = X.astype(np.float64, copy=False)
-    if n_folds > 1:
-        folds = fold_ids(np.arange(row_offset, row_offset + n_rows), n_folds, fold_seed)
-        order = np.argsort(folds, kind="stable")
-        Xf = np.take(Xf, order, axis=0)
-        Y = np.take(Y, order, axis=0)
-        bounds = np.searchsorted(folds[order], np.arange(n_folds + 1))
-    else:
-        bounds = np.array([0, n_rows])
-    Xf = np.ascontiguousarray(Xf)
-    Y = np.ascontiguousarray(Y)
-    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
-    Zbuf = np.empty((sub, p))
-    for start in range(0, n_rows, sub):
-        stop = min(n_rows, start + sub)
-        Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
-        for k in range(n_folds):
-            a = max(start, bounds[k]) - start
-            b = min(stop, bounds[k + 1]) - start
-            if b <= a:
-                continue
-            Zk = Z[a:b]
-            Yk = Y[start + a : start + b]
-            _syrk_lower(stats.G[k], Zk)
-            stats.c[k] += Zk.T @ Yk
-            stats.zsum[k] += Zk.sum(axis=0)
-            stats.n[k] += b - a
-            stats.ysum[k] += Yk.sum(axis=0)
-            if not labels_mode:
-                stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
+    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels)
+    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
+        _syrk_lower(stats.G[k], Zk)
+        stats.c[k] += Zk.T @ Yk
+        stats.zsum[k] += Zk.sum(axis=0)
+        stats.n[k] += Zk.shape[0]
+        stats.ysum[k] += Yk.sum(axis=0)
+        if not labels_mode:
+            stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
     for k in range(n_folds):  # syrk filled the lower triangle: mirror it
         stats.G[k] += np.tril(stats.G[k], -1).T
     return stats

@@ -38,9 +38,8 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import check_finite_block
 from ..errors import InputValidationError, InvalidParameterError
-from ..linalg._stats import fold_ids
+from ..linalg._stats import DEFAULT_MAX_BLOCK_BYTES, fold_feature_blocks, prepare_block
 
 __all__ = [
     "ScoreStatistics",
@@ -53,9 +52,6 @@ __all__ = [
 
 #: centred products below this fraction of their terms are taken as exactly zero (constant y)
 _CANCEL_RTOL = 1e-11
-
-#: memory budget of the float64 feature buffer of one block task (bytes)
-DEFAULT_MAX_BLOCK_BYTES = 64 * 2**20
 
 
 @dataclasses.dataclass(eq=False)
@@ -246,10 +242,6 @@ def surrogate_scores(
     return frequency_totals(col, kernel, n_components)
 
 
-def _where(block_index: int, row_offset: int, n_rows: int) -> str:
-    return f" (row block {block_index}, rows {row_offset} to {row_offset + n_rows - 1})"
-
-
 def block_score_statistics(
     X: np.ndarray,
     y: np.ndarray,
@@ -273,54 +265,19 @@ def block_score_statistics(
     NonFiniteInputError
         NaN or inf in X or y; the message names the block and its global rows.
     """
-    n_rows = X.shape[0]
-    where = _where(block_index, row_offset, n_rows)
-    check_finite_block(X, "X", where)
-    if labels_mode:
-        if y.dtype.kind == "f":
-            check_finite_block(y, "y", where)
-        labels, codes = np.unique(y, return_inverse=True)
-        Y = np.zeros((n_rows, len(labels)))
-        Y[np.arange(n_rows), codes.reshape(-1)] = 1.0
-    else:
-        check_finite_block(y, "y", where)
-        labels = None
-        Y = np.asarray(y, dtype=np.float64).reshape(n_rows, -1)
-    p = fmap.n_output_features
+    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
     stats = ScoreStatistics.zeros(
-        n_folds, p, Y.shape[1], with_norms=with_norms, with_gram=with_gram, labels=labels
+        n_folds, fmap.n_output_features, Y.shape[1], with_norms=with_norms, with_gram=with_gram, labels=labels
     )
-    Xf = X.astype(np.float64, copy=False)
-    if n_folds > 1:
-        folds = fold_ids(np.arange(row_offset, row_offset + n_rows), n_folds, fold_seed)
-        order = np.argsort(folds, kind="stable")
-        Xf = np.take(Xf, order, axis=0)
-        Y = np.take(Y, order, axis=0)
-        bounds = np.searchsorted(folds[order], np.arange(n_folds + 1))
-    else:
-        bounds = np.array([0, n_rows])
-    Xf = np.ascontiguousarray(Xf)
-    Y = np.ascontiguousarray(Y)
-    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
-    Zbuf = np.empty((sub, p))
-    for start in range(0, n_rows, sub):
-        stop = min(n_rows, start + sub)
-        Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
-        for k in range(n_folds):
-            a = max(start, bounds[k]) - start
-            b = min(stop, bounds[k + 1]) - start
-            if b <= a:
-                continue
-            Zk = Z[a:b]
-            Yk = Y[start + a : start + b]
-            stats.c[k] += Zk.T @ Yk
-            stats.zsum[k] += Zk.sum(axis=0)
-            stats.n[k] += b - a
-            stats.ysum[k] += Yk.sum(axis=0)
-            if with_norms:
-                stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
-            if with_gram:
-                stats.G[k] += Zk.T @ Zk
+    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
+        stats.c[k] += Zk.T @ Yk
+        stats.zsum[k] += Zk.sum(axis=0)
+        stats.n[k] += Zk.shape[0]
+        stats.ysum[k] += Yk.sum(axis=0)
+        if with_norms:
+            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
+        if with_gram:
+            stats.G[k] += Zk.T @ Zk
     return stats
 
 
