@@ -211,11 +211,7 @@ def breakdown(args, fmap) -> dict:
     G = np.zeros((p, p))
     P = fmap.projection.project(Xf[:sub])
     Pc = P.copy()
-    gram = getattr(_stats, "_syrk_lower", None)  # what block_statistics uses
-    if gram is None:  # older dkrr: the plain numpy form
-
-        def gram(G, Z):
-            G += Z.T @ Z
+    gram = _stats._add_gram  # what block_statistics uses
 
     n_sub = rows / sub
     res = {}

@@ -175,7 +175,9 @@ def test_zarr_input_and_y_rechunked_to_x(tmp_path, data, fmap):
 
 def test_default_chunk_rows_budget():
     assert default_chunk_rows(100, 5) == 100  # small data: one block
-    assert default_chunk_rows(80_000, 9) == 10_000  # at least 8 blocks
+    assert default_chunk_rows(80_000, 9) == 10_000  # 8 equal blocks
+    assert default_chunk_rows(10_000, 8) == 5_000  # no block under 4,096 rows: 2 equal blocks
+    assert default_chunk_rows(4_000, 8) == 4_000
     assert default_chunk_rows(10_000_000, 512) == 32 * 2**20 // (512 * 8)  # byte budget
 
 
@@ -196,3 +198,20 @@ def test_reduce_row_blocks_is_generic(split_every):
                            (13, 3, 10, X[13:, 0].sum())]
     with pytest.raises(ValueError, match="split_every"):
         reduce_row_blocks([Xd], _collect, _concat, split_every=1)
+
+
+def _blas_threads(X, offset, index):
+    from threadpoolctl import threadpool_info
+
+    return [max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")]
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 16])
+def test_threaded_scheduler_spreads_blas_threads_over_the_blocks(n_blocks):
+    """Without a Client, each block task gets cores // blocks BLAS threads (at least 1)."""
+    from dask.system import CPU_COUNT
+
+    pytest.importorskip("threadpoolctl")
+    X = da.zeros((16 * n_blocks, 2), chunks=(16, 2))
+    out = reduce_row_blocks([X], _blas_threads, _concat, split_every=4)
+    assert out == [max(1, CPU_COUNT // n_blocks)] * n_blocks
