@@ -15,7 +15,7 @@ def local_cluster():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=":0", memory_limit="1GiB",
+        dashboard_address="127.0.0.1:0", memory_limit="1GiB",
     ) as cluster:
         yield cluster
 

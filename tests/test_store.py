@@ -270,7 +270,7 @@ def client():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=":0",
+        dashboard_address="127.0.0.1:0",
     ) as cluster, distributed.Client(cluster) as c:
         yield c
 
