@@ -14,6 +14,7 @@ import dataclasses
 
 import numpy as np
 import scipy.special
+from scipy.stats import qmc
 
 from ..errors import InvalidParameterError
 from ._base import register_projection
@@ -46,8 +47,6 @@ def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int) -> np
     -------
     ndarray of shape (n_points, dim), float64
     """
-    from scipy.stats import qmc  # imported here: scipy.stats takes ~0.5 s to import
-
     if sequence == "halton":
         U = qmc.Halton(dim, scramble=True, rng=seed).random(n_points)
     elif sequence == "sobol":

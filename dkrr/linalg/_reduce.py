@@ -252,6 +252,6 @@ def compute_limited(*collections, label: str = "computing", n_tasks: int | None 
 
     from .._cluster import limit_blas_threads
 
-    blas_threads = max(1, CPU_COUNT // max(1, n_tasks)) if n_tasks else 1
+    blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
     with limit_blas_threads(blas_threads):
         return compute(*collections, label=label)
