@@ -20,6 +20,8 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "SchedulerUnreachableError",
+    "DatasetUnavailableError",
+    "ChecksumMismatchError",
 ]
 
 
@@ -69,3 +71,11 @@ class OutputExistsError(DkrrError, FileExistsError):
 
 class SchedulerUnreachableError(DkrrError, ConnectionError):
     """A Dask scheduler could not be reached within the timeout."""
+
+
+class DatasetUnavailableError(DkrrError, FileNotFoundError):
+    """A named dataset is neither in the cache, nor in the mirror, nor downloadable."""
+
+
+class ChecksumMismatchError(DkrrError, OSError):
+    """A downloaded or mirrored data file does not have its recorded sha256."""
