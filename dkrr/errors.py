@@ -19,6 +19,7 @@ __all__ = [
     "StoreNotFoundError",
     "ModelFormatError",
     "OutputExistsError",
+    "OutputNotWritableError",
     "SchedulerUnreachableError",
     "DatasetUnavailableError",
     "ChecksumMismatchError",
@@ -67,6 +68,11 @@ class ModelFormatError(DkrrError, OSError):
 
 class OutputExistsError(DkrrError, FileExistsError):
     """An output path exists already and overwriting was not requested."""
+
+
+class OutputNotWritableError(DkrrError, PermissionError):
+    """An output cannot be created where it was asked for (a path through a file, a
+    read-only or full location); refused before any work is done."""
 
 
 class SchedulerUnreachableError(DkrrError, ConnectionError):
