@@ -14,6 +14,8 @@ __all__ = [
     "NonFiniteInputError",
     "ChunkingError",
     "FeatureMismatchError",
+    "InputNotFoundError",
+    "MissingValueError",
     "SingularSystemError",
     "StoreError",
     "StoreNotFoundError",
@@ -48,6 +50,14 @@ class ChunkingError(InputValidationError):
 
 class FeatureMismatchError(InputValidationError):
     """The number of input columns differs from the one seen at fit time."""
+
+
+class InputNotFoundError(InputValidationError, FileNotFoundError):
+    """A file to read (for example the input of :func:`dkrr.io.ingest`) does not exist."""
+
+
+class MissingValueError(InputValidationError):
+    """Input cells are empty or marked missing (``NA``, ``?``) where a value is needed."""
 
 
 class SingularSystemError(DkrrError, ArithmeticError):
