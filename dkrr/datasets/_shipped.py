@@ -1,4 +1,4 @@
-"""Small real datasets shipped with dkrr (see ``dkrr/data/README.md`` for sources)."""
+"""The small real datasets shipped in ``dkrr/data`` (sources in its README)."""
 
 from __future__ import annotations
 
