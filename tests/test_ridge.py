@@ -228,7 +228,8 @@ def test_singular_alpha_is_a_clear_error(data):
     # 20 rows, 48 features: Z^T Z is singular, alpha = 0 cannot be solved
     with pytest.raises(SingularSystemError, match="alpha=0.0.*larger alpha"):
         make(alpha=0.0).fit(X[:20], Y[:20, 0])
-    with pytest.raises(SingularSystemError, match="alpha=-1.0"):
+    # a negative penalty is refused before the pass (issue 11 item 4; tests/test_params.py)
+    with pytest.raises(InvalidParameterError, match=r"-1\.0.*>= 0"):
         make(alphas=[1.0, -1.0], cv=2).fit(X[:40], Y[:40, 0])
     est = make(alpha=0.0, n_components=4).fit(X, Y[:, 0])  # positive definite: allowed
     Z = est.feature_map_.transform(X)

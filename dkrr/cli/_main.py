@@ -32,9 +32,14 @@ def _parse_alphas(text) -> list[float]:
     if isinstance(text, (list, tuple)):
         return [float(a) for a in text]
     try:
-        return [float(a) for a in str(text).split(",") if a.strip()]
+        alphas = [float(a) for a in str(text).split(",") if a.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"--alphas must be comma-separated numbers, got {text!r}")
+    if any(a < 0 for a in alphas):
+        raise argparse.ArgumentTypeError(
+            f"--alphas {text!r} contains a negative value: every ridge penalty must be >= 0"
+        )
+    return alphas
 
 
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:

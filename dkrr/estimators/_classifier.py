@@ -102,8 +102,10 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds.
         NonFiniteInputError
             NaN or inf in X (or in float labels).
+        InvalidParameterError
+            Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError
-            The regularised system is singular (alpha <= 0).
+            The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y = _check_label_kind(y)
         beta, intercept = self._fit_streamed(X, y)

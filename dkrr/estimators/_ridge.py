@@ -282,10 +282,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     gamma : float, default=1.0
         Gaussian kernel ``exp(-gamma ||x - y||^2)``.
     alpha : float, default=1.0
-        Ridge penalty. Values <= 0 are accepted only when ``Z^T Z + alpha I`` stays
-        positive definite; otherwise :class:`~dkrr.errors.SingularSystemError`.
+        Ridge penalty, ``>= 0`` as scikit-learn's ``Ridge`` (a negative value is an
+        :class:`~dkrr.errors.InvalidParameterError`). ``0`` is least squares and raises
+        :class:`~dkrr.errors.SingularSystemError` when ``Z^T Z`` is singular.
     alphas : array-like of float, default=None
-        Grid scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
+        Grid (each ``>= 0``) scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
         error rather than a silent choice of folds).
     cv : int, default=None
         Number of folds K of the one-pass cross-validation. With ``cv`` and no
@@ -372,8 +373,10 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             Shapes, dtypes, X/y length mismatch, too few rows for the folds.
         NonFiniteInputError
             NaN or inf in X or y (the message names the block and count).
+        InvalidParameterError
+            Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError
-            The regularised system is singular (alpha <= 0).
+            The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
         beta, intercept = self._fit_streamed(X, y)

@@ -25,7 +25,8 @@ __all__ = ["check_alphas", "check_folds", "cross_validate_statistics", "select_a
 
 
 def check_alphas(alphas) -> np.ndarray:
-    """A non-empty 1-D float array of finite alphas."""
+    """A non-empty 1-D float array of finite alphas, each ``>= 0`` (the rule of
+    :func:`~dkrr.linalg._solve.check_alpha`)."""
     try:
         arr = np.asarray(alphas, dtype=np.float64)
     except (TypeError, ValueError):
@@ -34,6 +35,11 @@ def check_alphas(alphas) -> np.ndarray:
         arr = arr.reshape(1)
     if arr.ndim != 1 or arr.size == 0 or not np.isfinite(arr).all():
         raise InvalidParameterError(f"alphas must be a non-empty 1-D sequence of finite numbers, got {alphas!r}")
+    if (arr < 0).any():
+        raise InvalidParameterError(
+            f"alphas={alphas!r} contains the negative value {float(arr[arr < 0][0])!r}: every "
+            "ridge penalty must be >= 0 (as scikit-learn's Ridge)."
+        )
     return arr
 
 

@@ -36,9 +36,20 @@ _EPS = np.finfo(np.float64).eps
 
 
 def check_alpha(alpha, name="alpha") -> float:
-    """A finite real alpha (its sign is checked by the solvers: see :func:`solve_cholesky`)."""
+    """A finite real ``alpha >= 0``, as scikit-learn's ``Ridge``.
+
+    ``alpha = 0`` is accepted (ordinary least squares); the solvers then raise
+    :class:`~dkrr.errors.SingularSystemError` when ``G`` is singular (see
+    :func:`solve_cholesky`). A negative alpha would make ``G + alpha I`` indefinite or
+    nearly singular and the model worse than a constant, so it is refused here.
+    """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not np.isfinite(alpha):
         raise InvalidParameterError(f"{name} must be a finite real number, got {alpha!r}")
+    if alpha < 0:
+        raise InvalidParameterError(
+            f"{name}={alpha!r} is negative: the ridge penalty must be >= 0 (as scikit-learn's "
+            "Ridge); use alpha=0 for least squares or a positive alpha to regularise."
+        )
     return float(alpha)
 
 
