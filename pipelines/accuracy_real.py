@@ -1,6 +1,7 @@
 """Accuracy of dkrr on real data against exact kernel ridge regression and RBFSampler + Ridge.
 
-Datasets (from ``../shared/data`` beside the checkout, or ``$DKRR_SHARED_DATA``; see its README):
+Datasets (through :func:`dkrr.datasets.load_dataset`: the cache, the offline mirror named by
+``$DKRR_DATA_MIRROR``, or a verified download):
 
 * **cal_housing** (regression, 20,640 x 8): a seeded random 80/20 split; target
   ``medianHouseValue / 1e5`` (so errors are in units of $100,000); error = test RMSE.
@@ -63,7 +64,6 @@ Run (about 25 minutes on a quiet 2-core machine; ``--quick`` is a smoke run of a
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shlex
@@ -73,21 +73,15 @@ from pathlib import Path
 
 import numpy as np
 
+from dkrr import datasets
+
 __all__ = ["load_dataset", "gamma_50nn", "main"]
 
-DATA = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 ALPHAS = np.logspace(-4, 1, 6)
 GAMMA_FACTORS = (0.25, 1.0, 4.0, 16.0)
 
 
 # ----------------------------------------------------------------------------- data
-def _arff(path):
-    import pandas as pd
-    from scipy.io import arff
-
-    return pd.DataFrame(arff.loadarff(path)[0])
-
-
 def _split(n, seed, frac=0.2):
     perm = np.random.default_rng(seed).permutation(n)
     n_te = int(round(frac * n))
@@ -103,33 +97,27 @@ def _standardise(Xtr, Xte):
 def load_dataset(name: str, seed: int = 0):
     """``(Xtr, ytr, Xte, yte, task, note)`` with the preprocessing of the module docstring."""
     if name == "cal_housing":
-        a = _arff(DATA / "cal_housing" / "cal.housing.arff").to_numpy(np.float64)
-        X, y = a[:, :-1], a[:, -1] / 1e5
+        X, y = datasets.load_dataset("cal_housing")
+        y = y / 1e5
         tr, te = _split(len(X), seed)
         Xtr, Xte = _standardise(X[tr], X[te])
         return Xtr, y[tr], Xte, y[te], "regression", "random 80/20 split; y in $100k; X standardised"
     if name == "cod_rna":
-        with gzip.open(DATA / "cod_rna" / "cod-rna.train.txt.gz") as f:
-            a = np.loadtxt(f)
-        with gzip.open(DATA / "cod_rna" / "cod-rna.test.txt.gz") as f:
-            b = np.loadtxt(f)
-        n_nan = int(np.isnan(b).sum())
-        b = np.nan_to_num(b, nan=0.0)
-        Xtr, Xte = _standardise(a[:, 1:], b[:, 1:])
-        return (Xtr, a[:, 0], Xte, b[:, 0], "binary",
+        Xa, ya = datasets.load_dataset("cod_rna", part="train")
+        Xb, yb = datasets.load_dataset("cod_rna", part="test")
+        n_nan = int(np.isnan(Xb).sum())
+        Xtr, Xte = _standardise(Xa, np.nan_to_num(Xb, nan=0.0))
+        return (Xtr, ya, Xte, yb, "binary",
                 f"train file for training, test file for testing; {n_nan} NaN test values set to 0; X standardised")
     if name == "cod_rna_split":
-        with gzip.open(DATA / "cod_rna" / "cod-rna.train.txt.gz") as f:
-            a = np.loadtxt(f)
-        tr, te = _split(len(a), seed)
-        Xtr, Xte = _standardise(a[tr, 1:], a[te, 1:])
-        return (Xtr, a[tr, 0], Xte, a[te, 0], "binary",
+        X, y = datasets.load_dataset("cod_rna", part="train")
+        tr, te = _split(len(X), seed)
+        Xtr, Xte = _standardise(X[tr], X[te])
+        return (Xtr, y[tr], Xte, y[te], "binary",
                 "random 80/20 split of the training file only (the test file is shifted, see the docstring); "
                 "X standardised")
     if name == "eeg":
-        df = _arff(DATA / "eeg_eye_state" / "EEG_Eye_State.arff")
-        X = df.iloc[:, :-1].to_numpy(np.float64)
-        y = df.iloc[:, -1].astype(str).astype(int).to_numpy()
+        X, y = datasets.load_dataset("eeg_eye_state")
         tr, te = _split(len(X), seed)
         lo, hi = np.percentile(X[tr], [0.5, 99.5], axis=0)
         Xtr, Xte = _standardise(np.clip(X[tr], lo, hi), np.clip(X[te], lo, hi))

@@ -31,7 +31,7 @@ for ``s`` in {d, 2d, 4d, 8d, 16d} and 10 repetitions, under three protocols:
     by the estimator's one-pass 5-fold CV over ``ALPHAS_TUNED``. All methods of a
     repetition share that gamma.
 
-Data and splits (``../shared/data`` beside the checkout, see its README):
+Data and splits (through :func:`dkrr.datasets.load_dataset`; ``$DKRR_DATA_MIRROR`` names an offline mirror):
 
 - EEG Eye State (14,980 x 14): random half/half split per repetition (as the paper). The
   file has a few extreme outliers (max |x| = 715,897 against typical values of 4,000-4,700)
@@ -67,7 +67,6 @@ Writes ``pipelines/results/leverage_table3[_quick]_<protocol>.md`` and ``.json``
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -76,9 +75,8 @@ import time
 
 import numpy as np
 
-DATA_DIR = os.environ.get(
-    "DKRR_SHARED_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
-)
+from dkrr import datasets
+
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 METHODS = ("rff", "surrogate", "ridge_leverage", "sklearn_rff")
@@ -104,26 +102,15 @@ PAPER = {
 
 # ------------------------------------------------------------------ data
 def load_eeg():
-    from scipy.io import arff
-
-    raw, _ = arff.loadarff(os.path.join(DATA_DIR, "eeg_eye_state", "EEG_Eye_State.arff"))
-    names = raw.dtype.names
-    X = np.column_stack([raw[n].astype(np.float64) for n in names[:-1]])
-    y = np.array([int(v) for v in raw[names[-1]].astype(str)])
-    return X, y
+    return datasets.load_dataset("eeg_eye_state")
 
 
 def load_magic():
-    import pandas as pd
-
-    df = pd.read_csv(os.path.join(DATA_DIR, "magic04", "magic04.data"), header=None)
-    return df.iloc[:, :10].to_numpy(np.float64), df.iloc[:, 10].to_numpy(str)
+    return datasets.load_dataset("magic04")
 
 
 def load_cod_rna(part):
-    with gzip.open(os.path.join(DATA_DIR, "cod_rna", f"cod-rna.{part}.txt.gz"), "rt") as f:
-        a = np.loadtxt(f)
-    return a[:, 1:], a[:, 0].astype(int)
+    return datasets.load_dataset("cod_rna", part=part)
 
 
 def splits(name, rep, quick):

@@ -5,8 +5,18 @@ session and each ``scheduler="distributed"`` test connects its own Client to it,
 threaded runs never see a default client.
 """
 
+import os
+from pathlib import Path
+
 import dask
 import pytest
+
+# The project's offline data copies sit beside the checkout in CI (../shared/data): use
+# them as dkrr.datasets' mirror unless one is named already. A clone without them skips
+# the tests that need real data other than what dkrr/data ships.
+_SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if "DKRR_DATA_MIRROR" not in os.environ and _SHARED_DATA.is_dir():
+    os.environ["DKRR_DATA_MIRROR"] = str(_SHARED_DATA)
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dkrr.datasets import DATASETS, data_path, fetch_file, file_sha256, load_dataset
+from dkrr.datasets import DATASETS, data_path, fetch_file, file_sha256, load_dataset, mirror_dir
 from dkrr.errors import ChecksumMismatchError, DatasetUnavailableError, InvalidParameterError
 
-SHARED = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 MAGIC = DATASETS["magic04"].files["data"]
 
 
@@ -59,7 +58,9 @@ class _Server:
 
 
 @pytest.fixture
-def server():
+def server(monkeypatch):
+    """The server, and no offline mirror (the download path is under test)."""
+    monkeypatch.delenv("DKRR_DATA_MIRROR", raising=False)
     s = _Server()
     yield s
     s.close()
@@ -72,12 +73,12 @@ def _leftovers(home: Path) -> list[str]:
 def test_download_is_verified_cached_and_reused(server, magic_bytes, tmp_path):
     server.body = magic_bytes
     remote = dataclasses.replace(MAGIC, url=server.url)
-    path = fetch_file(remote, data_home=tmp_path, mirror=None, progress=open(os.devnull, "w"))
+    path = fetch_file(remote, data_home=tmp_path, progress=open(os.devnull, "w"))
     assert path == tmp_path / "magic04" / "magic04.data"
     assert file_sha256(path) == MAGIC.sha256  # the registry's recorded checksum
     assert _leftovers(tmp_path) == ["magic04.data"]
     server.close()  # no server any more: the cache answers
-    assert fetch_file(remote, data_home=tmp_path, mirror=None) == path
+    assert fetch_file(remote, data_home=tmp_path) == path
     assert server.requests == 1
 
 
@@ -85,7 +86,7 @@ def test_wrong_bytes_are_refused_and_nothing_is_kept(server, magic_bytes, tmp_pa
     server.body = magic_bytes.replace(b"g\n", b"h\n", 1)
     remote = dataclasses.replace(MAGIC, url=server.url)
     with pytest.raises(ChecksumMismatchError, match="expected " + MAGIC.sha256):
-        fetch_file(remote, data_home=tmp_path, mirror=None, progress=open(os.devnull, "w"))
+        fetch_file(remote, data_home=tmp_path, progress=open(os.devnull, "w"))
     assert _leftovers(tmp_path) == []
 
 
@@ -94,7 +95,7 @@ def test_a_cut_transfer_leaves_no_partial_file(server, magic_bytes, tmp_path):
     server.claimed_length = len(magic_bytes)
     remote = dataclasses.replace(MAGIC, url=server.url)
     with pytest.raises(DatasetUnavailableError, match="download of .* failed"):
-        fetch_file(remote, data_home=tmp_path, mirror=None, progress=open(os.devnull, "w"))
+        fetch_file(remote, data_home=tmp_path, progress=open(os.devnull, "w"))
     assert _leftovers(tmp_path) == []
 
 
@@ -103,7 +104,7 @@ def test_a_corrupted_cache_entry_is_fetched_again(server, magic_bytes, tmp_path)
     (tmp_path / "magic04" / "magic04.data").write_bytes(b"not the data")
     server.body = magic_bytes
     remote = dataclasses.replace(MAGIC, url=server.url)
-    path = fetch_file(remote, data_home=tmp_path, mirror=None, progress=open(os.devnull, "w"))
+    path = fetch_file(remote, data_home=tmp_path, progress=open(os.devnull, "w"))
     assert path.read_bytes() == magic_bytes and server.requests == 1
 
 
@@ -168,11 +169,11 @@ EXPECTED = {
 }
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no offline data mirror at {SHARED} (set DKRR_SHARED_DATA)")
+@pytest.mark.skipif(mirror_dir() is None, reason="no offline data mirror (set DKRR_DATA_MIRROR to a folder of the data copies)")
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_every_registered_file_matches_the_mirror(name, tmp_path):
     assert set(EXPECTED) == set(DATASETS)
-    X, y = load_dataset(name, data_home=tmp_path, mirror=SHARED, download=False)
+    X, y = load_dataset(name, data_home=tmp_path, download=False)
     shape, n_unique = EXPECTED[name]
     assert X.shape == shape and X.dtype == np.float64 and y.shape == (shape[0],)
     assert np.isfinite(X).all()
