@@ -22,7 +22,7 @@ from .errors import (
 
 __all__ = [
     "as_float_dtype",
-    "check_finite_block",
+    "check_finite_rows",
     "check_input",
     "check_n_features",
     "check_random_state",
@@ -66,17 +66,44 @@ def as_float_dtype(dtype: np.dtype, name: str = "X") -> np.dtype:
     )
 
 
-def check_finite_block(block: np.ndarray, name: str = "X", where: str = "") -> None:
-    """Raise :class:`NonFiniteInputError` if ``block`` holds NaN or inf, saying how many."""
-    if block.dtype.kind == "f" and not np.isfinite(block).all():
-        bad = ~np.isfinite(block)
-        n_bad = int(bad.sum())
-        rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
-        raise NonFiniteInputError(
-            f"{name}{where} contains {n_bad} non-finite value(s) (NaN or inf), first in "
-            f"row {int(rows[0])} (of that array/block); remove or impute them before "
-            "fitting or transforming."
-        )
+def check_finite_rows(
+    block: np.ndarray,
+    name: str = "X",
+    block_index: int | None = None,
+    row_offset: int = 0,
+    where: str = "",
+) -> None:
+    """Raise :class:`NonFiniteInputError` if ``block`` holds NaN or inf.
+
+    The one finiteness check of dkrr: the message names the count of non-finite values,
+    the row block (when ``block_index`` is given) and the *global* rows, ``row_offset``
+    being the global index of the block's first row.
+
+    Parameters
+    ----------
+    block : ndarray
+        Rows along the first axis; non-float dtypes are always finite.
+    name : str
+        Name of the array in the message (``"X"``, ``"y"``).
+    block_index : int, optional
+        Position of the row block; ``None`` for a whole in-memory array.
+    row_offset : int, default=0
+        Global index of the block's first row.
+    where : str
+        Extra context after the name (e.g. ``" (Nystroem landmark rows)"``).
+    """
+    if block.dtype.kind != "f" or np.isfinite(block).all():
+        return
+    bad = ~np.isfinite(block)
+    rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
+    span = ""
+    if block_index is not None:
+        span = f" in row block {block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}),"
+    raise NonFiniteInputError(
+        f"{name}{where} contains {int(bad.sum())} non-finite value(s) (NaN or inf){span} in "
+        f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
+        "them before fitting or predicting."
+    )
 
 
 def check_input(
@@ -136,7 +163,7 @@ def check_input(
     dtype = as_float_dtype(arr.dtype, name)
     arr = np.ascontiguousarray(arr, dtype=dtype)
     if check_finite:
-        check_finite_block(arr, name)
+        check_finite_rows(arr, name)
     return arr
 
 

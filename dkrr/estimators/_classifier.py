@@ -128,10 +128,14 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         scores = self.decision_function(X)
         if not is_dask(scores):
             return _labels_block(scores, self.classes_)
+        from dask.base import tokenize
+
         drop = {"drop_axis": 1} if scores.ndim == 2 else {}
+        # scores.name already identifies the model and the input; the classes complete it
+        name = f"dkrr-labels-{tokenize(_labels_block, scores.name, self.classes_)}"
         return scores.map_blocks(
             _labels_block, self.classes_, dtype=self.classes_.dtype, chunks=(scores.chunks[0],),
-            meta=np.empty((0,), dtype=self.classes_.dtype), name="dkrr-labels", **drop,
+            meta=np.empty((0,), dtype=self.classes_.dtype), name=name, **drop,
         )
 
     def score(self, X, y, sample_weight=None):

@@ -56,7 +56,7 @@ class _LinearModel:
 
 
 def _decision_block(X, model: _LinearModel, squeeze: bool, block_info=None):
-    from ..linalg._stats import check_finite_rows
+    from .._validation import check_finite_rows
 
     info = block_info[0]
     check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
@@ -248,12 +248,17 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             return out[:, 0] if squeeze else out
         import dask
 
+        from dask.base import tokenize
+
+        # the key is the identity of the result: the model's content (map, coefficients,
+        # intercept) and X's name; the same model on the same input shares its tasks
         model_d = dask.delayed(model, pure=True)
         chunks = (Xv.chunks[0],) if squeeze else (Xv.chunks[0], (t,))
         return Xv.map_blocks(
             _decision_block, model_d, squeeze,
             dtype=np.float64, chunks=chunks, drop_axis=1 if squeeze else None,
-            meta=np.empty((0,) * len(chunks), dtype=np.float64), name="dkrr-decision",
+            meta=np.empty((0,) * len(chunks), dtype=np.float64),
+            name=f"dkrr-decision-{tokenize(_decision_block, model_d.key, squeeze, Xv.name)}",
         )
 
 

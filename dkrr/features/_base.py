@@ -117,9 +117,24 @@ class Projection:
             )
         return cls(**state)
 
+    def __reduce__(self):
+        """Pickle the dataclass fields only ("ship seeds, not matrices").
+
+        Transforms cache derived arrays on the instance (a dense ``W``, dtype casts,
+        spectra); they are rebuilt on first use after unpickling, so a projection embedded
+        in a dask graph travels as its O(D) stored numbers. The dask token of a projection
+        is likewise its fields (dask tokenizes dataclasses by their fields).
+        """
+        return (_rebuild, (type(self), {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}))
+
     @property
     def storage_size(self) -> int:
         """Number of stored numbers (O(D) for structured maps, D*d for dense ones)."""
         return int(
             sum(np.size(v) for v in self.get_state().values() if isinstance(v, np.ndarray))
         )
+
+
+def _rebuild(cls: type[Projection], fields: dict[str, Any]) -> Projection:
+    """Unpickle a :class:`Projection` from its fields (see :meth:`Projection.__reduce__`)."""
+    return cls(**fields)

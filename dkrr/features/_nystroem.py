@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_finite_block, is_dask
+from .._validation import check_finite_rows, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ._map import FeatureMap, _register_map
 from ._nonlinear import KERNELS, exact_kernel
@@ -180,6 +180,6 @@ def fit_nystroem_map(
     else:
         C = np.asarray(X)[idx]
     C = np.ascontiguousarray(C, dtype=np.float64)
-    check_finite_block(C, "X", " (Nystroem landmark rows)")
+    check_finite_rows(C, "X", where=" (Nystroem landmark rows)")
     K_cc = exact_kernel(kernel, C, C, gamma)
     return NystroemMap(kernel, float(gamma), C, nystroem_normalizer(K_cc, eigenvalue_rtol))

@@ -162,9 +162,9 @@ def reduce_row_blocks(
         ``row_offset`` is the global index of the block's first row and
         ``block_index`` its position. Returns a small partial result.
     combine_fn : callable
-        ``combine_fn(list_of_partials)`` merges partials into one of the same kind. It
-        may update the first partial in place (each partial is consumed by exactly one
-        combine task).
+        ``combine_fn(list_of_partials)`` merges partials into a *new* one of the same
+        kind. It must be pure: leave its inputs unchanged (a retried task, or a partial
+        a scheduler holds for another consumer, would otherwise be summed twice).
     split_every : int, optional
         Fan-in of the combine tree (default :data:`DEFAULT_SPLIT_EVERY`); ``2`` makes
         the deepest tree.
@@ -211,7 +211,11 @@ def reduce_row_blocks(
     blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
     consts = [dask.delayed(c, pure=True) for c in constants]
     offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
-    token = dask.base.tokenize(*(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn)
+    # keys are the identity of the result: the input arrays' names, the constants' contents
+    # (a pure delayed's key is the token of its value), both functions and the tree shape
+    token = dask.base.tokenize(
+        *(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn, int(split_every)
+    )
     name = getattr(block_fn, "__name__", "block").strip("_")
     level = [
         dask.delayed(block_fn, pure=True)(
