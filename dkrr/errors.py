@@ -31,6 +31,14 @@ __all__ = [
 class DkrrError(ValueError):
     """Base class of every error raised by dkrr on purpose."""
 
+    def __new__(cls, *args, **kwargs):
+        # A refinement that also inherits OSError has OSError's memory layout, so it
+        # must be created by OSError.__new__: distributed (tblib) unpickles an error
+        # sent back by a worker with ``cls.__new__(cls, *args)``, which would otherwise
+        # resolve to ValueError.__new__ and fail ("not safe").
+        base = OSError if issubclass(cls, OSError) else ValueError
+        return base.__new__(cls, *args)
+
 
 class InvalidParameterError(DkrrError):
     """An estimator or function parameter has an invalid value or combination."""
