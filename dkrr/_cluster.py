@@ -29,6 +29,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from dkrr._scheduler_probe import check_scheme, probe_scheduler
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
 __all__ = [
@@ -400,6 +401,7 @@ def dask_client(
             return
 
         address = resolve_scheduler_address(scheduler)
+        check_scheme(address)
         is_tls = address.startswith(_TLS_SCHEMES)
         if security is None and is_tls:
             security = _security_from_config()
@@ -418,6 +420,8 @@ def dask_client(
                 "encrypted: use the tls:// address of the scheduler."
             )
         try:
+            # Look before distributed reads: it allocates whatever length a peer declares.
+            probe_scheduler(address, security, timeout)
             _check_scheduler_answers(address, security, timeout)
             client = Client(address, security=security, timeout=timeout)
         except (OSError, TimeoutError) as exc:
