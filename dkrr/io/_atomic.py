@@ -8,15 +8,19 @@ leaves something at the final path that looks complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ..errors import OutputExistsError
+from ..errors import OutputExistsError, OutputNotWritableError
 
-__all__ = ["atomic_output"]
+__all__ = ["atomic_output", "check_output"]
+
+#: Files whose presence makes a directory a Zarr node (format 3, then format 2).
+ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")
 
 
 def _remove(path: Path) -> None:
@@ -32,12 +36,118 @@ def _sibling(path: Path, kind: str) -> Path:
     return path.parent / f".{path.name}.{kind}-{secrets.token_hex(4)}"
 
 
+
+def _is_within(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse an output that cannot be created: a path through a file, a location that
+    does not accept new files. The nearest existing ancestor is probed with a real file
+    (``os.access`` alone says yes to root on a read-only filesystem)."""
+    anc = path.parent
+    while not os.path.lexists(anc) and anc != anc.parent:
+        anc = anc.parent
+    if not os.path.isdir(anc):
+        raise OutputNotWritableError(
+            f"cannot write {path}: {anc} is not a directory (the path goes through a "
+            "file); choose an output path inside a directory"
+        )
+    probe = anc / f".dkrr-probe-{secrets.token_hex(4)}"
+    try:
+        if not os.access(anc, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputNotWritableError(
+            f"cannot write {path}: the directory {anc} does not accept new files "
+            f"({exc.strerror or exc}); choose another output path or fix its permissions"
+        ) from None
+
+
+def _check_inputs(path: Path, inputs: Iterable[str | os.PathLike]) -> None:
+    real = os.path.realpath(path)
+    for item in inputs:
+        inp = os.path.realpath(os.fspath(item))
+        if real == inp:
+            why = "it is an input of this command"
+        elif _is_within(inp, real):
+            why = f"it contains the input {inp}"
+        elif _is_within(real, inp):
+            why = f"it lies inside the input {inp}"
+        else:
+            continue
+        raise OutputExistsError(
+            f"refusing to write {path}: {why}; choose an output path apart from the inputs"
+        )
+
+
+def _check_not_in_zarr(path: Path) -> None:
+    seen = set()
+    for start in (path, Path(os.path.realpath(path))):
+        for anc in start.parents:
+            if anc in seen:
+                continue
+            seen.add(anc)
+            if any(os.path.isfile(anc / marker) for marker in ZARR_MARKERS):
+                raise OutputExistsError(
+                    f"refusing to write {path}: it lies inside the Zarr store {anc}; "
+                    "choose an output path outside any Zarr store"
+                )
+
+
+def check_output(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    can_replace: Callable[[Path], str | None] | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Check, before any work, that an output may be written at `path`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Final location of the output (it need not exist; missing parents are fine).
+    overwrite : bool, default=False
+        Whether an existing `path` may be replaced.
+    can_replace : callable, optional
+        ``can_replace(path)`` returns ``None`` when the existing `path` is an output
+        of the same kind that may be replaced, else a short reason why not.
+    inputs : iterable of path-like, default=()
+        Paths the command reads. Real paths are compared (symbolic links resolved).
+
+    Returns
+    -------
+    path : pathlib.Path
+        The absolute path.
+
+    Raises
+    ------
+    OutputNotWritableError
+        If the path goes through a file, or the nearest existing directory does not
+        accept new files (read-only, no permission, full).
+    OutputExistsError
+        If the path is, contains or lies inside an input; lies inside a Zarr store;
+        exists and `overwrite` is false; contains the working directory; or exists and
+        `can_replace` refuses it.
+    """
+    path = Path(os.path.abspath(os.fspath(path)))
+    _check_writable(path)
+    _check_inputs(path, inputs)
+    _check_not_in_zarr(path)
+    _check_target(path, overwrite, can_replace)
+    return path
+
+
 @contextlib.contextmanager
 def atomic_output(
     path: str | os.PathLike,
     overwrite: bool = False,
     *,
     can_replace: Callable[[Path], str | None] | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
 ) -> Iterator[Path]:
     """Context manager that yields a temporary path and moves it to `path` on success.
 
@@ -62,6 +172,9 @@ def atomic_output(
         returns ``None`` when the existing output may be replaced, or a short reason
         why not (for example ``"it is not a Zarr store"``), which guards against
         deleting an unrelated file or directory by a mistyped ``--out``.
+    inputs : iterable of path-like, default=()
+        Paths the work reads; an output that is, contains or lies inside one of them
+        is refused (see :func:`check_output`).
 
     Yields
     ------
@@ -70,9 +183,9 @@ def atomic_output(
 
     Raises
     ------
-    OutputExistsError
-        If `path` exists and `overwrite` is false, or `can_replace` refuses it, or
-        `path` contains the current working directory.
+    OutputExistsError, OutputNotWritableError
+        On entry, before the body runs, for the reasons of :func:`check_output`;
+        ``OutputExistsError`` also before the rename if `path` appeared meanwhile.
 
     Notes
     -----
@@ -90,9 +203,14 @@ def atomic_output(
     >>> out.read_text()
     'done'
     """
-    path = Path(os.path.abspath(os.fspath(path)))
-    _check_target(path, overwrite, can_replace)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    inputs = list(inputs)
+    path = check_output(path, overwrite=overwrite, can_replace=can_replace, inputs=inputs)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputNotWritableError(
+            f"cannot create the directory {path.parent} for {path}: {exc.strerror or exc}"
+        ) from None
     tmp = _sibling(path, "tmp")
     try:
         yield tmp
