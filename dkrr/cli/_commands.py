@@ -64,6 +64,8 @@ def cmd_ingest(args) -> int:
         dtype=args.dtype,
         chunk_rows=args.chunk_rows,
         n_features=args.n_features,
+        missing=args.missing,
+        target_type="labels" if args.labels else "auto",
         overwrite=args.overwrite,
         progress=None if args.quiet else progress,
     )

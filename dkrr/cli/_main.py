@@ -73,8 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     hdr.add_argument("--no-header", dest="header", action="store_false", help="CSV has no header row")
     p.add_argument("--delimiter", default=",", help="CSV delimiter (default ,)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="stored dtype of X")
-    p.add_argument("--chunk-rows", type=int, default=65536, help="rows per Zarr chunk and per read (default 65536)")
+    p.add_argument("--chunk-rows", type=int, default=65536,
+                   help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
+                        "chunk of X stays within 64 MiB (default 65536)")
     p.add_argument("--n-features", type=int, help="LIBSVM: number of features (default: largest index)")
+    p.add_argument("--missing", choices=["error", "drop"], default="error",
+                   help="rows with an empty, NA or NaN cell: error (default; names the rows) or drop")
+    p.add_argument("--labels", action="store_true",
+                   help="CSV: the target column holds class labels, even if they are numbers")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 

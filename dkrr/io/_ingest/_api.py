@@ -1,0 +1,284 @@
+"""The ingest dispatcher: check the options, pick the reader for the format, write atomically.
+
+One reader per format turns the input into row blocks for the one store writer:
+
+* :mod:`._csv` -- CSV or whitespace-separated text, one streamed pass;
+* :mod:`._libsvm` -- LIBSVM/svmlight sparse text, two streamed passes;
+* :mod:`._npy` -- a 2-D ``.npy`` array, memory-mapped.
+
+Memory is bounded by the chunk (at most ``chunk_rows`` rows and about
+:data:`._writer.CHUNK_BYTES` of ``X``) and by the longest line accepted
+(:data:`._text.MAX_LINE_CHARS`), never by the number of rows: files larger than memory
+convert. The store layout is described in :mod:`dkrr.io._store`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputNotFoundError, InputValidationError, InvalidParameterError
+from .._atomic import atomic_output
+from .._store import zarr_replace_check
+from ._csv import read_csv
+from ._libsvm import read_libsvm
+from ._npy import read_npy
+from ._text import COMPRESSIONS
+from ._writer import check_row_width
+
+__all__ = ["IngestSummary", "InputNotFoundError", "ingest"]
+
+ProgressCallback = Callable[[int, int, int], Any]
+
+_FORMATS = ("csv", "libsvm", "npy")
+_EXTENSIONS = {
+    ".csv": "csv",
+    ".data": "csv",
+    ".t": "libsvm",
+    ".txt": "libsvm",
+    ".svm": "libsvm",
+    ".libsvm": "libsvm",
+    ".svmlight": "libsvm",
+    ".npy": "npy",
+}
+_READERS = {"csv": read_csv, "libsvm": read_libsvm, "npy": read_npy}
+_MISSING = ("error", "drop")
+_TARGET_TYPES = ("auto", "numeric", "labels")
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What :func:`ingest` wrote.
+
+    Attributes
+    ----------
+    n_rows : int
+        Number of samples written.
+    n_features : int
+        Number of columns of ``X``.
+    n_targets : int
+        Number of target columns (``y`` is 1-D when 1 and a single target was asked).
+    feature_names, target_names : list of str
+        Column names recorded in the store.
+    classes : list of str or None
+        Sorted original labels when the target was encoded to integer codes.
+    path : str
+        Absolute path of the store.
+    """
+
+    n_rows: int
+    n_features: int
+    n_targets: int
+    feature_names: list[str]
+    target_names: list[str]
+    classes: list[str] | None
+    path: str
+
+
+def _infer_format(src: Path) -> str:
+    suffixes = [s.lower() for s in src.suffixes]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    fmt = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise InputValidationError(
+            f"cannot infer the format of {src.name} from its extension; pass "
+            f"format= one of {_FORMATS} (--format); known extensions: "
+            f"{', '.join(sorted(_EXTENSIONS))} (+ .gz/.bz2 for text)"
+        )
+    return fmt
+
+
+def ingest(
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    target: str | int | Sequence[str | int] | None = None,
+    format: str | None = None,
+    header: bool | None = None,
+    delimiter: str | None = ",",
+    dtype: str | np.dtype = "float32",
+    chunk_rows: int = 65536,
+    n_features: int | None = None,
+    zero_based: bool | str = "auto",
+    missing: str = "error",
+    target_type: str = "auto",
+    overwrite: bool = False,
+    progress: ProgressCallback | None = None,
+) -> IngestSummary:
+    """Convert a CSV, LIBSVM/svmlight or ``.npy`` file into a dkrr Zarr store, streaming.
+
+    The input is read in chunks of rows and each chunk is appended to the Zarr arrays
+    ``X`` and ``y``, so memory use is bounded by the chunk size whatever the file size. The store is written under a temporary
+    name next to `out` and renamed to `out` only when complete; on any error (or
+    ``KeyboardInterrupt``) nothing is left behind and an existing `out` is untouched.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Input file: ``.csv``/``.data`` (CSV), ``.txt``/``.t``/``.svm``/``.libsvm``/
+        ``.svmlight`` (LIBSVM; CSV and LIBSVM may be compressed as ``.gz`` or ``.bz2``), or ``.npy``
+        (a 2-D numeric matrix).
+    out : str or os.PathLike
+        Directory of the Zarr store to create (layout: see :mod:`dkrr.io._store`).
+    target : str, int or list of these, optional
+        CSV and ``.npy``: the target column(s), by header name or 0-based index
+        (negative counts from the end; ``.npy`` and header-less CSV columns are also
+        named ``column_{j}``). Default: the last column. A list gives a 2-D ``y``.
+        LIBSVM files carry their label first; leave it None.
+    format : {"csv", "libsvm", "npy"}, optional
+        Input format; inferred from the extension when None.
+    header : bool, optional
+        CSV only: whether the first line holds column names. None detects it: the first
+        line is a header when one of its cells is not a number while the same column
+        of the second line is.
+    delimiter : str or None, default=","
+        CSV field separator (one character), or None for runs of whitespace (dense
+        space-separated text such as ``cod-rna.train.txt.gz`` with ``format="csv"``).
+        Fields may be quoted with ``"``; quoted fields may not span lines.
+    dtype : {"float32", "float64"}, default="float32"
+        Dtype of ``X`` (and of a numeric ``y``). A text target is stored as int32 codes.
+    chunk_rows : int, default=65536
+        Most rows per chunk, both for reading and for the Zarr chunks of ``X`` and
+        ``y``. Wide inputs get fewer: a chunk of ``X`` holds at most 64 MiB (at least
+        one row), so the chunk rows follow a byte budget, not a fixed count.
+    n_features : int, optional
+        LIBSVM: number of features (columns) of ``X``; by default the largest index in
+        the file. CSV/``.npy``: if given, the number of feature columns is checked.
+    zero_based : bool or "auto", default="auto"
+        LIBSVM: whether feature indices start at 0. "auto" (as scikit-learn's
+        ``load_svmlight_file``) treats them as 0-based if index 0 occurs, else 1-based.
+    missing : {"error", "drop"}, default="error"
+        What to do with rows holding a missing value: an empty cell, a missing-value
+        marker (``NA``, ``N/A``, ``?``, ``null``, ``None``, ``nan``; case-insensitive)
+        or a NaN number. "error" refuses the input, naming the rows (the first few and
+        how many) and the columns; "drop" leaves those rows out (their number is
+        recorded in the store attribute ``rows_dropped``).
+    target_type : {"auto", "numeric", "labels"}, default="auto"
+        CSV: whether a single target column holds numbers or class labels. "auto"
+        reads it as labels only when one of its cells in the first chunk is neither a
+        number nor a missing-value marker; "labels" encodes it as classes even when
+        the labels are numbers (e.g. digits); "numeric" refuses text in it.
+    overwrite : bool, default=False
+        Replace an existing Zarr store at `out` (only once the new one is complete).
+    progress : callable, optional
+        Called as ``progress(rows_done, bytes_read, total_bytes)`` after each chunk.
+        The byte counts cover every pass over the (compressed) file: LIBSVM is read
+        twice, so its ``total_bytes`` is twice the file size.
+
+    Returns
+    -------
+    summary : IngestSummary
+        Rows, columns, names, classes and path of the store.
+
+    Raises
+    ------
+    OutputExistsError
+        If `out` exists and `overwrite` is false (checked before reading anything), or
+        `out` exists and is not a Zarr store.
+    InputNotFoundError
+        If `path` does not exist.
+    InputValidationError
+        Unknown format, a file that is not of its format (binary data, no line breaks,
+        a line over 16 Mi characters), a non-numeric feature cell (with line and
+        column), a row with the wrong number of fields (with line), an unknown target
+        column, no data, or a feature index (LIBSVM) that makes one row of ``X``
+        larger than 256 MiB.
+    MissingValueError
+        Cells are missing and `missing` is "error" (with the rows and columns).
+    NonFiniteInputError
+        A NaN or infinite value, or one too large for `dtype` (with line and column).
+    InvalidParameterError
+        An invalid option value.
+
+    Notes
+    -----
+    A CSV target column is a class label column when ``target_type="labels"``, or
+    when any of its cells in the first chunk is neither a number nor a missing-value
+    marker; its labels (whitespace-stripped strings, numbers included) are then
+    encoded to ``0 .. k-1`` in sorted order (numeric order when all are numbers) and
+    recorded in the ``classes`` attribute. A column that is numeric apart from missing
+    cells is numeric: the missing cells are an error (or dropped rows), never a switch
+    to labels. When the first chunk is numeric a text cell further down is an error.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "data.csv").write_text("a,b,label\\n1,2,g\\n3,4,h\\n")
+    >>> s = ingest(d / "data.csv", d / "data.zarr", target="label")
+    >>> s.n_rows, s.feature_names, s.classes
+    (2, ['a', 'b'], ['g', 'h'])
+    """
+    src = Path(os.path.abspath(os.fspath(path)))
+    if format is None:
+        fmt = _infer_format(src)
+    else:
+        fmt = str(format).lower()
+        if fmt not in _FORMATS:
+            raise InvalidParameterError(
+                f"format must be one of {_FORMATS}, got {format!r}"
+            )
+    try:
+        x_dtype = np.dtype(dtype)
+    except TypeError as exc:
+        raise InvalidParameterError(f"dtype must be float32 or float64, got {dtype!r}") from exc
+    if x_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise InvalidParameterError(f"dtype must be float32 or float64, got {dtype!r}")
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise InvalidParameterError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    if delimiter is not None and (
+        not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n"
+    ):
+        raise InvalidParameterError(
+            "delimiter must be one character other than a quote or newline, or None "
+            f"for runs of whitespace; got {delimiter!r}"
+        )
+    if header not in (None, True, False):
+        raise InvalidParameterError(f"header must be None, True or False, got {header!r}")
+    if n_features is not None and (
+        isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1
+    ):
+        raise InvalidParameterError(f"n_features must be a positive integer, got {n_features!r}")
+    if zero_based not in ("auto", True, False):
+        raise InvalidParameterError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if missing not in _MISSING:
+        raise InvalidParameterError(f"missing must be 'error' or 'drop', got {missing!r}")
+    if target_type not in _TARGET_TYPES:
+        raise InvalidParameterError(
+            f"target_type must be one of {_TARGET_TYPES}, got {target_type!r}"
+        )
+    if n_features is not None:
+        check_row_width(int(n_features), x_dtype, f"n_features={n_features}")
+    if not src.exists():
+        raise InputNotFoundError(f"input file {src} does not exist")
+    if src.is_dir():
+        raise InputValidationError(
+            f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file "
+            "(a Zarr store needs no ingest)"
+        )
+    if fmt == "npy" and src.name.lower().endswith(COMPRESSIONS):
+        raise InputValidationError(f"{src}: compressed .npy files are not supported")
+
+    final = Path(os.path.abspath(os.fspath(out)))
+    with atomic_output(final, overwrite, can_replace=zarr_replace_check) as tmp:
+        info = _READERS[fmt](
+            src,
+            tmp,
+            target=target,
+            header=header,
+            delimiter=delimiter,
+            dtype=x_dtype,
+            chunk_rows=int(chunk_rows),
+            n_features=None if n_features is None else int(n_features),
+            zero_based=zero_based,
+            missing=missing,
+            target_type=target_type,
+            progress=progress,
+        )
+    return IngestSummary(path=str(final), **info)

@@ -1,0 +1,256 @@
+"""LIBSVM/svmlight sparse text into a dkrr store (dense ``X``), in two streamed passes.
+
+The first pass counts rows and finds the smallest and largest feature index (needed for
+the number of features and for ``zero_based="auto"``); an index that would make one
+dense row of ``X`` too large is refused there, as soon as it is seen. The second pass
+writes dense blocks into pre-sized arrays, with rows per chunk from the byte budget.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
+from .._store import LAYOUT_VERSION
+from ._text import LineReader, to_float
+from ._writer import (
+    StoreWriter,
+    call_progress,
+    cast_checked,
+    check_row_width,
+    chunk_rows_for,
+    max_columns,
+)
+
+
+def _parse_slow(lines, numbers):
+    labels: list[float] = []
+    rows: list[int] = []
+    idx: list[int] = []
+    vals: list[float] = []
+    for i, line in enumerate(lines):
+        parts = line.split("#", 1)[0].split()
+        label = to_float(parts[0]) if parts else None
+        if label is None:
+            shown = parts[0] if parts else line.strip()
+            hint = " (it looks like CSV: pass format='csv')" if "," in shown else ""
+            raise InputValidationError(
+                f"line {numbers[i]}: label {shown!r} is not a number; a LIBSVM line is "
+                f"'<label> <index>:<value> ...'{hint}"
+            )
+        labels.append(label)
+        for tok in parts[1:]:
+            key, sep, value = tok.partition(":")
+            if key == "qid" and sep:
+                continue
+            fval = to_float(value) if sep else None
+            try:
+                ikey = int(key) if fval is not None else None
+            except ValueError:
+                ikey = None
+            if ikey is None:
+                raise InputValidationError(
+                    f"line {numbers[i]}: cannot parse {tok!r} as <index>:<value>; "
+                    "for dense whitespace-separated columns use format='csv' with "
+                    "delimiter=None"
+                )
+            if ikey < 0:
+                raise InputValidationError(
+                    f"line {numbers[i]}: feature index {ikey} is negative"
+                )
+            rows.append(i)
+            idx.append(ikey)
+            vals.append(fval)
+    return (
+        np.array(labels, dtype=np.float64),
+        np.array(rows, dtype=np.int64),
+        np.array(idx, dtype=np.int64),
+        np.array(vals, dtype=np.float64),
+    )
+
+
+def parse_chunk(lines, numbers, values=True):
+    """Labels (m,), row of each entry, feature index and value (nnz,) for a chunk.
+
+    With ``values=False`` (first pass) only the labels and indices are converted; the
+    values come back as None.
+    """
+    labels: list[str] = []
+    counts: list[int] = []
+    pairs: list[str] = []
+    for line in lines:
+        if "#" in line:
+            line = line.split("#", 1)[0]
+        parts = line.split()
+        if not parts:
+            return _parse_slow(lines, numbers)
+        labels.append(parts[0])
+        counts.append(len(parts) - 1)
+        pairs.extend(parts[1:])
+    tokens = " ".join(pairs).replace(":", " ").split()
+    if len(tokens) != 2 * len(pairs):
+        return _parse_slow(lines, numbers)
+    vals = None
+    try:
+        idx = np.array(tokens[0::2]).astype(np.int64) if tokens else np.empty(0, np.int64)
+        y = np.array(labels).astype(np.float64)
+        if values:
+            vals = np.array(tokens[1::2]).astype(np.float64) if tokens else np.empty(0)
+    except (ValueError, OverflowError):
+        return _parse_slow(lines, numbers)
+    if idx.size and idx.min() < 0:
+        return _parse_slow(lines, numbers)
+    rows = np.repeat(np.arange(len(lines), dtype=np.int64), counts)
+    return y, rows, idx, vals
+
+
+def _drop_nan_rows(labels, rows, idx, vals, numbers):
+    """Leave out the rows whose label or any value is NaN; returns the rest and the count."""
+    bad = np.isnan(labels)
+    bad[rows[np.isnan(vals)]] = True
+    if not bad.any():
+        return labels, rows, idx, vals, numbers, 0
+    keep = ~bad[rows]
+    new_row = np.cumsum(~bad) - 1
+    numbers = [n for n, b in zip(numbers, bad, strict=True) if not b]
+    return labels[~bad], new_row[rows[keep]], idx[keep], vals[keep], numbers, int(bad.sum())
+
+
+def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
+                zero_based, missing, target_type, progress, **_) -> dict[str, Any]:
+    if target is not None:
+        raise InvalidParameterError(
+            "a LIBSVM file has its label first on each line; target cannot be chosen "
+            f"(got target={target!r})"
+        )
+    if target_type == "labels":
+        raise InvalidParameterError(
+            "target_type='labels' is for CSV input; LIBSVM labels are numbers (a "
+            "classifier fitted on the store treats them as classes)"
+        )
+    x_dtype = np.dtype(dtype)
+    size = os.path.getsize(src)
+    total = 2 * size
+    # Pass 1: rows, index range and line lengths.
+    n_rows, chars, lo, hi = 0, 0, None, None
+    reader = LineReader(src, "LIBSVM", skip_comments=True)
+    try:
+        while True:
+            lines, numbers = reader.read(chunk_rows)
+            if not lines:
+                break
+            _, rows, idx, _ = parse_chunk(lines, numbers, values=False)
+            n_rows += len(lines)
+            chars += sum(map(len, lines))
+            if idx.size:
+                lo = int(idx.min()) if lo is None else min(lo, int(idx.min()))
+                k = int(np.argmax(idx))
+                if hi is None or idx[k] > hi:
+                    hi = int(idx[k])
+                    low = 0 if zero_based is True or (zero_based == "auto" and lo == 0) else 1
+                    if hi - low + 1 > max_columns(x_dtype):
+                        check_row_width(
+                            hi - low + 1, x_dtype,
+                            f"{src}, line {numbers[rows[k]]}: feature index {hi}", n_rows,
+                            error=InputValidationError,
+                        )
+            call_progress(progress, 0, reader.bytes_read(), total)
+    finally:
+        reader.close()
+    if n_rows == 0:
+        raise InputValidationError(f"{src} has no data rows")
+    if zero_based == "auto":
+        offset = 0 if lo == 0 else 1
+    else:
+        offset = 0 if zero_based else 1
+        if offset == 1 and lo == 0:
+            raise InputValidationError(
+                f"{src} has feature index 0 but zero_based=False; pass zero_based=True "
+                "or 'auto'"
+            )
+    needed = 0 if hi is None else hi - offset + 1
+    if n_features is None:
+        if needed == 0:
+            raise InputValidationError(
+                f"{src} has no feature entries; pass n_features to set the width"
+            )
+        d = needed
+    else:
+        if needed > n_features:
+            raise FeatureMismatchError(
+                f"{src} has feature index {hi} ({'zero' if offset == 0 else 'one'}-based), "
+                f"which needs n_features >= {needed}, but n_features={n_features}"
+            )
+        d = int(n_features)
+    # Pass 2: dense blocks into pre-sized arrays.
+    rows_per_chunk = chunk_rows_for(max(d * x_dtype.itemsize, chars // n_rows), chunk_rows)
+    writer = StoreWriter(
+        tmp, n_features=d, y_tail=(), x_dtype=x_dtype, y_dtype=x_dtype,
+        chunk_rows=rows_per_chunk, n_rows=n_rows,
+    )
+    dropped = 0
+    reader = LineReader(src, "LIBSVM", skip_comments=True)
+    try:
+        while True:
+            lines, numbers = reader.read(rows_per_chunk)
+            if not lines:
+                break
+            labels, rows, idx, vals = parse_chunk(lines, numbers)
+            if missing == "drop":
+                labels, rows, idx, vals, numbers, k = _drop_nan_rows(
+                    labels, rows, idx, vals, numbers
+                )
+                dropped += k
+            cols = idx - offset
+            keys = rows * d + cols
+            if np.unique(keys).size != keys.size:
+                order = np.sort(keys)
+                dup = order[1:][order[1:] == order[:-1]][0]
+                raise InputValidationError(
+                    f"line {numbers[dup // d]}: feature index {dup % d + offset} "
+                    "appears twice; indices must be unique"
+                )
+
+            def where(i: int, j: int, _numbers=numbers) -> str:
+                return f"line {_numbers[i]}"
+
+            yb = cast_checked(labels, x_dtype, where, [0])
+            with np.errstate(over="ignore"):
+                vals_cast = vals.astype(x_dtype)
+            bad = ~np.isfinite(vals_cast)
+            if bad.any():
+                k = int(np.argmax(bad))
+                probe = np.array([[vals[k]]])
+                cast_checked(probe, x_dtype, lambda i, j: f"line {numbers[rows[k]]}, "
+                             f"feature index {idx[k]}", [0])
+            Xb = np.zeros((len(labels), d), dtype=x_dtype)
+            Xb[rows, cols] = vals_cast
+            writer.append(Xb, yb)
+            del Xb
+            call_progress(progress, writer.n, size + reader.bytes_read(), total)
+    finally:
+        reader.close()
+    if writer.n == 0:
+        raise InputValidationError(
+            f"{src}: every one of its {dropped} rows has a NaN; nothing is left to "
+            "ingest with missing='drop'"
+        )
+    feature_names = [f"feature_{j}" for j in range(d)]
+    attrs: dict[str, Any] = {
+        "dkrr_layout": LAYOUT_VERSION,
+        "feature_names": feature_names,
+        "target_names": ["label"],
+        "source": str(src),
+        "format": "libsvm",
+    }
+    if dropped:
+        attrs["rows_dropped"] = dropped
+    writer.finish(attrs)
+    return dict(
+        n_rows=writer.n, n_features=d, n_targets=1, feature_names=feature_names,
+        target_names=["label"], classes=None,
+    )

@@ -1,0 +1,208 @@
+"""The one store writer of ingest, with the checks every reader applies to its blocks.
+
+* :class:`StoreWriter` appends row blocks to the arrays ``X`` and ``y`` of a new Zarr
+  group (layout: :mod:`dkrr.io._store`).
+* :func:`chunk_rows_for` sizes the row chunks from a byte budget, so a wide input gets
+  fewer rows per chunk instead of multi-gigabyte chunks.
+* :func:`check_row_width` refuses, before anything is allocated, a row of ``X`` that
+  would not fit in memory.
+* :func:`cast_checked` refuses NaN, infinite and overflowing values with their location.
+* :class:`MissingRows` gathers the rows with missing cells for one clear error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
+from .._store import default_compressors
+from ._text import format_bytes
+
+#: bytes of ``X`` in one chunk (and one block in memory); a chunk holds at least one row
+CHUNK_BYTES = 64 * 2**20
+#: the widest row of ``X`` accepted (X is stored dense)
+MAX_ROW_BYTES = 256 * 2**20
+#: rows with missing cells named in an error message
+MAX_ROWS_SHOWN = 5
+
+MISSING_FIX = (
+    "pass missing='drop' (--missing drop) to leave these rows out, or fill in the "
+    "cells before ingesting"
+)
+
+
+def chunk_rows_for(row_bytes: int, chunk_rows: int) -> int:
+    """Rows per chunk: at most `chunk_rows`, and at most :data:`CHUNK_BYTES` in all."""
+    return max(1, min(int(chunk_rows), CHUNK_BYTES // max(1, int(row_bytes))))
+
+
+def max_columns(dtype: np.dtype) -> int:
+    """The most columns a row of ``X`` of this dtype may have."""
+    return MAX_ROW_BYTES // np.dtype(dtype).itemsize
+
+
+def check_row_width(n_features: int, dtype: np.dtype, what: str, n_rows: int | None = None,
+                    error: type[Exception] = InvalidParameterError) -> None:
+    """Refuse an ``X`` whose rows have more than :func:`max_columns` columns."""
+    dtype = np.dtype(dtype)
+    if n_features <= max_columns(dtype):
+        return
+    row = n_features * dtype.itemsize
+    total = (
+        f"X would be {n_rows} rows x {n_features} columns = "
+        f"{format_bytes(n_rows * row)} as {dtype}; " if n_rows else ""
+    )
+    raise error(
+        f"{what}: {total}one row alone is {format_bytes(row)}. dkrr stores X dense, so "
+        f"n_features is limited to {max_columns(dtype):,} {dtype} columns "
+        f"({format_bytes(MAX_ROW_BYTES)} per row). Check the input for a corrupted or "
+        "misread index, or reduce the number of features (for example hash them into "
+        "fewer columns with sklearn's FeatureHasher) before ingesting"
+    )
+
+
+class StoreWriter:
+    """Appends row blocks to the arrays X and y of a new Zarr group."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_features: int,
+        y_tail: tuple[int, ...],
+        x_dtype: np.dtype,
+        y_dtype: np.dtype,
+        chunk_rows: int,
+        n_rows: int = 0,
+    ):
+        self.group = zarr.open_group(str(path), mode="w-")
+        rows = chunk_rows if n_rows == 0 else max(1, min(chunk_rows, n_rows))
+        self.chunk_rows = rows
+        self.X = self.group.create_array(
+            "X",
+            shape=(n_rows, n_features),
+            dtype=x_dtype,
+            chunks=(rows, n_features),
+            compressors=default_compressors(),
+        )
+        self.y = self.group.create_array(
+            "y",
+            shape=(n_rows,) + y_tail,
+            dtype=y_dtype,
+            chunks=(rows,) + y_tail,
+            compressors=default_compressors(),
+        )
+        self.n = 0
+
+    def append(self, Xb: np.ndarray, yb: np.ndarray) -> None:
+        if Xb.shape[0] == 0:
+            return
+        end = self.n + Xb.shape[0]
+        if end > self.X.shape[0]:
+            self.X.resize((end,) + self.X.shape[1:])
+            self.y.resize((end,) + self.y.shape[1:])
+        self.X[self.n : end] = Xb
+        self.y[self.n : end] = yb
+        self.n = end
+
+    def remap_y(self, mapping: np.ndarray) -> None:
+        """Replace every code c of y by mapping[c], one chunk at a time."""
+        for start in range(0, self.n, self.chunk_rows):
+            stop = min(start + self.chunk_rows, self.n)
+            self.y[start:stop] = mapping[self.y[start:stop]]
+
+    def finish(self, attrs: dict[str, Any]) -> None:
+        if self.X.shape[0] != self.n:
+            self.X.resize((self.n,) + self.X.shape[1:])
+            self.y.resize((self.n,) + self.y.shape[1:])
+        self.group.attrs.update(attrs)
+
+
+def cast_checked(
+    values: np.ndarray,
+    dtype: np.dtype,
+    where: Callable[[int, int], str],
+    columns: Sequence[int],
+) -> np.ndarray:
+    """Cast to `dtype`, refusing NaN/inf and values that overflow `dtype`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = values.astype(dtype, copy=False)
+    finite = np.isfinite(out)
+    if not finite.all():
+        bad = np.argwhere(~finite)[0]
+        i, k = int(bad[0]), (int(bad[1]) if values.ndim == 2 else 0)
+        original = values[i, k] if values.ndim == 2 else values[i]
+        location = where(i, columns[k])
+        if np.isfinite(original):
+            raise NonFiniteInputError(
+                f"{location}: value {float(original)!r} is too large for {dtype}; "
+                "ingest with dtype='float64' (--dtype float64)"
+            )
+        fix = (
+            "pass missing='drop' (--missing drop) to leave out rows with NaN or missing "
+            "values, or impute them before ingesting"
+            if np.isnan(original)
+            else "remove or clip infinite values before ingesting"
+        )
+        raise NonFiniteInputError(
+            f"{location}: value is {float(original)!r}; dkrr needs finite numbers -- {fix}"
+        )
+    return out
+
+
+def nan_rows(*blocks: np.ndarray) -> np.ndarray:
+    """Rows holding a NaN in any of the (1-D or 2-D) blocks."""
+    bad = np.zeros(blocks[0].shape[0], dtype=bool)
+    for b in blocks:
+        nan = np.isnan(b)
+        bad |= nan.any(axis=1) if nan.ndim == 2 else nan
+    return bad
+
+
+class MissingRows:
+    """Rows with missing cells, gathered over the whole input for one error message."""
+
+    def __init__(self, src: Path, names: Sequence[str]):
+        self.src = src
+        self.names = names
+        self.count = 0
+        self.shown: list[str] = []
+        self.per_column: Counter[int] = Counter()
+
+    def add(self, absent: np.ndarray, numbers: Sequence[int], cells: Callable[[int], list[str]]):
+        """Record the rows of a block; `absent` is (rows, columns) True where missing."""
+        rows = np.flatnonzero(absent.any(axis=1))
+        self.count += rows.size
+        for j, c in enumerate(absent[rows].sum(axis=0)):
+            if c:
+                self.per_column[j] += int(c)
+        for i in rows[: MAX_ROWS_SHOWN - len(self.shown)]:
+            j = int(np.flatnonzero(absent[i])[0])
+            self.shown.append(
+                f"line {numbers[i]}, column {j} ({self.names[j]!r}): {cells(int(i))[j]!r}"
+            )
+
+    def error(self) -> MissingValueError:
+        rows = "row has" if self.count == 1 else "rows have"
+        more = "; ..." if self.count > len(self.shown) else ""
+        columns = ", ".join(
+            f"{self.names[j]!r} ({c} row{'s' if c > 1 else ''})"
+            for j, c in sorted(self.per_column.items())
+        )
+        return MissingValueError(
+            f"{self.src}: {self.count} {rows} missing values (empty or NA cells): "
+            f"{'; '.join(self.shown)}{more}. Missing per column: {columns}. A numeric "
+            f"column with missing cells stays numeric (it is not read as labels); "
+            f"{MISSING_FIX}"
+        )
+
+
+def call_progress(progress, rows: int, done: int, total: int) -> None:
+    if progress is not None:
+        progress(rows, done, total)

@@ -1,0 +1,326 @@
+"""Ingest of awkward inputs: missing cells, label typing, sizes, line lengths, wrong formats.
+
+Each test writes a real file in tmp_path and runs the real ingest (or the real ``dkrr``
+command in a subprocess) into a real Zarr store.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from dkrr.errors import (
+    DkrrError,
+    InputValidationError,
+    InvalidParameterError,
+    MissingValueError,
+    NonFiniteInputError,
+)
+from dkrr.io import ingest
+
+MiB = 2**20
+
+
+def _read(path):
+    group = zarr.open_group(str(path), mode="r")
+    return group["X"][...], group["y"][...], dict(group.attrs), group
+
+
+def _numeric_rows(n: int, missing: dict[int, tuple[int, str]] | None = None) -> list[str]:
+    """n data rows 'a,b,y' with y = 1000 + 0.37 i; missing maps row -> (column, cell)."""
+    rows = []
+    for i in range(n):
+        cells = [f"{i}.25", f"{-i}", f"{1000 + 0.37 * i:.2f}"]
+        if missing and i in missing:
+            j, cell = missing[i]
+            cells[j] = cell
+        rows.append(",".join(cells))
+    return rows
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _peak(fn):
+    """Peak traced allocation (bytes) while running fn(); returns (peak, result or error)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        try:
+            out = fn()
+        except DkrrError as exc:
+            out = exc
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, out
+
+
+def dkrr(*args):
+    return subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def _warm(tmp_path_factory):
+    # lazy imports and codec set-up happen once, outside any traced peak
+    d = tmp_path_factory.mktemp("warm")
+    _write(d / "w.csv", ["1,2", "3,4"])
+    ingest(d / "w.csv", d / "w.zarr")
+
+
+# ----------------------------------------------------------------- missing values
+
+
+def test_numeric_target_with_an_empty_cell_is_an_error_naming_rows(tmp_path):
+    # line 1 is the header, so data row i is on line i + 2
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(40, {3: (2, ""), 25: (2, " ")}))
+    with pytest.raises(MissingValueError) as info:
+        ingest(src, tmp_path / "d.zarr", chunk_rows=7)
+    msg = str(info.value)
+    assert "2 rows" in msg and "line 5, column 2 ('y')" in msg and "line 27, column 2 ('y')" in msg
+    assert "missing='drop'" in msg and "--missing drop" in msg
+    assert isinstance(info.value, InputValidationError)
+    assert not (tmp_path / "d.zarr").exists()
+
+
+def test_many_missing_rows_show_the_first_few_and_the_count(tmp_path):
+    missing = {i: (2 if i % 2 else 0, "NA" if i % 3 else "") for i in range(5, 70, 5)}
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(100, missing))
+    with pytest.raises(MissingValueError) as info:
+        ingest(src, tmp_path / "d.zarr", chunk_rows=16)
+    msg = str(info.value)
+    assert f"{len(missing)} rows" in msg
+    assert "line 7, column 2 ('y'): 'NA'" in msg and "line 12, column 0 ('a'): 'NA'" in msg
+    assert "line 17, column 2 ('y'): ''" in msg
+    assert "line 67" not in msg  # only the first few rows are listed
+    assert "'a' (6 rows)" in msg and "'y' (7 rows)" in msg
+
+
+@pytest.mark.parametrize("chunk_rows", [4, 65536])
+def test_missing_drop_leaves_out_those_rows(tmp_path, chunk_rows):
+    missing = {0: (2, ""), 3: (2, "NA"), 9: (0, ""), 10: (1, "?"), 29: (2, "")}
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(30, missing))
+    summary = ingest(src, tmp_path / "d.zarr", missing="drop", chunk_rows=chunk_rows,
+                     dtype="float64")
+    keep = [i for i in range(30) if i not in missing]
+    X, y, attrs, _ = _read(tmp_path / "d.zarr")
+    assert summary.n_rows == len(keep) == X.shape[0] == y.shape[0]
+    np.testing.assert_array_equal(X, [[i + 0.25, -i] for i in keep])
+    np.testing.assert_allclose(y, [1000 + 0.37 * i for i in keep], rtol=0, atol=1e-9)
+    assert y.dtype == np.float64 and summary.classes is None and "classes" not in attrs
+
+
+def test_missing_drop_also_drops_nan_cells_but_the_default_refuses_them(tmp_path):
+    src = _write(tmp_path / "d.csv", ["a,b,y", "1,2,3", "nan,5,6", "7,8,NaN", "9,10,11"])
+    with pytest.raises(NonFiniteInputError, match=r"line 3, column 0 \('a'\).*missing='drop'"):
+        ingest(src, tmp_path / "e.zarr")
+    ingest(src, tmp_path / "d.zarr", missing="drop")
+    X, y, _, _ = _read(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X, [[1, 2], [9, 10]])
+    np.testing.assert_array_equal(y, [3, 11])
+
+
+def test_npy_rows_with_nan_dropped_on_request(tmp_path):
+    m = np.arange(30.0).reshape(10, 3)
+    m[[2, 7], [0, 2]] = np.nan
+    np.save(tmp_path / "m.npy", m)
+    with pytest.raises(NonFiniteInputError, match="missing='drop'"):
+        ingest(tmp_path / "m.npy", tmp_path / "e.zarr")
+    s = ingest(tmp_path / "m.npy", tmp_path / "m.zarr", missing="drop", chunk_rows=3,
+               dtype="float64")
+    X, y, _, _ = _read(tmp_path / "m.zarr")
+    keep = [0, 1, 3, 4, 5, 6, 8, 9]
+    assert s.n_rows == 8
+    np.testing.assert_array_equal(X, m[keep, :2])
+    np.testing.assert_array_equal(y, m[keep, 2])
+
+
+def test_missing_label_cell_is_missing_not_a_class(tmp_path):
+    src = _write(tmp_path / "d.csv", ["a,cls", "1,g", "2,h", "3,", "4,g"])
+    with pytest.raises(MissingValueError, match=r"line 4, column 1 \('cls'\): ''"):
+        ingest(src, tmp_path / "e.zarr")
+    s = ingest(src, tmp_path / "d.zarr", missing="drop")
+    X, y, attrs, _ = _read(tmp_path / "d.zarr")
+    assert s.classes == attrs["classes"] == ["g", "h"]
+    np.testing.assert_array_equal(y, [0, 1, 0])
+    np.testing.assert_array_equal(X[:, 0], [1, 2, 4])
+
+
+def test_bad_missing_option(tmp_path):
+    src = _write(tmp_path / "d.csv", ["1,2"])
+    with pytest.raises(InvalidParameterError, match="missing must be 'error' or 'drop'"):
+        ingest(src, tmp_path / "d.zarr", missing="impute")
+
+
+# -------------------------------------------------------------------- label typing
+
+
+def test_text_labels_still_become_classes(tmp_path):
+    src = _write(tmp_path / "d.csv", ["a,b,kind"] + [f"{i},{i * 2},{'cat' if i % 3 else 'dog'}"
+                                                     for i in range(20)])
+    s = ingest(src, tmp_path / "d.zarr", chunk_rows=6)
+    _, y, attrs, _ = _read(tmp_path / "d.zarr")
+    assert s.classes == attrs["classes"] == ["cat", "dog"]
+    np.testing.assert_array_equal(y, [0 if i % 3 else 1 for i in range(20)])
+
+
+def test_numeric_labels_only_on_request_and_sorted_as_numbers(tmp_path):
+    src = _write(tmp_path / "d.csv", ["x,digit"] + [f"{i},{[10, 2, 1][i % 3]}" for i in range(9)])
+    s = ingest(src, tmp_path / "num.zarr")
+    assert s.classes is None and _read(tmp_path / "num.zarr")[1].dtype == np.float32
+    s = ingest(src, tmp_path / "lab.zarr", target_type="labels")
+    _, y, attrs, _ = _read(tmp_path / "lab.zarr")
+    assert s.classes == attrs["classes"] == ["1", "2", "10"]
+    np.testing.assert_array_equal(y, [[2, 1, 0][i % 3] for i in range(9)])
+
+
+def test_target_type_numeric_refuses_text_and_labels_hint_on_late_text(tmp_path):
+    src = _write(tmp_path / "d.csv", ["x,kind", "1,cat", "2,dog"])
+    with pytest.raises(InputValidationError, match=r"line 2, target column 1 \('kind'\).*'cat'"):
+        ingest(src, tmp_path / "d.zarr", target_type="numeric")
+    late = _write(tmp_path / "late.csv", ["x,t"] + [f"{i},{i}" for i in range(10)] + ["3,x"])
+    with pytest.raises(InputValidationError, match="target_type='labels'.*--labels"):
+        ingest(late, tmp_path / "late.zarr", chunk_rows=4)
+    with pytest.raises(InvalidParameterError, match="target_type must be"):
+        ingest(src, tmp_path / "e.zarr", target_type="classes")
+    with pytest.raises(InvalidParameterError, match="one target column"):
+        ingest(_write(tmp_path / "m.csv", ["x,y,z", "1,2,3"]), tmp_path / "e.zarr",
+               target=[1, 2], target_type="labels")
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def test_libsvm_huge_feature_index_refused_up_front(tmp_path):
+    src = _write(tmp_path / "d.svm", ["1 1:0.5 3:2", "-1 100000000000:1", "1 2:1"])
+    peak, err = _peak(lambda: ingest(src, tmp_path / "d.zarr"))
+    assert isinstance(err, InputValidationError), err
+    msg = str(err)
+    assert "line 2" in msg and "100000000000" in msg
+    assert "3 rows x 100000000000 columns = 1.1 TiB" in msg
+    assert "372.5 GiB" in msg  # one float32 row
+    assert "n_features" in msg
+    assert peak < 16 * MiB
+    assert not (tmp_path / "d.zarr").exists()
+    with pytest.raises(InvalidParameterError, match=r"n_features=100000000000.*372.5 GiB"):
+        ingest(_write(tmp_path / "s.svm", ["1 1:2"]), tmp_path / "s.zarr",
+               n_features=100_000_000_000)
+
+
+def test_wide_csv_chunk_rows_follow_a_byte_budget(tmp_path):
+    # 50 x 20,000 at the default chunk_rows (65536) once made a 5 GB chunk
+    rng = np.random.default_rng(0)
+    data = np.round(rng.standard_normal((50, 20_000)), 3)
+    src = tmp_path / "wide.csv"
+    np.savetxt(src, data, fmt="%.3f", delimiter=",")
+    peak, s = _peak(lambda: ingest(src, tmp_path / "wide.zarr"))
+    assert not isinstance(s, Exception), s
+    X, y, _, group = _read(tmp_path / "wide.zarr")
+    rows, cols = group["X"].chunks
+    assert cols == 19_999 and 1 <= rows < 65536
+    assert rows * cols * 4 <= 64 * MiB
+    assert group["y"].chunks == (rows,)
+    np.testing.assert_array_equal(X, data[:, :-1].astype(np.float32))
+    np.testing.assert_array_equal(y, data[:, -1].astype(np.float32))
+    assert peak < 512 * MiB
+
+
+def test_wide_libsvm_and_npy_chunks_follow_the_byte_budget(tmp_path):
+    # 40 rows of 500,000 float64 columns: 4 MB a row, so 16 rows per 64 MiB chunk
+    lines = [f"{i % 2} {i + 1}:1.5 500000:{i}" for i in range(40)]
+    ingest(_write(tmp_path / "w.svm", lines), tmp_path / "svm.zarr", dtype="float64")
+    X = zarr.open_group(str(tmp_path / "svm.zarr"), mode="r")["X"]
+    assert X.shape == (40, 500_000)
+    assert 1 <= X.chunks[0] < 40 and X.chunks[0] * 500_000 * 8 <= 64 * MiB
+    np.testing.assert_array_equal(X[:, 499_999], np.arange(40))
+    np.testing.assert_array_equal(X[:, :42], np.eye(40, 42) * 1.5)
+
+    m = np.zeros((20, 450_000))
+    m[:, 0] = np.arange(20)
+    np.save(tmp_path / "w.npy", m)
+    ingest(tmp_path / "w.npy", tmp_path / "npy.zarr", target=0, dtype="float64")
+    g = zarr.open_group(str(tmp_path / "npy.zarr"), mode="r")
+    assert 1 <= g["X"].chunks[0] < 20 and g["X"].chunks[0] * 449_999 * 8 <= 64 * MiB
+    np.testing.assert_array_equal(g["y"][...], np.arange(20))
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+@pytest.mark.parametrize("fmt", ["csv", "libsvm"])
+def test_input_without_line_breaks_refused_without_reading_it_all(tmp_path, suffix, fmt):
+    size = 96 * MiB
+    body = b"1" * size
+    src = tmp_path / f"one_line.{fmt}{suffix}"
+    src.write_bytes(gzip.compress(body, compresslevel=1) if suffix else body)
+    del body
+    peak, err = _peak(lambda: ingest(src, tmp_path / "o.zarr", format=fmt))
+    assert isinstance(err, InputValidationError), err
+    assert "line 1 is longer than" in str(err) and "line breaks" in str(err)
+    assert peak < 0.75 * size
+    assert not (tmp_path / "o.zarr").exists()
+
+
+# ------------------------------------------------------------------ wrong formats
+
+
+def test_binary_file_named_csv_is_not_text(tmp_path):
+    np.save(tmp_path / "a.npy", np.ones((4, 3)))
+    src = tmp_path / "a.csv"
+    src.write_bytes((tmp_path / "a.npy").read_bytes())
+    with pytest.raises(InputValidationError, match=r"not a text file.*format='npy'"):
+        ingest(src, tmp_path / "a.zarr")
+    nul = tmp_path / "nul.csv"
+    nul.write_bytes(b"\x00" * 5000)
+    with pytest.raises(InputValidationError, match="not a text file.*NUL"):
+        ingest(nul, tmp_path / "n.zarr")
+
+
+def test_text_file_named_npy_or_gz(tmp_path):
+    fake = _write(tmp_path / "f.npy", ["1,2,3", "4,5,6"])
+    with pytest.raises(InputValidationError, match=r"not a \.npy file.*format='csv'"):
+        ingest(fake, tmp_path / "f.zarr")
+    gz = _write(tmp_path / "g.csv.gz", ["1,2,3", "4,5,6"])
+    with pytest.raises(InputValidationError, match="not a gzip file"):
+        ingest(gz, tmp_path / "g.zarr")
+
+
+def test_csv_given_as_libsvm_suggests_csv(tmp_path):
+    src = _write(tmp_path / "d.txt", ["1.5,2,3", "4,5,6"])
+    with pytest.raises(InputValidationError, match=r"line 1: label '1.5,2,3'.*format='csv'"):
+        ingest(src, tmp_path / "d.zarr")
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def test_cli_missing_values_error_then_drop(tmp_path):
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(12, {4: (2, "")}))
+    out = tmp_path / "d.zarr"
+    proc = dkrr("ingest", src, "--out", out, "-q")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "line 6, column 2 ('y')" in proc.stderr and "--missing drop" in proc.stderr
+    assert not out.exists()
+    proc = dkrr("ingest", src, "--out", out, "--missing", "drop", "-q")
+    assert proc.returncode == 0, proc.stderr
+    X, y, _, _ = _read(out)
+    assert X.shape == (11, 2)
+    np.testing.assert_allclose(y, [1000 + 0.37 * i for i in range(12) if i != 4], rtol=1e-6)
+
+
+def test_cli_labels_flag(tmp_path):
+    src = _write(tmp_path / "d.csv", ["x,digit", "1,3", "2,1", "3,3"])
+    proc = dkrr("ingest", src, "--out", tmp_path / "d.zarr", "--labels", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "classes ['1', '3']" in proc.stdout
+    np.testing.assert_array_equal(_read(tmp_path / "d.zarr")[1], [1, 0, 1])
