@@ -19,6 +19,7 @@ __all__ = [
     "SingularSystemError",
     "StoreError",
     "StoreNotFoundError",
+    "MemoryBudgetError",
     "ModelFormatError",
     "OutputExistsError",
     "OutputNotWritableError",
@@ -103,3 +104,7 @@ class DatasetUnavailableError(DkrrError, FileNotFoundError):
 
 class ChecksumMismatchError(DkrrError, OSError):
     """A downloaded or mirrored data file does not have its recorded sha256."""
+
+
+class MemoryBudgetError(DkrrError, MemoryError):
+    """A request needs more memory than a worker or this machine has (refused up front)."""

@@ -15,6 +15,7 @@ from ..features._blockwise import transform_array
 from ..features._map import FeatureMap, RandomFeatureMap
 from ..features._nonlinear import KERNELS
 from ..features._nystroem import fit_nystroem_map
+from ..linalg._memory import check_feature_map_budget
 from .. import sampling as _sampling  # noqa: F401  (registers the sampled map type for model files)
 
 __all__ = ["RandomFeatures", "build_feature_map", "build_random_feature_map", "MAP_OPTION_NAMES", "DATA_DEPENDENT_METHODS"]
@@ -228,6 +229,10 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         dask input only those rows are computed).
         """
         X = check_input(X, check_finite=False)
+        if not (self.method == "nystroem" and isinstance(self.n_components, int) and self.n_components > X.shape[0]):
+            check_feature_map_budget(  # before the map is allocated
+                self.method, X.shape[1], self.n_components, displacement_rank=self.displacement_rank
+            )
         self.feature_map_ = build_feature_map(
             X,
             kernel=self.kernel,

@@ -23,6 +23,7 @@ from ..linalg import (
     streamed_statistics,
 )
 from ..linalg._cv import check_folds
+from ..linalg._memory import check_fit_memory
 from ._random_features import MAP_OPTION_NAMES, RandomFeatures, build_feature_map
 
 __all__ = ["RandomFeatureRidge"]
@@ -181,6 +182,11 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
+        check_fit_memory(  # before the map is drawn or any task runs
+            Xd, yd, kernel=self.kernel, method=self.method, n_components=self.n_components, n_folds=K,
+            split_every=self.split_every, max_block_bytes=self.max_block_bytes,
+            displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
+        )
         rf, fold_seed, rng = self._draw_map(Xd)
         if self.sampling is not None:  # two passes: candidate scores, then statistics
             from ..sampling import fit_sampled_ridge_statistics

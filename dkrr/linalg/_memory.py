@@ -1,0 +1,302 @@
+"""Memory estimates of a streamed fit, checked before anything is computed.
+
+A random-feature ridge fit holds, per task, a few objects whose size follows from the
+parameters alone (ALGORITHMS.md section 3; float64 everywhere, 8 bytes a number). With
+``d`` input columns, ``D = n_components``, ``p`` output features (``2 D`` for the gaussian
+kernel, else ``D``), ``t`` targets, ``K`` folds (1 without ``cv``), ``s = split_every``
+and ``r`` rows per block:
+
+* the statistics object (:class:`~dkrr.linalg.RidgeStatistics`):
+  ``8 K (p^2 + p t + p + 2 t) + 8 K`` bytes - ``G``, ``c``, ``zsum``, ``ysum``, ``yy`` and
+  the int64 row counts ``n`` (:func:`statistics_bytes`, exact);
+* the feature map (:func:`feature_map_bytes`): ``8 D d`` for a dense ``W`` (rff, orf,
+  qmc, exact); ``8 D' (d + 4 + 2 r_d)`` for the structured maps, an upper bound of their
+  O(D) stored numbers plus the dense ``W`` a transform may cache (``D'`` is D rounded
+  up to whole ``d' x d'`` blocks, ``d'`` the next power of two >= d, ``r_d`` the
+  displacement rank); ``8 (D d + 3 D^2)`` for Nystroem (landmarks, ``K_CC``, its
+  eigenvectors and ``K_CC^(-1/2)``);
+* a block task: its statistics, the feature buffer of ``b = min(r, max(1,
+  max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
+  map and the block of X (``8 r d``);
+* a combine task of the tree reduction: ``min(s, n_blocks) + 1`` statistics objects
+  (its inputs and its output);
+* the client: the reduced statistics, four ``p x p`` matrices of the solve (the total
+  Gram, ``G + alpha I``, its factor or eigenvectors, a work copy) and the map.
+
+:func:`check_memory_budget` compares the largest task with the memory limit of the
+smallest Dask worker when a distributed ``Client`` is active (else with the available
+memory of this machine), and the client's part with this machine's available memory,
+and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..errors import MemoryBudgetError
+
+__all__ = [
+    "MemoryEstimate",
+    "available_memory",
+    "check_feature_map_budget",
+    "check_fit_memory",
+    "check_memory_budget",
+    "feature_map_bytes",
+    "ridge_memory_estimate",
+    "statistics_bytes",
+]
+
+_DENSE_METHODS = ("rff", "orf", "qmc")
+_GiB = 2**30
+
+
+def _output_width(kernel: str, n_components: int) -> int:
+    from ..features._nonlinear import output_width
+
+    return output_width(kernel, n_components)
+
+
+def _work_width(method: str, n_features_in: int, n_components: int) -> int:
+    """``D'``: projections a transform computes (D, or D rounded up to ``d' x d'`` blocks)."""
+    if method in _DENSE_METHODS or method == "nystroem":
+        return n_components
+    from ..features._base import next_power_of_two
+
+    dp = next_power_of_two(n_features_in)
+    return -(-n_components // dp) * dp
+
+
+def statistics_bytes(p: int, n_targets: int = 1, n_folds: int = 1, *, with_gram: bool = True) -> int:
+    """Bytes of one statistics object: ``8 K (p^2 + p t + p + 2 t) + 8 K`` (see module)."""
+    K, t = int(n_folds), int(n_targets)
+    gram = p * p if with_gram else 0
+    return 8 * K * (gram + p * t + p + 2 * t) + 8 * K
+
+
+def feature_map_bytes(method: str, n_features_in: int, n_components: int, *,
+                      displacement_rank: int | None = None) -> int:
+    """Bytes of a feature map's state and transform caches (formulas in the module docstring)."""
+    d, D = int(n_features_in), int(n_components)
+    if method in _DENSE_METHODS:
+        return 8 * D * d
+    if method == "nystroem":
+        return 8 * (D * d + 3 * D * D)
+    r = int(displacement_rank or 1) if method == "toeplitz_like" else 0
+    return 8 * _work_width(method, d, D) * (d + 4 + 2 * r)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a streamed fit needs, by place (see the module docstring for the formulas).
+
+    Attributes
+    ----------
+    p : int
+        Output features of the largest pass.
+    feature_map, statistics, block_task, reduction_task, client : int
+        The map, one statistics object, the largest block task, the largest combine task
+        and the client's part.
+    """
+
+    p: int
+    feature_map: int
+    statistics: int
+    block_task: int
+    reduction_task: int
+    client: int
+
+    @property
+    def task(self) -> int:
+        """The largest task (what one worker thread must hold at once)."""
+        return max(self.block_task, self.reduction_task)
+
+
+def ridge_memory_estimate(
+    *,
+    kernel: str,
+    method: str,
+    n_features_in: int,
+    n_components: int,
+    n_targets: int = 1,
+    n_folds: int = 1,
+    split_every: int | None = None,
+    block_rows: int,
+    n_blocks: int = 1 << 30,
+    max_block_bytes: int = 64 * 2**20,
+    displacement_rank: int | None = None,
+    sampling: str | None = None,
+    n_candidates: int | None = None,
+) -> MemoryEstimate:
+    """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
+
+    With ``sampling`` both passes are estimated (the candidates' pass with
+    ``n_candidates`` frequencies, with their Gram for ridge leverage; the fit with the
+    ``K + 1`` maps of surrogate leverage under ``cv``) and the larger of each part kept.
+
+    Returns
+    -------
+    MemoryEstimate
+    """
+    from ._reduce import DEFAULT_SPLIT_EVERY
+
+    fan_in = min(DEFAULT_SPLIT_EVERY if split_every is None else int(split_every), max(1, int(n_blocks)))
+    passes = [(int(n_components), n_folds, True, 1)]
+    if sampling is not None:
+        n_cand = int(n_candidates or 4 * n_components)
+        ridge = sampling == "ridge_leverage"
+        passes.insert(0, (n_cand, 1 if ridge else n_folds, ridge, 1))
+        if not ridge and n_folds > 1:
+            passes[1] = (int(n_components), n_folds, True, n_folds + 1)
+    best = None
+    for D, K, gram, n_maps in passes:
+        p = _output_width(kernel, D)
+        fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
+        stats = n_maps * statistics_bytes(p, n_targets, K, with_gram=gram)
+        sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
+        buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
+        block = stats + buffer + fmap + 8 * int(block_rows) * (n_features_in + n_targets)
+        reduction = (fan_in + 1) * stats
+        client = stats + (4 * 8 * p * p if gram else 0) + fmap
+        est = MemoryEstimate(p, fmap, stats, block, reduction, client)
+        if best is None:
+            best = est
+        else:
+            best = MemoryEstimate(*(max(a, b) for a, b in zip(dataclasses.astuple(best), dataclasses.astuple(est))))
+    return best
+
+
+def available_memory() -> tuple[int | None, int]:
+    """``(worker_limit, local)``: the smallest positive ``memory_limit`` of the workers of
+    the active distributed Client (``None`` without a Client or limits), and the memory
+    available on this machine (``psutil.virtual_memory().available``)."""
+    import psutil
+
+    from .._progress import active_client
+
+    local = int(psutil.virtual_memory().available)
+    client = active_client()
+    if client is None:
+        return None, local
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    except TypeError:  # older distributed: no n_workers argument
+        workers = client.scheduler_info()["workers"].values()
+    except Exception:  # noqa: BLE001 - an unreachable scheduler fails later, clearly
+        return None, local
+    limits = [int(w.get("memory_limit") or 0) for w in workers]
+    limits = [m for m in limits if m > 0]
+    return (min(limits) if limits else None), local
+
+
+def _gib(n: int) -> str:
+    return f"{n / _GiB:.2f} GiB" if n < 1000 * _GiB else f"{n / _GiB:.0f} GiB"
+
+
+def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: int, n_folds: int = 1,
+                        split_every: int | None = None, limits: tuple[int | None, int] | None = None) -> None:
+    """Raise :class:`~dkrr.errors.MemoryBudgetError` when ``estimate`` cannot fit.
+
+    Parameters
+    ----------
+    estimate : MemoryEstimate
+    kernel : str
+    n_components, n_folds : int
+        For the message (the fix).
+    split_every : int, default=None
+    limits : (int or None, int), default=None
+        ``(worker_limit, local)`` as :func:`available_memory` returns (which is called when
+        ``None``).
+    """
+    worker_limit, local = available_memory() if limits is None else limits
+    checks = []
+    if worker_limit is not None:
+        checks.append((estimate.task, worker_limit, "the memory limit of a Dask worker", "task"))
+        checks.append((estimate.client, local, "the available memory of this machine", "client"))
+    else:
+        checks.append((max(estimate.task, estimate.client), local, "the available memory of this machine", "all"))
+    for need, limit, where, kind in checks:
+        if need <= limit:
+            continue
+        p, K = estimate.p, int(n_folds)
+        fan = "8 by default" if split_every is None else f"now {split_every}"
+        if kind == "client" or (kind == "all" and estimate.client >= estimate.task):
+            part = "the solve on this machine holds the statistics and 4 p x p matrices"
+            fixes = "fewer cv folds, or a machine with more memory"
+        elif estimate.reduction_task >= estimate.block_task:
+            part = f"a combine task of the reduction holds split_every ({fan}) + 1 of them"
+            fixes = "a smaller split_every (2 holds 3 of them), fewer cv folds, or workers with more memory"
+        else:
+            part = "a block task holds one of them, the feature buffer and the map"
+            fixes = "fewer cv folds, a smaller max_block_bytes, or workers with more memory"
+        per_d = 2 if kernel == "gaussian" else 1
+        d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
+        raise MemoryBudgetError(
+            f"This fit needs about {_gib(need)}, more than {where} ({_gib(limit)}): "
+            f"n_components={n_components} gives p={p} features, so each statistics object "
+            f"(K={K} fold(s) x p x p float64 Gram) takes {_gib(estimate.statistics)} and {part}. "
+            f"Use a smaller n_components (about {d_fit} or fewer would fit), {fixes}."
+        )
+
+
+def check_feature_map_budget(method: str, n_features_in: int, n_components: int, *,
+                             displacement_rank: int | None = None, local: int | None = None) -> None:
+    """Refuse a feature map whose state cannot be allocated on this machine.
+
+    Raises
+    ------
+    MemoryBudgetError
+        :func:`feature_map_bytes` exceeds the available memory (``local`` bytes, default
+        :func:`available_memory`).
+    """
+    from ..features._base import PROJECTIONS
+
+    if method not in PROJECTIONS and method != "nystroem":
+        return  # refused with its own message
+    if not _positive_int(n_components) or (displacement_rank is not None and not _positive_int(displacement_rank)):
+        return
+    need = feature_map_bytes(method, n_features_in, n_components, displacement_rank=displacement_rank)
+    if local is None:
+        local = available_memory()[1]
+    if need > local:
+        what = "W of D x d float64" if method in _DENSE_METHODS else (
+            "landmarks and D x D matrices" if method == "nystroem" else "O(D) numbers and transform caches")
+        raise MemoryBudgetError(
+            f"The feature map (method={method!r}, n_components={n_components}, d={n_features_in}: "
+            f"{what}) needs about {_gib(need)}, more than the available memory of this machine "
+            f"({_gib(local)}). Use a smaller n_components."
+        )
+
+
+def _positive_int(value) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_every=None,
+                     max_block_bytes=64 * 2**20, displacement_rank=None, sampling=None,
+                     n_candidates=None) -> None:
+    """Estimate a streamed fit on the row-chunked dask arrays ``X``, ``y`` and refuse it
+    (:class:`~dkrr.errors.MemoryBudgetError`) when it cannot fit; before any compute.
+
+    Parameters that are not valid yet are left to the checks that follow (nothing is
+    estimated for them).
+    """
+    if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
+        return
+    if not (split_every is None or _positive_int(split_every)) or not _positive_int(max_block_bytes):
+        return
+    if displacement_rank is not None and not _positive_int(displacement_rank):
+        return
+    if method == "nystroem" and n_components > X.shape[0]:
+        return  # refused with its own message (landmarks are rows of X)
+    n_targets = 1 if y is None or y.ndim == 1 else int(y.shape[1])
+    estimate = ridge_memory_estimate(
+        kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
+        n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,
+        block_rows=int(max(X.chunks[0])), n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes),
+        displacement_rank=displacement_rank, sampling=sampling, n_candidates=n_candidates,
+    )
+    check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), n_folds=int(n_folds),
+                        split_every=split_every)
