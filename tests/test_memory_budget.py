@@ -133,7 +133,7 @@ def test_random_features_with_absurd_n_components_is_refused_before_allocating()
         RandomFeatures(method="nystroem", n_components=10**6, random_state=0).fit(X1)
     # more landmarks than rows keeps its own, more precise, error
     with pytest.raises(InvalidParameterError, match="has only 200 rows"):
-        RandomFeatures(method="nystroem", n_components=10**12, random_state=0).fit(X)
+        RandomFeatures(method="nystroem", n_components=np.int64(10**12), random_state=0).fit(X)
 
 
 def test_normal_fits_still_work(scheduler):

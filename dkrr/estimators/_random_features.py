@@ -229,10 +229,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         dask input only those rows are computed).
         """
         X = check_input(X, check_finite=False)
-        if not (self.method == "nystroem" and isinstance(self.n_components, int) and self.n_components > X.shape[0]):
-            check_feature_map_budget(  # before the map is allocated
-                self.method, X.shape[1], self.n_components, displacement_rank=self.displacement_rank
-            )
+        check_feature_map_budget(  # before the map is allocated
+            self.method, X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
+        )
         self.feature_map_ = build_feature_map(
             X,
             kernel=self.kernel,

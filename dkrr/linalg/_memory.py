@@ -239,9 +239,12 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
         )
 
 
-def check_feature_map_budget(method: str, n_features_in: int, n_components: int, *,
+def check_feature_map_budget(method: str, n_features_in: int, n_components: int, *, n_rows: int | None = None,
                              displacement_rank: int | None = None, local: int | None = None) -> None:
     """Refuse a feature map whose state cannot be allocated on this machine.
+
+    Nothing is checked for parameters that are invalid (their own checks follow), nor for
+    Nystroem with more landmarks than the ``n_rows`` rows of X (refused with that reason).
 
     Raises
     ------
@@ -254,6 +257,8 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
     if method not in PROJECTIONS and method != "nystroem":
         return  # refused with its own message
     if not _positive_int(n_components) or (displacement_rank is not None and not _positive_int(displacement_rank)):
+        return
+    if method == "nystroem" and n_rows is not None and n_components > n_rows:
         return
     need = feature_map_bytes(method, n_features_in, n_components, displacement_rank=displacement_rank)
     if local is None:
