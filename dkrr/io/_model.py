@@ -6,40 +6,48 @@ Layout of a model directory::
       model.json          format name and version, dkrr/numpy versions, estimator class,
                           constructor parameters and fitted attributes; every array is a
                           reference {"__ndarray__": "arrays/<name>.npy", "sha256", "shape",
-                          "dtype"} to a file below
+                          "dtype"} to a file below; non-numeric labels are JSON lists
+                          {"__labels__": [...], "dtype", "type"}
       arrays/*.npy        numeric arrays (loaded with allow_pickle=False)
 
-Only estimator classes in :data:`MODEL_CLASSES` can be loaded, their constructor only
-receives JSON values, and arrays are checked against the checksums, shapes and dtypes
-recorded in ``model.json``, so a corrupted or foreign directory is reported precisely.
-No pickle anywhere.
+The loader trusts nothing in the directory. Only estimator classes in the whitelist of
+:func:`dkrr.estimators._classes_for_model_files` are built, their constructor receives
+only JSON values, and only the fitted attributes listed in :data:`FITTED_ATTRIBUTES` for
+that class are set, each checked for its type, dtype, shape and finiteness and against the
+others (feature counts, coefficient shapes, number of classes). An array file must lie in
+the model directory, have the size its recorded shape and dtype imply (checked before it
+is read), its recorded checksum, and a little-endian bool/int/float dtype. Every problem
+is a :class:`~dkrr.errors.ModelFormatError` naming the field. No pickle anywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ModelFormatError
+from ._model_reader import (
+    _TOP_KEYS,
+    FITTED_ATTRIBUTES,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    _array_refs,
+    _model_classes,
+    _read_doc,
+    _Reader,
+)
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
-
-FORMAT_NAME = "dkrr-model"
-FORMAT_VERSION = 1
-
-#: fitted attributes never saved: derivable or runtime-only
-_SKIP_ATTRS = {"n_iter_"}
+__all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION", "check_replaceable_model", "load_model", "save_model"]
 
 
-def _model_classes() -> dict[str, type]:
-    from ..estimators import _classes_for_model_files
-
-    return _classes_for_model_files()
+# ---------------------------------------------------------------- writing
 
 
 class _Writer:
@@ -48,63 +56,125 @@ class _Writer:
         (root / "arrays").mkdir(parents=True)
         self.count = 0
 
-    def encode(self, value: Any, name: str) -> Any:
+    def array(self, value: np.ndarray, name: str) -> dict:
+        if value.dtype.kind not in "biuf" or value.dtype.itemsize > 8:
+            raise ModelFormatError(f"cannot save {name}: arrays of dtype {value.dtype} are not plain numeric data")
+        arr = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+        self.count += 1
+        rel = f"arrays/{self.count:03d}_{re.sub(r'[^A-Za-z0-9_.]', '_', name)[:60]}.npy"
+        with open(self.root / rel, "wb") as fh:
+            np.lib.format.write_array(fh, arr, allow_pickle=False)
+        digest = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
+        return {"__ndarray__": rel, "sha256": digest, "shape": list(arr.shape), "dtype": arr.dtype.str}
+
+    def labels(self, value: Any, name: str) -> Any:
+        if not isinstance(value, np.ndarray) or value.ndim != 1:
+            raise ModelFormatError(f"cannot save {name}: labels must be a 1-D array, got {type(value).__name__}")
+        kind = value.dtype.kind
+        if kind == "f" and not np.isfinite(value).all():
+            raise ModelFormatError(f"cannot save {name}: float labels must be finite, got {value.tolist()}")
+        if kind in "biuf":
+            return self.array(value, name)
+        if kind == "U":
+            return {"__labels__": value.tolist(), "dtype": value.dtype.newbyteorder("<").str, "type": "str"}
+        if kind != "O":
+            raise ModelFormatError(
+                f"cannot save {name}: labels of dtype {value.dtype.name} cannot be stored; use "
+                "int, float, bool or str labels"
+            )
+        found, items = set(), []
+        for v in value.tolist():
+            t = _label_type(v)
+            if t is None:
+                raise ModelFormatError(
+                    f"cannot save {name}: a label of type {type(v).__name__} ({v!r}) cannot be "
+                    "stored; use int, float, bool or str labels"
+                )
+            v = v.item() if isinstance(v, np.generic) else v
+            if t == "float" and not math.isfinite(v):
+                raise ModelFormatError(f"cannot save {name}: float labels must be finite, got {v!r}")
+            found.add(t)
+            items.append(v)
+        if len(found) > 1:
+            raise ModelFormatError(
+                f"cannot save {name}: mixed label types {sorted(found)} would not load back "
+                "as the same values; convert y to one type (e.g. y.astype(str)) and refit"
+            )
+        return {"__labels__": items, "dtype": "|O", "type": found.pop() if found else "str"}
+
+    def plain(self, value: Any, name: str) -> Any:
         from ..features._map import FeatureMap
 
         if isinstance(value, FeatureMap):
-            return {"__feature_map__": self.encode(value.get_state(), name)}
+            return {"__feature_map__": self.plain(value.get_state(), name)}
         if hasattr(value, "get_params") and hasattr(value, "__sklearn_tags__"):
-            return {"__estimator__": self.encode(_estimator_state(value), name)}
+            return {"__estimator__": self.estimator(value, name)}
         if isinstance(value, np.ndarray):
-            if value.dtype.kind not in "biuf":
-                # string labels (classes_) are stored as JSON lists
-                return {"__strarray__": [str(v) for v in value.tolist()], "dtype": value.dtype.str}
-            self.count += 1
-            rel = f"arrays/{self.count:03d}_{name[:60]}.npy"
-            arr = np.ascontiguousarray(value)
-            np.save(self.root / rel, arr, allow_pickle=False)
-            digest = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
-            return {"__ndarray__": rel, "sha256": digest, "shape": list(arr.shape), "dtype": arr.dtype.str}
+            return self.array(value, name)
         if isinstance(value, dict):
             if not all(isinstance(k, str) for k in value):
                 raise ModelFormatError(f"cannot save {name}: dict keys must be strings")
-            return {k: self.encode(v, f"{name}.{k}") for k, v in value.items()}
+            return {k: self.plain(v, f"{name}.{k}") for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.encode(v, f"{name}.{i}") for i, v in enumerate(value)]
+            return [self.plain(v, f"{name}.{i}") for i, v in enumerate(value)]
         if isinstance(value, (np.integer, np.floating, np.bool_)):
-            return value.item()
+            value = value.item()
         if value is None or isinstance(value, (bool, int, float, str)):
-            if isinstance(value, float) and not np.isfinite(value):
+            if isinstance(value, float) and not math.isfinite(value):
                 return {"__float__": repr(value)}
             return value
-        raise ModelFormatError(
-            f"cannot save attribute {name} of type {type(value).__name__} as plain data"
-        )
+        raise ModelFormatError(f"cannot save {name} of type {type(value).__name__} as plain data")
+
+    def estimator(self, est, name: str) -> dict:
+        cls = type(est).__name__
+        allowed = FITTED_ATTRIBUTES.get(cls, {})
+        params = est.get_params(deep=False)
+        rs = params.get("random_state")
+        if rs is not None and not isinstance(rs, (int, np.integer)):
+            # a Generator/RandomState is not plain data; the fitted arrays carry the draws
+            params["random_state"] = None
+        fitted = {}
+        for key, val in vars(est).items():
+            if not key.endswith("_") or key.startswith("_"):
+                continue
+            if key not in allowed:
+                raise ModelFormatError(
+                    f"cannot save {name}.{key}: {cls} model files hold only {sorted(allowed)}"
+                )
+            where = f"{name}.{key}"
+            fitted[key] = self.labels(val, where) if allowed[key] == "labels" else self.plain(val, where)
+        return {"class": cls, "params": self.plain(params, f"{name}.params"), "fitted": fitted}
 
 
-def _estimator_state(est) -> dict[str, Any]:
-    params = est.get_params(deep=False)
-    rs = params.get("random_state")
-    if rs is not None and not isinstance(rs, (int, np.integer)):
-        # a Generator/RandomState is not plain data; the fitted arrays carry the draws
-        params["random_state"] = None
-    fitted = {
-        k: v
-        for k, v in vars(est).items()
-        if k.endswith("_") and not k.startswith("_") and k not in _SKIP_ATTRS
-    }
-    return {"class": type(est).__name__, "params": params, "fitted": fitted}
+def _label_type(v: Any) -> str | None:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, (str, np.str_)):
+        return "str"
+    return None
 
 
 def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Save a fitted dkrr estimator to the directory ``path`` (atomically).
 
+    The directory is read back and validated as :func:`load_model` would before it is
+    moved into place, so what is saved loads.
+
     Raises
     ------
     OutputExistsError
-        ``path`` exists and ``overwrite`` is false.
+        ``path`` exists and ``overwrite`` is false, or it is not a dkrr model directory
+        holding only its own files (see :func:`check_replaceable_model`).
     ModelFormatError
-        The estimator is not fitted, not a dkrr estimator, or holds non-plain data.
+        The estimator is not a dkrr estimator, holds attributes model files do not know,
+        non-plain data, or labels whose type cannot be stored (mixed types, objects other
+        than int/float/bool/str, non-finite floats, bytes, dates).
+    NotFittedError
+        The estimator is not fitted.
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -118,82 +188,61 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
         )
     check_is_fitted(estimator)
     path = Path(path)
-
-    def is_model_dir(p: Path) -> str | None:
-        return None if (p / "model.json").is_file() else "it is not a dkrr model directory"
-
-    with atomic_output(path, overwrite=overwrite, can_replace=is_model_dir) as tmp:
+    with atomic_output(path, overwrite=overwrite, can_replace=check_replaceable_model) as tmp:
         writer = _Writer(tmp)
         doc = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "dkrr_version": __version__,
             "numpy_version": np.__version__,
-            "estimator": writer.encode(estimator, "model"),
+            "estimator": {"__estimator__": writer.estimator(estimator, "model")},
         }
-        (tmp / "model.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
+        (tmp / "model.json").write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
+        try:
+            load_model(tmp)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"cannot save {type(estimator).__name__}: it does not load back: {exc}") from None
     return path
 
 
-class _Reader:
-    def __init__(self, root: Path):
-        self.root = root
 
-    def decode(self, value: Any, where: str) -> Any:
-        if isinstance(value, list):
-            return [self.decode(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if not isinstance(value, dict):
-            return value
-        if "__ndarray__" in value:
-            return self._array(value, where)
-        if "__strarray__" in value:
-            return np.asarray(value["__strarray__"], dtype=value.get("dtype", "U"))
-        if "__float__" in value:
-            return float(value["__float__"])
-        if "__feature_map__" in value:
-            from ..features._map import feature_map_from_state
+def check_replaceable_model(path: str | os.PathLike) -> str | None:
+    """``None`` when `path` is a dkrr model directory holding nothing else, else why not.
 
-            try:
-                return feature_map_from_state(self.decode(value["__feature_map__"], where))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ModelFormatError(f"feature map in {where} is invalid: {exc}") from exc
-        if "__estimator__" in value:
-            return self._estimator(self.decode(value["__estimator__"], where), where)
-        return {k: self.decode(v, f"{where}.{k}") for k, v in value.items()}
-
-    def _array(self, ref: dict, where: str) -> np.ndarray:
-        rel = ref["__ndarray__"]
-        file = (self.root / rel).resolve()
-        if self.root.resolve() not in file.parents:
-            raise ModelFormatError(f"array reference {rel!r} in {where} points outside the model directory")
-        if not file.is_file():
-            raise ModelFormatError(f"model file {rel} (for {where}) is missing")
-        data = file.read_bytes()
-        if hashlib.sha256(data).hexdigest() != ref.get("sha256"):
-            raise ModelFormatError(f"model file {rel} (for {where}) is corrupted: checksum mismatch")
-        try:
-            arr = np.load(file, allow_pickle=False)
-        except ValueError as exc:
-            raise ModelFormatError(f"model file {rel} is not a plain numeric .npy: {exc}") from exc
-        if list(arr.shape) != list(ref.get("shape", [])) or arr.dtype.str != ref.get("dtype"):
-            raise ModelFormatError(
-                f"model file {rel} has shape {arr.shape} dtype {arr.dtype.str}, expected "
-                f"{tuple(ref.get('shape', []))} {ref.get('dtype')}"
-            )
-        return arr
-
-    def _estimator(self, state: dict, where: str):
-        classes = _model_classes()
-        name = state.get("class")
-        if name not in classes:
-            raise ModelFormatError(f"{where}: unknown estimator class {name!r}; known: {sorted(classes)}")
-        try:
-            est = classes[name](**state["params"])
-        except TypeError as exc:
-            raise ModelFormatError(f"{where}: parameters do not match {name}: {exc}") from exc
-        for key, val in state["fitted"].items():
-            setattr(est, key, val)
-        return est
+    Used as the ``can_replace`` check of :func:`~dkrr.io._atomic.atomic_output` (and of
+    ``check_output`` before a fit): ``overwrite`` replaces only a directory with a
+    ``model.json`` carrying the dkrr-model format marker and a known version, plus an
+    ``arrays/`` folder of regular files that ``model.json`` refers to.
+    """
+    p = Path(path)
+    if p.is_symlink():
+        return "it is a symbolic link; give the directory it points to, or another path"
+    if not p.is_dir():
+        return "it is not a dkrr model directory (not a directory)"
+    meta = p / "model.json"
+    if meta.is_symlink() or not meta.is_file():
+        return "it is not a dkrr model directory (no model.json)"
+    try:
+        doc = _read_doc(meta)
+    except (ModelFormatError, OSError) as exc:
+        return f"it is not a dkrr model directory ({exc})"
+    others = sorted(set(os.listdir(p)) - {"model.json", "arrays"})
+    arrays = p / "arrays"
+    if arrays.exists() or arrays.is_symlink():
+        if arrays.is_symlink() or not arrays.is_dir():
+            others.append("arrays")
+        else:
+            refs = _array_refs(doc)
+            for f in sorted(os.listdir(arrays)):
+                fp = arrays / f
+                if fp.is_symlink() or not fp.is_file() or f"arrays/{f}" not in refs:
+                    others.append(f"arrays/{f}")
+    if others:
+        return (
+            f"it holds files that are not part of the dkrr model: {others[:5]}; move them "
+            "away or choose another path"
+        )
+    return None
 
 
 def load_model(path: str | os.PathLike):
@@ -202,8 +251,12 @@ def load_model(path: str | os.PathLike):
     Raises
     ------
     ModelFormatError
-        Missing directory or ``model.json``, another format or a newer format version,
-        a missing, corrupted or mismatched array file.
+        Missing directory or ``model.json``; ``model.json`` not UTF-8, not JSON, not an
+        object, too deeply nested, of another format or a newer format version; an
+        unknown estimator class, parameter or fitted attribute; a value of the wrong type,
+        shape, dtype or not finite; an array file outside the model directory, missing,
+        of the wrong size (checked before reading), corrupted, or inconsistent with the
+        others. The message names the field.
     """
     root = Path(path)
     meta = root / "model.json"
@@ -211,19 +264,13 @@ def load_model(path: str | os.PathLike):
         raise ModelFormatError(f"model directory {str(root)!r} does not exist")
     if not meta.is_file():
         raise ModelFormatError(f"{str(root)!r} is not a dkrr model directory (no model.json)")
-    try:
-        doc = json.loads(meta.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{meta} is corrupted: not valid JSON ({exc})") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
-        raise ModelFormatError(f"{meta} is not a dkrr model file (format {doc.get('format') if isinstance(doc, dict) else None!r})")
-    version = doc.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ModelFormatError(
-            f"{meta} has model format version {version!r}; this dkrr reads versions up to "
-            f"{FORMAT_VERSION} (saved by dkrr {doc.get('dkrr_version')}); upgrade dkrr"
-        )
-    try:
-        return _Reader(root).decode(doc["estimator"], "model")
-    except KeyError as exc:
-        raise ModelFormatError(f"{meta} is incomplete: missing key {exc}") from exc
+    doc = _read_doc(meta)
+    for key in _TOP_KEYS - {"estimator"}:
+        if key not in doc:
+            raise ModelFormatError(f"{meta} is incomplete: missing key {key!r}")
+    if "estimator" not in doc:
+        raise ModelFormatError(f"{meta} is incomplete: missing key 'estimator'")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise ModelFormatError(f"{meta} is invalid: unknown top-level key(s) {unknown}")
+    return _Reader(root, meta, doc["format_version"]).estimator(doc["estimator"], "model")
