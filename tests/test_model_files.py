@@ -424,3 +424,28 @@ def test_overwrite_refuses_a_symlink_to_a_model(tmp_path, X):
     with pytest.raises(OutputExistsError, match="symbolic link"):
         save_model(rf, tmp_path / "link", overwrite=True)
     assert (tmp_path / "link").is_symlink()
+
+
+def _as_format_1(d, strarray):
+    """Rewrite a saved classifier as format 1 wrote it: labels as text in __strarray__."""
+    doc = json.loads((d / "model.json").read_text())
+    doc["format_version"] = 1
+    _fit(doc)["classes_"] = strarray
+    (d / "model.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("dtype", ["|O", "<U3"])
+def test_format_1_text_labels_still_load(tmp_path, dtype):
+    y = _labels(["a", "bb", "ccc"], object if dtype == "|O" else None)
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=8, random_state=0).fit(_rows, y)
+    d = save_model(clf, tmp_path / "m")
+    _as_format_1(d, {"__strarray__": ["a", "bb", "ccc"], "dtype": dtype})
+    back = load_model(d)
+    assert back.classes_.dtype == clf.classes_.dtype
+    assert back.predict(_rows).tolist() == clf.predict(_rows).tolist()
+
+
+def test_format_1_labels_whose_type_was_lost_are_refused(clf_dir):
+    _as_format_1(clf_dir, {"__strarray__": ["1", "2", "5"], "dtype": "|O"})
+    with pytest.raises(ModelFormatError, match="classes_.*format version 1.*save the model again"):
+        load_model(clf_dir)

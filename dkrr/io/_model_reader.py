@@ -136,7 +136,10 @@ class _Reader:
         size = os.path.getsize(file)
         if not nbytes + 10 <= size <= nbytes + _NPY_HEADER_MAX:  # checked before reading
             raise self.bad(where, f"file {rel} has {size} bytes; shape {tuple(shape)} dtype {dtype_str} needs {nbytes} bytes plus a header")
-        data = file.read_bytes()
+        with open(file, "rb") as fh:  # never more than the size allows, even if it grew
+            data = fh.read(nbytes + _NPY_HEADER_MAX + 1)
+        if len(data) > nbytes + _NPY_HEADER_MAX:
+            raise self.bad(where, f"file {rel} is longer than shape {tuple(shape)} dtype {dtype_str} allows")
         if hashlib.sha256(data).hexdigest() != digest:
             raise self.bad(where, f"file {rel} is corrupted: checksum mismatch")
         try:
