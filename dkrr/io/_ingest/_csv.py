@@ -286,7 +286,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
     if dropped:
         attrs["rows_dropped"] = dropped
     writer.finish(attrs)
-    return dict(
-        n_rows=writer.n, n_features=len(feature_cols), n_targets=len(target_cols),
-        feature_names=feature_names, target_names=target_names, classes=classes,
-    )
+    return {
+        "n_rows": writer.n, "n_features": len(feature_cols), "n_targets": len(target_cols),
+        "feature_names": feature_names, "target_names": target_names, "classes": classes,
+    }

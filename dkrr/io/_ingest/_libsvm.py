@@ -224,9 +224,8 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
             bad = ~np.isfinite(vals_cast)
             if bad.any():
                 k = int(np.argmax(bad))
-                probe = np.array([[vals[k]]])
-                cast_checked(probe, x_dtype, lambda i, j: f"line {numbers[rows[k]]}, "
-                             f"feature index {idx[k]}", [0])
+                location = f"line {numbers[rows[k]]}, feature index {idx[k]}"
+                cast_checked(np.array([[vals[k]]]), x_dtype, lambda i, j, _at=location: _at, [0])
             Xb = np.zeros((len(labels), d), dtype=x_dtype)
             Xb[rows, cols] = vals_cast
             writer.append(Xb, yb)
@@ -250,7 +249,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
     if dropped:
         attrs["rows_dropped"] = dropped
     writer.finish(attrs)
-    return dict(
-        n_rows=writer.n, n_features=d, n_targets=1, feature_names=feature_names,
-        target_names=["label"], classes=None,
-    )
+    return {
+        "n_rows": writer.n, "n_features": d, "n_targets": 1,
+        "feature_names": feature_names, "target_names": ["label"], "classes": None,
+    }

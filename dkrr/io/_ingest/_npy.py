@@ -124,7 +124,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
     if dropped:
         attrs["rows_dropped"] = dropped
     writer.finish(attrs)
-    return dict(
-        n_rows=writer.n, n_features=len(feature_cols), n_targets=len(target_cols),
-        feature_names=feature_names, target_names=target_names, classes=None,
-    )
+    return {
+        "n_rows": writer.n, "n_features": len(feature_cols), "n_targets": len(target_cols),
+        "feature_names": feature_names, "target_names": target_names, "classes": None,
+    }

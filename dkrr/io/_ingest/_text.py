@@ -72,7 +72,7 @@ def to_float(cell: str) -> float | None:
 
 def open_binary(src: Path):
     """Return (raw file, decompressed binary stream) for a possibly compressed file."""
-    raw = open(src, "rb")
+    raw = open(src, "rb")  # noqa: SIM115 -- the caller closes it (LineReader.close)
     name = src.name.lower()
     try:
         if name.endswith(".gz"):

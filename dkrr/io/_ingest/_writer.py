@@ -121,7 +121,7 @@ class StoreWriter:
         if self.X.shape[0] != self.n:
             self.X.resize((self.n,) + self.X.shape[1:])
             self.y.resize((self.n,) + self.y.shape[1:])
-        self.group.attrs.update(attrs)
+        self.group.update_attributes(attrs)  # one metadata write (attrs.update writes per key)
 
 
 def cast_checked(
