@@ -94,6 +94,15 @@ def test_numeric_target_with_an_empty_cell_is_an_error_naming_rows(tmp_path):
     assert not (tmp_path / "d.zarr").exists()
 
 
+def test_missing_cell_in_the_first_row_is_not_a_header(tmp_path):
+    # header detection once took a first row with an empty cell for column names
+    src = _write(tmp_path / "d.csv", _numeric_rows(5, {0: (2, "")}))
+    with pytest.raises(MissingValueError, match=r"1 row has .*line 1, column 2 \('column_2'\): ''"):
+        ingest(src, tmp_path / "d.zarr")
+    s = ingest(src, tmp_path / "d.zarr", missing="drop")
+    assert s.n_rows == 4 and s.feature_names == ["column_0", "column_1"]
+
+
 def test_many_missing_rows_show_the_first_few_and_the_count(tmp_path):
     missing = {i: (2 if i % 2 else 0, "NA" if i % 3 else "") for i in range(5, 70, 5)}
     src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(100, missing))

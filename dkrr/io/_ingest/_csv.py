@@ -50,13 +50,14 @@ def csv_row(line: str, delimiter: str | None) -> list[str]:
 
 
 def detect_header(first: list[str], second: list[str] | None) -> bool:
+    """Whether `first` is a header: one of its cells is text (not a number, not a
+    missing-value marker) where `second` has a number."""
     first_numeric = [to_float(c) is not None for c in first]
     if second is None:
         return not any(first_numeric)
+    first_text = [not n and not is_missing(c) for n, c in zip(first_numeric, first, strict=True)]
     second_numeric = [to_float(c) is not None for c in second]
-    return any(
-        not a and b for a, b in zip(first_numeric, second_numeric, strict=False)
-    )
+    return any(a and b for a, b in zip(first_text, second_numeric, strict=False))
 
 
 class _Labels:
