@@ -327,11 +327,15 @@ def dask_client(
     Raises
     ------
     SchedulerUnreachableError
-        If the scheduler does not answer within ``timeout`` seconds (or refuses the TLS
-        handshake).
+        If the scheduler does not answer within ``timeout`` seconds, or the address is not
+        a Dask scheduler. ``tcp://`` and ``tls://`` addresses are probed first with bounded
+        reads (:mod:`dkrr._scheduler_probe`), and the message says what went wrong: DNS,
+        connection refused, no answer, TLS handshake, or not a Dask scheduler (with the
+        bytes it sent, e.g. an SSH banner or an HTTP page).
     InvalidParameterError
-        If a ``tls://`` address is given without certificates, certificates with a
-        ``tcp://`` address, or invalid cluster options.
+        If the address scheme is not a Dask one (``http://``, ``ssh://``, ...), a ``tls://``
+        address is given without certificates, certificates with a ``tcp://`` address, or
+        invalid cluster options.
 
     Examples
     --------

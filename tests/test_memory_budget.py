@@ -13,7 +13,11 @@ import pytest
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from dkrr.errors import DkrrError, InvalidParameterError, MemoryBudgetError
 from dkrr.linalg import as_row_chunked
-from dkrr.linalg._memory import feature_map_bytes, ridge_memory_estimate, statistics_bytes
+from dkrr.linalg._memory import (
+    feature_map_bytes,
+    ridge_memory_estimate,
+    statistics_bytes,
+)
 from dkrr.linalg._stats import streamed_statistics
 
 GiB = 2**30

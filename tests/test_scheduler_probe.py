@@ -67,7 +67,7 @@ class _TCPService:
 class _Quiet(http.server.BaseHTTPRequestHandler):
     timeout = 10  # a silent client does not hold a handler thread for ever
 
-    def do_GET(self):  # noqa: N802 - http.server's naming
+    def do_GET(self):
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"ok")
@@ -199,7 +199,7 @@ def test_wrong_scheme_is_a_parameter_error(address, hint):
 
 
 def test_tls_address_to_a_plain_service_fails_clearly(certs):
-    files = dict(tls_ca_file=certs["ca"], tls_cert=certs["client"], tls_key=certs["client_key"])
+    files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
     with _TCPService(SSH_BANNER) as ssh:
         message = _unreachable(f"tls://127.0.0.1:{ssh.port}", **files)
     assert "TLS handshake" in message
@@ -217,11 +217,13 @@ def _sum_matches(client):
 def test_real_schedulers_still_pass_the_probe(certs):
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=1, processes=False, host="127.0.0.1", protocol="tcp://",
-                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0") as cluster:
-        with dask_client(cluster.scheduler_address, timeout=10, quiet=True) as client:
-            _sum_matches(client)
-    files = dict(tls_ca_file=certs["ca"], tls_cert=certs["client"], tls_key=certs["client_key"])
+    with (
+        LocalCluster(n_workers=1, processes=False, host="127.0.0.1", protocol="tcp://",
+                     dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0") as cluster,
+        dask_client(cluster.scheduler_address, timeout=10, quiet=True) as client,
+    ):
+        _sum_matches(client)
+    files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
     with dask_client(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
         address = local.scheduler.address
         assert re.match(r"tls://127\.0\.0\.1:\d+$", address)

@@ -3,7 +3,8 @@
 A random-feature ridge fit holds, per task, a few objects whose size follows from the
 parameters alone (ALGORITHMS.md section 3; float64 everywhere, 8 bytes a number). With
 ``d`` input columns, ``D = n_components``, ``p`` output features (``2 D`` for the gaussian
-kernel, else ``D``), ``t`` targets, ``K`` folds (1 without ``cv``), ``s = split_every``
+kernel, else ``D``), ``t`` targets (a classifier's classes are unknown before the pass:
+``t = 1`` is assumed), ``K`` folds (1 without ``cv``), ``s = split_every``
 and ``r`` rows per block:
 
 * the statistics object (:class:`~dkrr.linalg.RidgeStatistics`):
@@ -17,7 +18,7 @@ and ``r`` rows per block:
   eigenvectors and ``K_CC^(-1/2)``);
 * a block task: its statistics, the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
-  map and the block of X (``8 r d``);
+  map and the blocks of X and y (``8 r (d + t)``);
 * a combine task of the tree reduction: ``min(s, n_blocks) + 1`` statistics objects
   (its inputs and its output);
 * the client: the reduced statistics, four ``p x p`` matrices of the solve (the total
