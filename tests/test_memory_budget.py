@@ -161,3 +161,21 @@ def test_cli_refuses_huge_n_components(tmp_path, capsys):
     assert code == 1
     assert "GiB" in err and "smaller n_components" in err and "Traceback" not in err
     assert not (tmp_path / "m").exists()
+
+
+def test_ridge_leverage_candidates_gram_is_estimated_and_refused():
+    est = ridge_memory_estimate(kernel="gaussian", method="rff", n_features_in=3, n_components=100,
+                                sampling="ridge_leverage", n_candidates=4000, block_rows=100)
+    assert est.statistics == statistics_bytes(p=8000)  # the candidates' Gram dominates
+    X, y = _data()
+    fit = RandomFeatureRidge(method="rff", n_components=100, sampling="ridge_leverage", n_candidates=10**6,
+                             random_state=0)
+    with pytest.raises(MemoryBudgetError, match=r"n_candidates=1000000 gives p=2000000 features.*smaller n_candidates"):
+        fit.fit(X, y)
+
+
+def test_surrogate_leverage_with_cv_counts_one_map_per_fold():
+    p, K = 512, 5
+    est = ridge_memory_estimate(kernel="gaussian", method="rff", n_features_in=3, n_components=p // 2,
+                                n_folds=K, sampling="surrogate_leverage", block_rows=100)
+    assert est.statistics == statistics_bytes(p, 1, 1) + K * statistics_bytes(p, 1, 2)

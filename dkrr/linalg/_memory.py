@@ -133,7 +133,8 @@ def ridge_memory_estimate(
 
     With ``sampling`` both passes are estimated (the candidates' pass with
     ``n_candidates`` frequencies, with their Gram for ridge leverage; the fit with the
-    ``K + 1`` maps of surrogate leverage under ``cv``) and the larger of each part kept.
+    ``K + 1`` maps of surrogate leverage under ``cv``, whose partial results are one
+    one-fold and K two-fold statistics objects) and the larger of each part kept.
 
     Returns
     -------
@@ -142,21 +143,26 @@ def ridge_memory_estimate(
     from ._reduce import DEFAULT_SPLIT_EVERY
 
     fan_in = min(DEFAULT_SPLIT_EVERY if split_every is None else int(split_every), max(1, int(n_blocks)))
-    passes = [(int(n_components), n_folds, True, 1)]
+    t = int(n_targets)
+    # (D, gram, maps, statistics a partial result holds, extra statistics a block task holds)
+    passes = [(int(n_components), True, 1, statistics_bytes(_output_width(kernel, n_components), t, n_folds), 0)]
     if sampling is not None:
         n_cand = int(n_candidates or 4 * n_components)
         ridge = sampling == "ridge_leverage"
-        passes.insert(0, (n_cand, 1 if ridge else n_folds, ridge, 1))
-        if not ridge and n_folds > 1:
-            passes[1] = (int(n_components), n_folds, True, n_folds + 1)
+        p_cand = _output_width(kernel, n_cand)
+        passes.insert(0, (n_cand, ridge, 1, statistics_bytes(p_cand, t, 1 if ridge else n_folds, with_gram=ridge), 0))
+        if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
+            p = _output_width(kernel, n_components)
+            passes[1] = (int(n_components), True, n_folds + 1,
+                         statistics_bytes(p, t, 1) + n_folds * statistics_bytes(p, t, 2),
+                         statistics_bytes(p, t, n_folds))
     best = None
-    for D, K, gram, n_maps in passes:
+    for D, gram, n_maps, stats, transient in passes:
         p = _output_width(kernel, D)
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
-        stats = n_maps * statistics_bytes(p, n_targets, K, with_gram=gram)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
-        block = stats + buffer + fmap + 8 * int(block_rows) * (n_features_in + n_targets)
+        block = stats + transient + buffer + fmap + 8 * int(block_rows) * (n_features_in + t)
         reduction = (fan_in + 1) * stats
         client = stats + (4 * 8 * p * p if gram else 0) + fmap
         est = MemoryEstimate(p, fmap, stats, block, reduction, client)
@@ -195,7 +201,8 @@ def _gib(n: int) -> str:
 
 
 def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: int, n_folds: int = 1,
-                        split_every: int | None = None, limits: tuple[int | None, int] | None = None) -> None:
+                        split_every: int | None = None, n_candidates: int | None = None,
+                        limits: tuple[int | None, int] | None = None) -> None:
     """Raise :class:`~dkrr.errors.MemoryBudgetError` when ``estimate`` cannot fit.
 
     Parameters
@@ -205,6 +212,8 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
     n_components, n_folds : int
         For the message (the fix).
     split_every : int, default=None
+    n_candidates : int, default=None
+        With leverage sampling: the candidates of the first pass (for the message).
     limits : (int or None, int), default=None
         ``(worker_limit, local)`` as :func:`available_memory` returns (which is called when
         ``None``).
@@ -232,11 +241,14 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
             fixes = "fewer cv folds, a smaller max_block_bytes, or workers with more memory"
         per_d = 2 if kernel == "gaussian" else 1
         d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
+        name, value = "n_components", n_components
+        if n_candidates is not None and p != _output_width(kernel, n_components):
+            name, value = "n_candidates", n_candidates  # the candidates' pass is the larger
         raise MemoryBudgetError(
             f"This fit needs about {_gib(need)}, more than {where} ({_gib(limit)}): "
-            f"n_components={n_components} gives p={p} features, so each statistics object "
+            f"{name}={value} gives p={p} features, so each statistics object "
             f"(K={K} fold(s) x p x p float64 Gram) takes {_gib(estimate.statistics)} and {part}. "
-            f"Use a smaller n_components (about {d_fit} or fewer would fit), {fixes}."
+            f"Use a smaller {name} (about {d_fit} or fewer would fit), {fixes}."
         )
 
 
@@ -304,5 +316,7 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
         block_rows=int(max(X.chunks[0])), n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes),
         displacement_rank=displacement_rank, sampling=sampling, n_candidates=n_candidates,
     )
+    if sampling is not None and n_candidates is None:
+        n_candidates = 4 * int(n_components)
     check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), n_folds=int(n_folds),
-                        split_every=split_every)
+                        split_every=split_every, n_candidates=n_candidates)
