@@ -333,3 +333,12 @@ def test_cli_labels_flag(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "classes ['1', '3']" in proc.stdout
     np.testing.assert_array_equal(_read(tmp_path / "d.zarr")[1], [1, 0, 1])
+
+
+def test_input_not_found_error_lives_in_errors(tmp_path):
+    import dkrr.errors
+    import dkrr.io
+
+    assert dkrr.io.InputNotFoundError is dkrr.errors.InputNotFoundError
+    with pytest.raises(dkrr.errors.InputNotFoundError, match="does not exist"):
+        ingest(tmp_path / "nope.csv", tmp_path / "o.zarr")
