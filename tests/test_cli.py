@@ -112,7 +112,8 @@ def test_store_without_y(tmp_path):
     g = zarr.open_group(str(tmp_path / "s"), mode="w")
     g.create_array("X", shape=(10, 3), dtype="f8")[:] = 1.0
     p = dkrr("fit", tmp_path / "s", "--out", tmp_path / "m", "-q", check=False)
-    assert p.returncode == 1 and "y" in p.stderr
+    assert p.returncode == 1 and "has no array 'y' (found: 'X')" in p.stderr, p.stderr
+    assert not (tmp_path / "m").exists()
 
 
 def test_existing_output_is_refused_and_untouched(casp_store, tmp_path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 import time
 import tomllib
@@ -21,11 +23,37 @@ def _say(args, *parts) -> None:
         print(*parts, file=sys.stderr, flush=True)
 
 
+#: Loggers that report a failed task with the worker's traceback ("Compute Failed"):
+#: the error itself reaches the user through the client, once, as one line.
+_WORKER_LOGGERS = {"distributed.worker": "critical", "distributed.nanny": "critical",
+                   "distributed.scheduler": "critical", "distributed.core": "critical"}
+
+
+def _silence_worker_logs() -> None:
+    """Under ``-q``: no worker-side tracebacks, in this process or in the LocalCluster's
+    worker processes (they read the ``DASK_LOGGING`` variable when they import dask)."""
+    import logging
+
+    for name, level in _WORKER_LOGGERS.items():
+        logging.getLogger(name).setLevel(level.upper())
+    os.environ["DASK_LOGGING"] = repr(_WORKER_LOGGERS)
+
+
+def _preflight(args, *, can_replace, inputs) -> None:
+    """Refuse an output that could not be written or must not be replaced, before any
+    work (a fit that runs for hours must not end in "cannot write the model")."""
+    from ..io._atomic import check_output
+
+    check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs)
+
+
 def _client(args):
     from .._cluster import dask_client
     from .._progress import set_progress
 
     set_progress(not args.quiet)
+    if args.quiet:
+        _silence_worker_logs()
     return dask_client(
         args.scheduler,
         n_workers=args.workers,
@@ -54,6 +82,9 @@ def cmd_ingest(args) -> int:
             pct = f" ({100.0 * done / total:5.1f}%)" if total else ""
             print(f"\ringest: {rows:,} rows{pct}", end="", file=sys.stderr, flush=True)
 
+    from ..io._store import zarr_replace_check
+
+    _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
     summary = ingest(
         args.input,
         args.out,
@@ -78,6 +109,28 @@ def cmd_ingest(args) -> int:
     return 0
 
 
+def _expected(dest: str, typ) -> tuple[str, callable]:
+    """What a config value of option `dest` must be, and a check returning it or None."""
+    def number(v):
+        return None if isinstance(v, bool) or not isinstance(v, (int, float)) else float(v)
+
+    if dest in ("classifier", "fit_intercept"):
+        return "true or false", lambda v: v if isinstance(v, bool) else None
+    if dest == "alphas":
+        def alphas(v):
+            if isinstance(v, str):
+                return v
+            if isinstance(v, list) and v and all(number(a) is not None for a in v):
+                return v
+            return None
+        return "a list of numbers or a comma-separated string", alphas
+    if typ is int:
+        return "an integer", lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
+    if typ is float:
+        return "a number", number
+    return "a string", lambda v: v if isinstance(v, str) else None
+
+
 def _load_config(path: str | None) -> dict:
     if not path:
         return {}
@@ -86,18 +139,40 @@ def _load_config(path: str | None) -> dict:
             raw = tomllib.load(fh)
     except FileNotFoundError:
         raise InvalidParameterError(f"config file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParameterError(f"config file {path!r} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidParameterError(f"config file {path!r} is not valid TOML: {exc}") from None
-    raw = raw.get("fit", raw)  # either top-level keys or a [fit] table
-    known = {dest for _, dest, _, _ in ESTIMATOR_OPTIONS} | {"classifier", "fit_intercept"}
+    if "fit" in raw:  # either top-level keys or a [fit] table
+        if not isinstance(raw["fit"], dict) or len(raw) > 1:
+            raise InvalidParameterError(
+                f"config file {path!r}: 'fit' must be the only table, [fit], holding the "
+                f"options; got {sorted(raw)} with fit = {raw['fit']!r}"
+            )
+        raw = raw["fit"]
+    types = {dest: typ for _, dest, typ, _ in ESTIMATOR_OPTIONS}
+    types.update(classifier=bool, fit_intercept=bool)
     config = {}
     for key, value in raw.items():
         dest = key.replace("-", "_")
-        if dest not in known:
+        if dest not in types:
             raise InvalidParameterError(
-                f"config file {path!r}: unknown option {key!r}; known: {sorted(known)}"
+                f"config file {path!r}: unknown option {key!r}; known: "
+                f"{sorted(k.replace('_', '-') for k in types)}"
             )
-        config[dest] = _parse_alphas(value) if dest == "alphas" else value
+        what, check = _expected(dest, types[dest])
+        checked = check(value)
+        if checked is None:
+            raise InvalidParameterError(
+                f"config file {path!r}: {key} must be {what}, got {value!r} "
+                f"({type(value).__name__})"
+            )
+        if dest == "alphas":
+            try:
+                checked = _parse_alphas(checked)
+            except Exception as exc:  # noqa: BLE001 - argparse's error type, a bad number
+                raise InvalidParameterError(f"config file {path!r}: {key}: {exc}") from None
+        config[dest] = checked
     return config
 
 
@@ -125,14 +200,11 @@ def estimator_from_options(args):
 
 def cmd_fit(args) -> int:
     from ..io import open_dataset
-    from ..io._model import save_model
+    from ..io._model import check_replaceable_model, save_model
 
     est = estimator_from_options(args)
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        from ..errors import OutputExistsError
-
-        raise OutputExistsError(f"{out} exists; pass --overwrite to replace it")
+    _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
     y = data.y
     with _client(args):
@@ -157,8 +229,12 @@ def _load(model_dir):
 
 
 def cmd_predict(args) -> int:
+    from .._progress import compute
     from ..io import open_dataset, write_predictions
+    from ..io._store import predictions_replace_check
 
+    inputs = [args.store, args.model]
+    _preflight(args, can_replace=predictions_replace_check, inputs=inputs)
     est = _load(args.model)
     data = open_dataset(args.store, require_y=False)
     with _client(args):
@@ -166,18 +242,25 @@ def cmd_predict(args) -> int:
         attrs = {"model": str(Path(args.model).resolve()), "source": str(Path(args.store).resolve())}
         if hasattr(est, "store_classes_"):
             attrs["classes"] = [str(c) for c in est.store_classes_]
-        from .._progress import compute
-
-        write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs,
+        write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
                           compute=lambda tasks: compute(*tasks, label="predicting"))
     print(json.dumps({"predictions": str(args.out), "n_rows": int(data.X.shape[0])}))
     return 0
+
+
+def _n_columns(arr) -> int:
+    return 1 if arr.ndim == 1 else int(arr.shape[1])
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def cmd_evaluate(args) -> int:
     import dask.array as da
 
     from .._progress import compute
+    from ..errors import InputValidationError
     from ..io import open_dataset
 
     est = _load(args.model)
@@ -185,8 +268,15 @@ def cmd_evaluate(args) -> int:
     with _client(args):
         y_pred = est.predict(data.X)
         y = data.y
+        n_pred, n_true = _n_columns(y_pred), _n_columns(y)
+        if n_pred != n_true:
+            raise InputValidationError(
+                f"the model predicts {_plural(n_pred, 'target')} but y in {data.path} holds "
+                f"{_plural(n_true, 'target')}; evaluate the model on a store with the "
+                "targets it was fitted on"
+            )
         if hasattr(est, "classes_"):
-            (acc,) = compute(da.mean(y_pred == y.astype(y_pred.dtype) if y.ndim == 1 else y_pred == y),
+            (acc,) = compute(da.mean(y_pred.reshape(y.shape) == y.astype(y_pred.dtype)),
                              label="evaluating")
             metrics = {"accuracy": float(acc)}
         else:
@@ -195,12 +285,20 @@ def cmd_evaluate(args) -> int:
             sse, ysum, yy, n = compute(
                 (resid**2).sum(axis=0), y.sum(axis=0), (y**2).sum(axis=0), y.shape[0], label="evaluating"
             )
-            sst = yy - ysum**2 / n
-            metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
-                       "mse": float(np.mean(sse) / n)}
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sst = yy - ysum**2 / n
+                metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
+                           "mse": float(np.mean(sse) / n)}
     metrics["n_rows"] = int(data.X.shape[0])
     if args.json:
-        print(json.dumps(metrics))
+        # JSON has no NaN or infinity (Python's json would write the invalid token NaN)
+        for key, value in metrics.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                print(f"dkrr evaluate: note: {key} = {value} is not a finite number (r2 is "
+                      "undefined for a constant target); written as null in the JSON output",
+                      file=sys.stderr)
+                metrics[key] = None
+        print(json.dumps(metrics, allow_nan=False))
     else:
         for k, v in metrics.items():
             print(f"{k}: {v}")

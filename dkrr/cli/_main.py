@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from ..errors import DkrrError
 
@@ -125,8 +127,21 @@ def _drop_interrupted_gather(record) -> bool:
     return type(exc).__name__ != "AllExit"
 
 
+class _Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM, so that it cleans up exactly as Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``dkrr`` command; returns the exit status (0 ok, 1 error, 130 interrupted)."""
+    """Run the ``dkrr`` command.
+
+    Returns the exit status: 0 ok, 1 error, 130 interrupted (Ctrl-C), 143 terminated
+    (SIGTERM). Interrupted or terminated, no partial output is left behind.
+    """
     import logging
 
     from . import _commands
@@ -136,14 +151,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(_commands, f"cmd_{args.command}")
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(handler(args) or 0)
+    except _Terminated:
+        print("dkrr: terminated; no partial output was left behind", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("dkrr: interrupted; no partial output was left behind", file=sys.stderr)
         return 130
     except (DkrrError, FileNotFoundError) as exc:
         print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

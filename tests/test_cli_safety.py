@@ -1,0 +1,239 @@
+"""The ``dkrr`` command refuses what would lose data or mislead, before doing any work.
+
+Most tests call :func:`dkrr.cli.main` in this process against the session's real
+LocalCluster (``--scheduler``); the two that are about the process itself (SIGTERM,
+what reaches stderr under ``-q``) run ``python -m dkrr.cli`` as a real subprocess with
+its own LocalCluster.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+from dkrr import RandomFeatureRidge
+from dkrr.cli import main
+from dkrr.io import open_dataset, write_dataset
+from dkrr.io._model import save_model
+
+pytestmark = pytest.mark.cluster
+
+UNREACHABLE = "tcp://127.0.0.1:9"  # nothing listens: any attempt to use it fails
+
+
+def _store(path, n=60, n_targets=1, nan=False, constant=False, chunks=15):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 3))
+    y = X[:, 0] if n_targets == 1 else np.column_stack([X[:, j] for j in range(n_targets)])
+    if constant:
+        y = np.ones_like(y)
+    if nan:
+        X[-1, 1] = np.nan
+    with dask.config.set(scheduler="threads"):
+        write_dataset(da.from_array(X, chunks=(chunks, 3)), da.from_array(y, chunks=chunks), path)
+    return Path(path), X, y
+
+
+def _model(path, X, y):
+    est = RandomFeatureRidge(method="rff", n_components=8, gamma=0.5, random_state=0).fit(X, y)
+    save_model(est, path)
+    return Path(path)
+
+
+def _run(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def addr(local_cluster):
+    return local_cluster.scheduler_address
+
+
+def _unchanged(store, X, y):
+    data = open_dataset(store)
+    with dask.config.set(scheduler="threads"):
+        np.testing.assert_array_equal(data.X.compute(), X)
+        np.testing.assert_array_equal(data.y.compute(), y)
+
+
+# ----------------------------------------------------------------- --overwrite
+
+
+def test_predict_never_overwrites_its_input_store(tmp_path, capsys):
+    store, X, y = _store(tmp_path / "data.zarr")
+    model = _model(tmp_path / "m", X, y)
+    alias = tmp_path / "alias.zarr"
+    alias.symlink_to(store)
+    for out in (store, alias):
+        code, _, err = _run(capsys, "predict", model, store, "--out", out, "--overwrite",
+                            "--scheduler", UNREACHABLE, "-q")
+        assert code == 1 and "it is an input of this command" in err, err
+    _unchanged(store, X, y)
+
+
+def test_ingest_never_writes_inside_another_dataset(tmp_path, capsys):
+    store, X, y = _store(tmp_path / "other.zarr")
+    csv = tmp_path / "new.csv"
+    csv.write_text("a,b\n1,2\n3,4\n")
+    code, _, err = _run(capsys, "ingest", csv, "--out", store / "X", "--overwrite", "-q")
+    assert code == 1 and "inside the Zarr store" in err and "other.zarr" in err, err
+    _unchanged(store, X, y)
+    code, _, err = _run(capsys, "ingest", csv, "--out", tmp_path, "--overwrite", "-q")
+    assert code == 1 and "contains the input" in err, err
+    assert csv.read_text() == "a,b\n1,2\n3,4\n"
+
+
+# ----------------------------------------------------------------- cannot be written
+
+
+@pytest.mark.parametrize("where", ["through-a-file", "read-only"])
+def test_unwritable_output_is_refused_before_the_fit(tmp_path, capsys, where):
+    # the store holds a NaN: a fit that ran would fail with a NaN error, and the
+    # unreachable scheduler would fail any work; the output error must come first
+    store, _, _ = _store(tmp_path / "data.zarr", nan=True)
+    blocker = tmp_path / "somefile.txt"
+    blocker.write_text("x")
+    out = blocker / "out.model" if where == "through-a-file" else Path("/proc/dkrr-out.model")
+    code, _, err = _run(capsys, "fit", store, "--out", out, "--scheduler", UNREACHABLE, "-q")
+    assert code == 1, err
+    assert ("is not a directory" if where == "through-a-file" else "does not accept new files") in err
+    assert "NaN" not in err and "scheduler" not in err.lower()
+    for command in (["predict", tmp_path / "m", store], ["ingest", blocker]):
+        code, _, err = _run(capsys, *command, "--out", out, "-q",
+                            *(["--scheduler", UNREACHABLE] if command[0] == "predict" else []))
+        assert code == 1 and "cannot write" in err, err
+
+
+# ----------------------------------------------------------------- config files
+
+
+@pytest.mark.parametrize("text, named", [
+    ('n-components = "12"\n', "n-components"),
+    ("alpha = true\n", "alpha"),
+    ("[fit]\ngamma = [1, 2]\n", "gamma"),
+    ('alphas = [1, "x"]\n', "alphas"),
+    ("cv = 2.5\n", "cv"),
+    ("nonsense = 1\n", "nonsense"),
+    ("method = \n", "not valid TOML"),
+    ("fit = 3\n", "fit"),
+])
+def test_bad_config_values_name_the_key(tmp_path, capsys, text, named):
+    cfg = tmp_path / "fit.toml"
+    cfg.write_text(text)
+    code, _, err = _run(capsys, "fit", tmp_path / "data.zarr", "--out", tmp_path / "m",
+                        "--config", cfg, "--scheduler", UNREACHABLE, "-q")
+    assert code == 1 and named in err and str(cfg) in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------- evaluate
+
+
+def test_evaluate_multi_target_store(tmp_path, capsys, addr):
+    store, X, Y = _store(tmp_path / "two.zarr", n_targets=2)
+    model = _model(tmp_path / "m2", X, Y)
+    code, out, err = _run(capsys, "evaluate", model, store, "--json", "--scheduler", addr, "-q")
+    assert code == 0, err
+    est = RandomFeatureRidge(method="rff", n_components=8, gamma=0.5, random_state=0).fit(X, Y)
+    assert json.loads(out)["r2"] == pytest.approx(est.score(X, Y), rel=1e-9)
+    one = _model(tmp_path / "m1", X, Y[:, 0])
+    code, _, err = _run(capsys, "evaluate", one, store, "--json", "--scheduler", addr, "-q")
+    assert code == 1 and "1 target" in err and "2 targets" in err, err
+
+
+def _strict(text):
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_evaluate_json_stays_valid_with_non_finite_metrics(tmp_path, capsys, addr):
+    store, X, y = _store(tmp_path / "const.zarr", constant=True)
+    model = _model(tmp_path / "m", *_store(tmp_path / "train.zarr")[1:])
+    code, out, err = _run(capsys, "evaluate", model, store, "--json", "--scheduler", addr, "-q")
+    assert code == 0, err
+    metrics = _strict(out)
+    assert metrics["r2"] is None and metrics["rmse"] > 0
+    assert "r2" in err and "null" in err
+
+
+# ----------------------------------------------------------------- real processes
+
+
+def _dkrr(*args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "dkrr.cli", *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
+    """SIGTERM while the blocks are being written: exit 143, no hidden .tmp- store."""
+    store, X, y = _store(tmp_path / "data.zarr", n=80, chunks=20)
+    model = _model(tmp_path / "m", X, y)
+    # one chunk of X becomes a FIFO: the worker reading it blocks until this test
+    # feeds it, so the signal surely arrives while the prediction store is open
+    chunk = store / "X" / "c" / "2" / "0"
+    content = chunk.read_bytes()
+    chunk.unlink()
+    os.mkfifo(chunk)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = _dkrr("predict", model, store, "--out", out_dir / "pred.zarr", "--workers", 1,
+                 "--memory-limit", "1GB", "-q")
+    try:
+        deadline = time.monotonic() + 120
+        while not any(".tmp-" in n for n in _leftovers(out_dir)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the prediction store never appeared"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        while proc.poll() is None:  # let the blocked read finish, if it started
+            try:
+                fd = os.open(chunk, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                assert exc.errno == errno.ENXIO
+                time.sleep(0.05)
+                continue
+            os.set_blocking(fd, True)
+            os.write(fd, content)
+            os.close(fd)
+            break
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "terminated" in err and "Traceback" not in err
+    assert _leftovers(out_dir) == [] and not (out_dir / "pred.zarr").exists()
+
+
+def test_failed_fit_is_one_line_under_quiet(tmp_path):
+    store, _, _ = _store(tmp_path / "nan.zarr", nan=True)
+    proc = _dkrr("fit", store, "--out", tmp_path / "m", "--method", "rff", "--n-components", 8,
+                 "--workers", 1, "--memory-limit", "1GB", "-q")
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dkrr fit: error:") and "NaN" in lines[0], err
+    assert "Compute Failed" not in err and "Traceback" not in err
+    assert not (tmp_path / "m").exists()
