@@ -170,6 +170,14 @@ def test_symlink_to_a_file_outside_is_refused(saved, tmp_path):
         load_model(saved)
 
 
+def test_arrays_folder_symlinked_outside_is_refused(saved, tmp_path):
+    shutil.copytree(saved / "arrays", tmp_path / "elsewhere")
+    shutil.rmtree(saved / "arrays")
+    (saved / "arrays").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ModelFormatError, match="outside the model directory"):
+        load_model(saved)
+
+
 # ---------------------------------------------------------------- label types
 
 _rows = np.random.default_rng(3).standard_normal((60, 3))

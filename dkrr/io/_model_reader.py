@@ -108,7 +108,7 @@ class _Reader:
         if not isinstance(rel, str):
             raise self.bad(where, f"must name an array file, got {rel!r}")
         file = (self.root / rel).resolve()
-        if file.parent != self.arrays_dir:
+        if file.parent != self.arrays_dir or self.arrays_dir.parent != self.root.resolve():
             raise self.bad(where, f"refers to {rel!r}, which points outside the model directory's arrays/")
         return file
 
