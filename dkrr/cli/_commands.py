@@ -1,4 +1,4 @@
-"""What each ``dkrr`` sub-command does (argument parsing lives in :mod:`._main`)."""
+"""What each ``dkrr`` sub-command does (its options live in :mod:`._options`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._main import ESTIMATOR_OPTIONS, _parse_alphas
+from ._options import ESTIMATOR_OPTIONS, _parse_alphas
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -82,7 +82,7 @@ def cmd_ingest(args) -> int:
             pct = f" ({100.0 * done / total:5.1f}%)" if total else ""
             print(f"\ringest: {rows:,} rows{pct}", end="", file=sys.stderr, flush=True)
 
-    from ..io._store import zarr_replace_check
+    from ..io._kinds import zarr_replace_check
 
     _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
     summary = ingest(
@@ -231,7 +231,7 @@ def _load(model_dir):
 def cmd_predict(args) -> int:
     from .._progress import compute
     from ..io import open_dataset, write_predictions
-    from ..io._store import predictions_replace_check
+    from ..io._kinds import predictions_replace_check
 
     inputs = [args.store, args.model]
     _preflight(args, can_replace=predictions_replace_check, inputs=inputs)

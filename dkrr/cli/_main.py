@@ -1,119 +1,17 @@
-"""Argument parsing and dispatch for the ``dkrr`` command."""
+"""Dispatch of the ``dkrr`` command: parse (:mod:`._options`), run (:mod:`._commands`),
+turn errors and signals into exit statuses."""
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 import threading
 
 from ..errors import DkrrError
+from . import _commands
+from ._options import build_parser
 
 __all__ = ["build_parser", "main"]
-
-#: estimator options: (flag, dest, type, help); also the keys a TOML config may hold
-ESTIMATOR_OPTIONS = [
-    ("--kernel", "kernel", str, "gaussian, angular, arccos0 or arccos1 (default gaussian)"),
-    ("--method", "method", str, "feature map: rff, orf, sorf, fastfood, circulant, skew_circulant, "
-                                "toeplitz, hankel, toeplitz_like, qmc, nystroem (default sorf)"),
-    ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
-    ("--gamma", "gamma", float, "Gaussian kernel exp(-gamma ||x-y||^2) (default 1.0)"),
-    ("--alpha", "alpha", float, "ridge penalty (default 1.0)"),
-    ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation"),
-    ("--cv", "cv", int, "number of folds for one-pass cross-validation"),
-    ("--random-state", "random_state", int, "seed that determines every random draw"),
-    ("--sampling", "sampling", str, "surrogate_leverage or ridge_leverage (data-dependent features)"),
-    ("--n-candidates", "n_candidates", int, "candidate frequencies scored by leverage sampling"),
-    ("--n-hd-blocks", "n_hd_blocks", int, "SORF: number of H D factors"),
-    ("--displacement-rank", "displacement_rank", int, "toeplitz_like: displacement rank"),
-    ("--chunk-rows", "chunk_rows", int, "rows per block when the input is rechunked"),
-]
-
-
-def _parse_alphas(text) -> list[float]:
-    if isinstance(text, (list, tuple)):
-        return [float(a) for a in text]
-    try:
-        alphas = [float(a) for a in str(text).split(",") if a.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--alphas must be comma-separated numbers, got {text!r}")
-    if any(a < 0 for a in alphas):
-        raise argparse.ArgumentTypeError(
-            f"--alphas {text!r} contains a negative value: every ridge penalty must be >= 0"
-        )
-    return alphas
-
-
-def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("cluster")
-    g.add_argument("--scheduler", metavar="ADDRESS",
-                   help="address of an existing Dask scheduler (tcp://... or tls://...) or a "
-                        "scheduler JSON file; default: start an in-process LocalCluster")
-    g.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes")
-    g.add_argument("--threads-per-worker", type=int, default=1, help="LocalCluster threads per worker (default 1)")
-    g.add_argument("--memory-limit", default="auto", help="LocalCluster memory limit per worker, e.g. 2GB")
-    g.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler")
-    g.add_argument("--tls-cert", help="client certificate for a tls:// scheduler")
-    g.add_argument("--tls-key", help="client private key for a tls:// scheduler")
-    g.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the scheduler (default 30)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or dashboard messages")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dkrr", description="Kernel ridge regression at scale on Dask with random features."
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("ingest", help="convert CSV, LIBSVM/svmlight or .npy into a dkrr Zarr store")
-    p.add_argument("input", help="input file (.csv, .txt/.svm/.libsvm[.gz|.bz2], .npy)")
-    p.add_argument("--out", required=True, help="output Zarr store (directory)")
-    p.add_argument("--target", help="target column: header name or 0-based index (default: last; libsvm: labels)")
-    p.add_argument("--format", choices=["csv", "libsvm", "npy"], help="input format (default: from the extension)")
-    hdr = p.add_mutually_exclusive_group()
-    hdr.add_argument("--header", dest="header", action="store_true", default=None, help="CSV has a header row")
-    hdr.add_argument("--no-header", dest="header", action="store_false", help="CSV has no header row")
-    p.add_argument("--delimiter", default=",", help="CSV delimiter (default ,)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="stored dtype of X")
-    p.add_argument("--chunk-rows", type=int, default=65536,
-                   help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
-                        "chunk of X stays within 64 MiB (default 65536)")
-    p.add_argument("--n-features", type=int, help="LIBSVM: number of features (default: largest index)")
-    p.add_argument("--missing", choices=["error", "drop"], default="error",
-                   help="rows with an empty, NA or NaN cell: error (default; names the rows) or drop")
-    p.add_argument("--labels", action="store_true",
-                   help="CSV: the target column holds class labels, even if they are numbers")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-
-    p = sub.add_parser("fit", help="fit a model on a Zarr store and save it")
-    p.add_argument("store", help="Zarr store with arrays X and y")
-    p.add_argument("--out", required=True, help="model directory to write")
-    p.add_argument("--config", help="TOML file with estimator options (command-line flags win)")
-    p.add_argument("--classifier", action="store_true", default=None, help="fit RandomFeatureRidgeClassifier")
-    p.add_argument("--no-intercept", dest="fit_intercept", action="store_false", default=None,
-                   help="fit without an intercept")
-    for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
-        if dest == "alphas":
-            p.add_argument(flag, dest=dest, type=_parse_alphas, help=help_)
-        else:
-            p.add_argument(flag, dest=dest, type=typ, help=help_)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
-    _add_cluster_options(p)
-
-    p = sub.add_parser("predict", help="predict a store with a saved model, write a Zarr store")
-    p.add_argument("model", help="model directory written by `dkrr fit`")
-    p.add_argument("store", help="Zarr store with array X")
-    p.add_argument("--out", required=True, help="output Zarr store holding y_pred")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    _add_cluster_options(p)
-
-    p = sub.add_parser("evaluate", help="score a saved model on a store with X and y")
-    p.add_argument("model", help="model directory written by `dkrr fit`")
-    p.add_argument("store", help="Zarr store with arrays X and y")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    _add_cluster_options(p)
-    return parser
 
 
 def _drop_interrupted_gather(record) -> bool:
@@ -143,8 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     (SIGTERM). Interrupted or terminated, no partial output is left behind.
     """
     import logging
-
-    from . import _commands
 
     logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
 

@@ -38,41 +38,37 @@ the caller passes.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
-import time
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dask
 import dask.array as da
-import dask.threaded
-from dask.base import get_scheduler, tokenize
-from dask.system import CPU_COUNT
 import numpy as np
 import zarr
 from zarr.codecs import BloscCodec
 
 from ..errors import InputValidationError, StoreError, StoreNotFoundError
-from .._progress import active_client
 from ._atomic import atomic_output
+from ._drain import run_store_tasks
+from ._kinds import (
+    LAYOUT_VERSION,
+    PREDICTIONS_MARKER,
+    predictions_replace_check,
+    zarr_replace_check,
+)
+from ._reader import read_array
 
 __all__ = [
     "LAYOUT_VERSION",
+    "PREDICTIONS_MARKER",
     "ZarrDataset",
     "open_dataset",
     "write_dataset",
     "write_predictions",
 ]
-
-#: Version of the store layout written in the ``dkrr_layout`` group attribute.
-LAYOUT_VERSION = 1
 
 _NUMERIC_KINDS = "iuf"
 
@@ -80,122 +76,6 @@ _NUMERIC_KINDS = "iuf"
 def default_compressors() -> tuple[BloscCodec, ...]:
     """Compressors used for every array dkrr writes (Blosc zstd level 3, shuffle)."""
     return (BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"),)
-
-
-#: Group attribute marking a store of predictions (written by :func:`write_predictions`).
-PREDICTIONS_MARKER = "dkrr_predictions"
-
-_METADATA_FILES = frozenset({"zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"})
-
-
-def _is_chunk_name(name: str) -> bool:
-    return all(part.isdigit() for part in name.split("."))
-
-
-def _foreign_in_array(root: Path, rel: str) -> list[str]:
-    """Entries of an array directory that are neither metadata nor chunks."""
-    foreign = []
-    for entry in os.scandir(root):
-        name = f"{rel}/{entry.name}"
-        if entry.is_symlink():
-            foreign.append(name)
-        elif entry.is_file():
-            if entry.name not in _METADATA_FILES and not _is_chunk_name(entry.name):
-                foreign.append(name)
-        elif entry.is_dir() and (entry.name == "c" or _is_chunk_name(entry.name)):
-            foreign += _foreign_chunks(Path(entry.path), name)
-        else:
-            foreign.append(name)
-    return foreign
-
-
-def _foreign_chunks(root: Path, rel: str) -> list[str]:
-    foreign = []
-    for entry in os.scandir(root):
-        name = f"{rel}/{entry.name}"
-        if entry.is_symlink() or not _is_chunk_name(entry.name):
-            foreign.append(name)
-        elif entry.is_dir():
-            foreign += _foreign_chunks(Path(entry.path), name)
-        elif not entry.is_file():
-            foreign.append(name)
-    return foreign
-
-
-def _foreign_entries(path: Path, arrays: set[str]) -> list[str]:
-    foreign = []
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        if entry.is_symlink():
-            foreign.append(entry.name)
-        elif entry.is_file() and entry.name in _METADATA_FILES:
-            continue
-        elif entry.is_dir() and entry.name in arrays:
-            foreign += _foreign_in_array(Path(entry.path), entry.name)
-        else:
-            foreign.append(entry.name)
-    return foreign
-
-
-def _replace_check(path: Path, kind: str) -> str | None:
-    if path.is_symlink():
-        return "it is a symbolic link, not a dkrr store"
-    if not path.is_dir():
-        return "it is not a Zarr store (a directory with zarr.json)"
-    entries = sorted(p.name for p in path.iterdir())
-    if not entries:
-        return None
-    if not any(name in _METADATA_FILES for name in entries):
-        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        return f"it is a directory that is not a Zarr store (it holds {shown})"
-    try:
-        with warnings.catch_warnings():  # foreign files are reported below
-            warnings.simplefilter("ignore")
-            group = zarr.open_group(str(path), mode="r")
-            attrs = dict(group.attrs.asdict())
-            arrays = set(group.array_keys())
-    except Exception:  # noqa: BLE001 - any failure means: not a store we can vouch for
-        return "it is a directory but not a readable Zarr group"
-    layout = attrs.get("dkrr_layout")
-    if layout is None:
-        return "it is a Zarr group with no dkrr_layout attribute, so not written by dkrr"
-    if isinstance(layout, bool) or layout != LAYOUT_VERSION:
-        return (
-            f"it has dkrr layout version {layout!r}; this dkrr writes version "
-            f"{LAYOUT_VERSION} and replaces only that"
-        )
-    is_predictions = attrs.get(PREDICTIONS_MARKER) == 1 or arrays == {"y_pred"}
-    if kind == "predictions" and not (is_predictions and arrays <= {"y_pred"}):
-        return (
-            f"it is not a dkrr prediction store (it holds {sorted(arrays)}); "
-            "predictions replace only predictions"
-        )
-    if kind == "dataset" and (is_predictions or "X" not in arrays or not arrays <= {"X", "y"}):
-        return (
-            f"it is not a dkrr dataset (it holds {sorted(arrays)}"
-            + (", dkrr predictions" if is_predictions else "")
-            + "); a dataset replaces only a dataset"
-        )
-    foreign = _foreign_entries(path, arrays)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        return f"it holds files dkrr did not write ({shown}); move them away first"
-    return None
-
-
-def zarr_replace_check(path: Path) -> str | None:
-    """``can_replace`` callback for a dataset: only a dkrr dataset (or an empty directory).
-
-    The group must carry ``dkrr_layout`` equal to :data:`LAYOUT_VERSION`, hold ``X``
-    (and optionally ``y``), not be a prediction store, and hold nothing but Zarr
-    metadata and chunk files. Returns ``None`` or the reason for refusing.
-    """
-    return _replace_check(Path(path), "dataset")
-
-
-def predictions_replace_check(path: Path) -> str | None:
-    """``can_replace`` callback for predictions: only a dkrr prediction store (or an
-    empty directory) holding nothing but ``y_pred``'s metadata and chunks."""
-    return _replace_check(Path(path), "predictions")
 
 
 @dataclass
@@ -286,92 +166,6 @@ def _open_group(path: Path) -> zarr.Group:
     return node
 
 
-#: Largest block (uncompressed bytes) a store may declare: what one task holds in
-#: memory, and the most a Blosc frame can hold.
-MAX_BLOCK_BYTES = 2**31
-#: Most row blocks an array may declare: beyond that the graph itself does not fit.
-MAX_BLOCKS = 1_000_000
-
-
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.3g} GiB"
-
-
-def _check_declared(name: str, arr: Any, path: Path) -> None:
-    """Refuse metadata declaring blocks or block counts no computer can hold."""
-    shape, chunks = tuple(int(s) for s in arr.shape), tuple(int(c) for c in arr.chunks)
-    itemsize = np.dtype(arr.dtype).itemsize
-    elements = math.prod(chunks)
-    if name == "X" and len(shape) == 2:  # columns are read in one block
-        block = chunks[0] * shape[1]
-    else:
-        block = elements
-    if max(elements, block) * itemsize > MAX_BLOCK_BYTES:
-        raise StoreError(
-            f"array {name!r} in {path} declares shape {shape} with chunks {chunks}: one "
-            f"block holds {float(max(elements, block)):.3g} elements "
-            f"({_gib(max(elements, block) * itemsize)}), more than the "
-            f"{_gib(MAX_BLOCK_BYTES)} a block may hold in memory; the metadata is "
-            "corrupted or the store was not written for dkrr: re-ingest it with a smaller "
-            "--chunk-rows"
-        )
-    blocks = math.prod(-(-s // max(c, 1)) for s, c in zip(shape, chunks))
-    if blocks > MAX_BLOCKS:
-        raise StoreError(
-            f"array {name!r} in {path} declares {shape[0]} rows in chunks of {chunks[0]} "
-            f"rows: {blocks:,} blocks, more than the {MAX_BLOCKS:,} blocks one dask graph "
-            "can schedule; the metadata is corrupted, or re-ingest with a larger "
-            "--chunk-rows"
-        )
-
-
-def _metadata_identity(path: Path, name: str) -> tuple:
-    """Inode and modification time of the metadata files: a replaced store (dkrr writes
-    stores whole, then renames) gets new keys, so a scheduler that still holds blocks of
-    the old one never serves them for the new one."""
-    ident = []
-    for rel in ("zarr.json", ".zgroup", f"{name}/zarr.json", f"{name}/.zarray"):
-        with contextlib.suppress(OSError):
-            st = os.stat(path / rel)
-            ident.append((rel, st.st_ino, st.st_mtime_ns, st.st_size))
-    return tuple(ident)
-
-
-class _BlockReader:
-    """What a dask task needs to read one array of a store: the Zarr array, with read
-    errors (a corrupted or unreadable chunk) turned into a :class:`StoreError` naming the
-    array and the store."""
-
-    def __init__(self, array: Any, name: str, path: Path):
-        self.array, self.name, self.path = array, name, str(path)
-        self.shape, self.dtype, self.ndim = array.shape, np.dtype(array.dtype), array.ndim
-
-    def __getitem__(self, key):
-        try:
-            return self.array[key]
-        except MemoryError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - codecs raise many types
-            rows = key[0] if isinstance(key, tuple) else key
-            where = f"rows {rows.start}..{rows.stop} " if isinstance(rows, slice) else ""
-            raise StoreError(
-                f"cannot read {where}of array {self.name!r} of {self.path}: the store is "
-                f"corrupted or unreadable ({type(exc).__name__}: {exc}); re-create it with "
-                "`dkrr ingest` or restore it from a copy"
-            ) from None
-
-
-def _read(group: zarr.Group, name: str, path: Path) -> da.Array:
-    arr = group[name]
-    _check_declared(name, arr, path)
-    meta = json.dumps(arr.metadata.to_dict(), sort_keys=True, default=str)
-    token = tokenize(str(path), name, meta, _metadata_identity(path, name))
-    return da.from_array(
-        _BlockReader(arr, name, path), chunks=arr.chunks, name=f"dkrr-read-{name}-{token}",
-        asarray=True, fancy=False,
-    )
-
-
 def _check_numeric(name: str, arr: Any, path: Path) -> None:
     dtype = np.dtype(arr.dtype)
     if dtype.kind not in _NUMERIC_KINDS:
@@ -432,7 +226,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
             "(n_samples, n_features)"
         )
     _check_numeric("X", zX, path)
-    X = _read(group, "X", path)
+    X = read_array(group, "X", path)
     if X.numblocks[1] != 1:
         X = X.rechunk({1: -1})
     y = None
@@ -449,7 +243,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
                 f"{zX.shape} but y has shape {zy.shape}; both need n_samples rows"
             )
         _check_numeric("y", zy, path)
-        y = _read(group, "y", path)
+        y = read_array(group, "y", path)
         target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
         if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
             y = y.rechunk(target_chunks)
@@ -480,96 +274,6 @@ def _as_dask(arr: Any, name: str) -> da.Array:
         return arr
     arr = np.asarray(arr)
     return da.from_array(arr, chunks=(min(max(arr.shape[0], 1), 65536),) + arr.shape[1:])
-
-
-def _key_name(key: Any) -> str:
-    return str(key[0] if isinstance(key, tuple) else key)
-
-
-def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.run
-    # Graph optimisation may fuse layers into a renamed key ("dkrr-store-map-<token>"
-    # for "store-map-<token>"), so a key matches when it contains one of the names.
-    tasks = set(dask_worker.state.executing) | set(dask_worker.state.long_running)
-    return sum(any(n in _key_name(ts.key) for n in names) for ts in tasks)
-
-
-def _store_layer_names(tasks: list) -> set[str]:
-    """Key names of the layers that write into the store (``store-map-<token>``, the
-    token covering the target array and the input keys); the inputs' own keys are left
-    out, so the wait never follows unrelated work that shares them."""
-    names = {_key_name(key) for t in tasks for key in dict(t.__dask_graph__())}
-    store = {n for n in names if n.startswith("store-map-")}
-    return store or names
-
-
-def _drain(client, tasks: list, timeout: float = 60.0) -> None:
-    """Wait until no task of `tasks` is still pending on the scheduler or running.
-
-    The caller has cancelled or released the futures; until the scheduler has processed
-    that, queued blocks may still be started, so both the scheduler's pending tasks and
-    the workers' running ones are polled.
-    """
-    names = _store_layer_names(tasks)
-
-    def pending_store_tasks(dask_scheduler, names):
-        # Runs on the scheduler; self-contained (pickled by value) so that the scheduler
-        # need not import dkrr.
-        pending = ("waiting", "queued", "no-worker", "processing")
-        return sum(
-            ts.state in pending and any(n in str(ts.key[0] if isinstance(ts.key, tuple) else ts.key) for n in names)
-            for ts in dask_scheduler.tasks.values()
-        )
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            pending = client.run_on_scheduler(pending_store_tasks, names=names)
-            running = client.run(_running_store_tasks, names=names)
-        except Exception:  # workers gone or client closing: nothing more we can do
-            return
-        if not pending and not any(running.values()):
-            return
-        time.sleep(0.05)
-
-
-def _run(tasks: Any, compute: Callable[[list], Any] | None) -> None:
-    """Run the store tasks (dask collections whose results are empty arrays).
-
-    When it fails, blocks that were already running keep writing for a moment; to
-    let the caller delete the temporary store afterwards, this waits for them: with
-    the threaded scheduler by shutting down its own thread pool, with a distributed
-    client by cancelling the rest and polling the workers until none still runs a
-    block. A custom `compute` must cancel or release its futures when it fails; the
-    wait that follows is done here when a distributed client is the default.
-    """
-    tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
-    if compute is not None:
-        try:
-            compute(tasks)
-        except BaseException:  # KeyboardInterrupt included: stop the blocks still writing
-            client = active_client()
-            if client is not None:
-                _drain(client, tasks)
-            raise
-        return
-    scheduler = get_scheduler(collections=tasks)
-    client = getattr(scheduler, "__self__", None)
-    if scheduler is dask.threaded.get:
-        pool = ThreadPoolExecutor(max(1, dask.config.get("num_workers", None) or CPU_COUNT))
-        try:
-            dask.compute(*tasks, scheduler="threads", pool=pool)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    elif client is not None and hasattr(client, "compute") and hasattr(client, "run"):
-        futures = client.compute(tasks)
-        try:
-            client.gather(futures)
-        except BaseException:
-            client.cancel(futures)
-            _drain(client, tasks)
-            raise
-    else:
-        dask.compute(*tasks)
 
 
 def write_predictions(
@@ -651,7 +355,7 @@ def write_predictions(
             compute=False,
             compressors=default_compressors(),
         )
-        _run(task, compute)
+        run_store_tasks(task, compute)
     return str(final)
 
 
@@ -752,5 +456,5 @@ def write_dataset(
                     compressors=default_compressors(),
                 )
             )
-        _run(da.store(sources, targets, lock=False, compute=False), compute)
+        run_store_tasks(da.store(sources, targets, lock=False, compute=False), compute)
     return str(final)

@@ -1,0 +1,115 @@
+"""Running the tasks that write a store, and waiting for them when they fail.
+
+When a store write fails or is interrupted (Ctrl-C, SIGTERM), blocks already running
+keep writing for a moment; the temporary store may be deleted only once none is left.
+This is the one place that knows how to wait: with the threaded scheduler by shutting
+down a private thread pool, with a distributed client (the one
+:func:`dkrr._progress.active_client` returns) by cancelling and polling the scheduler
+and the workers for tasks of the store layers (``store-map-<token>``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import dask
+import dask.threaded
+from dask.base import get_scheduler
+from dask.system import CPU_COUNT
+
+from .._progress import active_client
+
+__all__ = ["run_store_tasks"]
+
+
+def _key_name(key: Any) -> str:
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.run
+    # Graph optimisation may fuse layers into a renamed key ("arange-store-map-<token>"
+    # for "store-map-<token>"), so a key matches when it contains one of the names.
+    tasks = set(dask_worker.state.executing) | set(dask_worker.state.long_running)
+    return sum(any(n in _key_name(ts.key) for n in names) for ts in tasks)
+
+
+def _store_layer_names(tasks: list) -> set[str]:
+    """Key names of the layers that write into the store (``store-map-<token>``, the
+    token covering the target array and the input keys); the inputs' own keys are left
+    out, so the wait never follows unrelated work that shares them."""
+    names = {_key_name(key) for t in tasks for key in dict(t.__dask_graph__())}
+    store = {n for n in names if n.startswith("store-map-")}
+    return store or names
+
+
+def _drain(client, tasks: list, timeout: float = 60.0) -> None:
+    """Wait until no task of `tasks` is still pending on the scheduler or running.
+
+    The caller has cancelled or released the futures; until the scheduler has processed
+    that, queued blocks may still be started, so both the scheduler's pending tasks and
+    the workers' running ones are polled.
+    """
+    names = _store_layer_names(tasks)
+
+    def pending_store_tasks(dask_scheduler, names):
+        # Runs on the scheduler; self-contained (pickled by value) so that the scheduler
+        # need not import dkrr.
+        pending = ("waiting", "queued", "no-worker", "processing")
+        return sum(
+            ts.state in pending and any(n in str(ts.key[0] if isinstance(ts.key, tuple) else ts.key) for n in names)
+            for ts in dask_scheduler.tasks.values()
+        )
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pending = client.run_on_scheduler(pending_store_tasks, names=names)
+            running = client.run(_running_store_tasks, names=names)
+        except Exception:  # noqa: BLE001 - workers gone or client closing: nothing more to do
+            return
+        if not pending and not any(running.values()):
+            return
+        time.sleep(0.05)
+
+
+def run_store_tasks(tasks: Any, compute: Callable[[list], Any] | None) -> None:
+    """Run the store tasks (dask collections whose results are empty arrays).
+
+    When it fails, blocks that were already running keep writing for a moment; to
+    let the caller delete the temporary store afterwards, this waits for them: with
+    the threaded scheduler by shutting down its own thread pool, with a distributed
+    client by cancelling the rest and polling the workers until none still runs a
+    block. A custom `compute` must cancel or release its futures when it fails; the
+    wait that follows is done here when a distributed client is the default.
+    """
+    tasks = list(tasks) if isinstance(tasks, (list, tuple)) else [tasks]
+    if compute is not None:
+        try:
+            compute(tasks)
+        except BaseException:  # KeyboardInterrupt included: stop the blocks still writing
+            client = active_client()
+            if client is not None:
+                _drain(client, tasks)
+            raise
+        return
+    scheduler = get_scheduler(collections=tasks)
+    client = getattr(scheduler, "__self__", None)
+    if scheduler is dask.threaded.get:
+        pool = ThreadPoolExecutor(max(1, dask.config.get("num_workers", None) or CPU_COUNT))
+        try:
+            dask.compute(*tasks, scheduler="threads", pool=pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    elif client is not None and hasattr(client, "compute") and hasattr(client, "run"):
+        futures = client.compute(tasks)
+        try:
+            client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            _drain(client, tasks)
+            raise
+    else:
+        dask.compute(*tasks)
