@@ -172,6 +172,24 @@ def test_evaluate_json_stays_valid_with_non_finite_metrics(tmp_path, capsys, add
     assert "r2" in err and "null" in err
 
 
+# ----------------------------------------------------------------- stores that lie
+
+
+def test_corrupted_or_absurd_store_is_one_clear_line(tmp_path, capsys, addr):
+    store, X, y = _store(tmp_path / "data.zarr")
+    model = _model(tmp_path / "m", X, y)
+    (store / "X" / "c" / "1" / "0").write_bytes(b"garbage" * 10)
+    code, _, err = _run(capsys, "evaluate", model, store, "--scheduler", addr, "-q")
+    assert code == 1 and "array 'X'" in err and "corrupted" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    g = zarr.open_group(str(tmp_path / "huge.zarr"), mode="w", attributes={"dkrr_layout": 1})
+    g.create_array("X", shape=(10**15, 3), chunks=(65536, 3), dtype="f4")
+    g.create_array("y", shape=(10**15,), chunks=(65536,), dtype="f4")
+    code, _, err = _run(capsys, "fit", tmp_path / "huge.zarr", "--out", tmp_path / "m2",
+                        "--scheduler", UNREACHABLE, "-q")
+    assert code == 1 and "1000000000000000 rows" in err and "blocks" in err, err
+
+
 # ----------------------------------------------------------------- real processes
 
 

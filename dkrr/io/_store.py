@@ -32,8 +32,14 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
 Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
 read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
-or ``(n_samples, n_outputs)``), chunked along rows like the input, plus the attributes
-the caller passes.
+or ``(n_samples, n_outputs)``), chunked along rows like the input, with the attributes
+``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes.
+
+A store is refused when opened if its metadata declares a block over
+:data:`~dkrr.io._reader.MAX_BLOCK_BYTES` (2 GiB) or more than
+:data:`~dkrr.io._reader.MAX_BLOCKS` row blocks; a chunk that cannot be decoded is a
+:class:`~dkrr.errors.StoreError` naming the array and the store. ``overwrite=True``
+replaces only a dkrr store of the same kind (see :mod:`dkrr.io._kinds`).
 """
 
 from __future__ import annotations
