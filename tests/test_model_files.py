@@ -255,6 +255,13 @@ def test_mixed_int_float_labels_from_fit_are_refused(tmp_path):
         save_model(clf, tmp_path / "m")
 
 
+def test_store_label_names_set_by_the_cli_round_trip(tmp_path):
+    clf = _fitted_classifier()
+    clf.store_classes_ = np.asarray(["g", "h", "k"])
+    back = load_model(save_model(clf, tmp_path / "m"))
+    assert back.store_classes_.tolist() == ["g", "h", "k"] and back.store_classes_.dtype == clf.store_classes_.dtype
+
+
 def test_unknown_fitted_attribute_is_refused_at_save(tmp_path, X):
     rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(X)
     rf.surprise_ = 1

@@ -43,9 +43,10 @@ _RIDGE = {
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     "RandomFeatures": {"feature_map_": "map", "n_features_in_": "count", "n_output_features_": "count"},
     "RandomFeatureRidge": _RIDGE,
-    "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels"},
+    # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
+    "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"cv_results_", "best_score_"}
+_OPTIONAL = {"cv_results_", "best_score_", "store_classes_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
