@@ -151,8 +151,10 @@ def _start_tls(sock, security, deadline: float, timeout: float):
         ) from None
 
 
-def _read_some(sock, data: bytearray, need: int, deadline: float, timeout: float) -> None:
+def _read_some(sock, data: bytearray, need: int, deadline: float, timeout: float, tls: bool) -> None:
     """Read into ``data`` until it holds ``need`` bytes; ProbeError on close or timeout."""
+    import ssl
+
     while len(data) < need:
         try:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -168,13 +170,28 @@ def _read_some(sock, data: bytearray, need: int, deadline: float, timeout: float
                 f"not a Dask scheduler: it sent {_preview(data)} and then nothing within "
                 f"{timeout:g} s{_what_it_is(data)}"
             ) from None
+        except ssl.SSLError as exc:
+            if not data:
+                raise ProbeError(
+                    f"the TLS connection was ended by the peer ({exc.reason or exc}): a TLS "
+                    "scheduler does this when it rejects the client certificate (signed by "
+                    "another CA than the cluster's?)"
+                ) from None
+            chunk = b""
         except OSError:  # reset by the peer
             chunk = b""
         if not chunk:
+            if not data and tls:
+                raise ProbeError(
+                    "the peer closed the TLS connection without sending a Dask handshake: a TLS "
+                    "scheduler does this when it rejects the client certificate (signed by "
+                    "another CA than the cluster's?)"
+                )
             if not data:
                 raise ProbeError(
                     "the peer closed the connection without sending a Dask handshake: it is not "
-                    "a Dask scheduler (is this the dashboard port, a proxy or another service?)"
+                    "a Dask scheduler (is this the dashboard port, a TLS scheduler (use tls://), "
+                    "a proxy or another service?)"
                 )
             raise ProbeError(
                 f"not a Dask scheduler: it sent {_preview(data)} and closed the connection"
@@ -254,14 +271,14 @@ def probe_scheduler(address: str, security=None, timeout: float = 30.0) -> None:
         except OSError:
             pass  # a peer that already closed is reported by the read below
         data = bytearray()
-        _read_some(sock, data, _HEADER.size, deadline, timeout)
+        _read_some(sock, data, _HEADER.size, deadline, timeout, scheme == "tls")
         (length,) = _HEADER.unpack_from(data)
         if not _HEADER.size * 2 <= length <= MAX_HANDSHAKE_BYTES:
             raise ProbeError(
                 f"not a Dask scheduler: its first bytes {_preview(data)} read as a Dask length "
                 f"prefix declare a message of {length} bytes (a handshake is under 1 KiB){_what_it_is(data)}"
             )
-        _read_some(sock, data, _HEADER.size + length, deadline, timeout)
+        _read_some(sock, data, _HEADER.size + length, deadline, timeout, scheme == "tls")
         _check_handshake(bytes(data[: _HEADER.size + length]))
     finally:
         sock.close()

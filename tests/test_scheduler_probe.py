@@ -245,3 +245,20 @@ def test_cli_reports_not_a_scheduler(tmp_path, capsys):
     assert code == 1
     assert "not a Dask scheduler" in err and "Traceback" not in err
     assert not (tmp_path / "m").exists()
+
+
+def test_tls_scheduler_rejecting_the_client_certificate_says_so(certs, tmp_path):
+    spec = importlib.util.spec_from_file_location("dkrr_make_certs", ROOT / "cluster/tls/make_certs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    other = module.make_certs(tmp_path / "other")  # another CA
+    files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
+    with dask_client(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
+        address = local.scheduler.address
+        # the client trusts the cluster CA, but its certificate is signed by another one
+        message = _unreachable(address, tls_ca_file=certs["ca"], tls_cert=other["client"],
+                               tls_key=other["client_key"])
+        assert "rejects the client certificate" in message and "not a Dask scheduler" not in message
+        # a plain tcp:// address to the TLS scheduler
+        message = _unreachable(address.replace("tls://", "tcp://"))
+        assert "use tls://" in message
