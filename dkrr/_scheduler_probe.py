@@ -28,9 +28,9 @@ while an HTTP server answers "400 Bad request". Everything happens within one de
 
 from __future__ import annotations
 
-import concurrent.futures
 import socket
 import struct
+import threading
 import time
 
 from .errors import InvalidParameterError
@@ -96,16 +96,24 @@ def _what_it_is(data: bytes) -> str:
 
 
 def _resolve(host: str, port: int, deadline: float):
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dkrr-dns")
-    try:
-        future = pool.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
-        return future.result(timeout=max(deadline - time.monotonic(), 0.001))
-    except socket.gaierror as exc:
-        raise ProbeError(f"could not resolve the host name {host!r} (DNS: {exc.strerror})") from None
-    except concurrent.futures.TimeoutError:
-        raise ProbeError(f"the DNS lookup of {host!r} did not finish in time") from None
-    finally:
-        pool.shutdown(wait=False)
+    """``getaddrinfo`` in a daemon thread (it has no timeout of its own), bounded by the deadline."""
+    result = {}
+
+    def lookup():
+        try:
+            result["infos"] = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        except OSError as exc:
+            result["error"] = exc
+
+    thread = threading.Thread(target=lookup, name="dkrr-dns", daemon=True)
+    thread.start()
+    thread.join(max(deadline - time.monotonic(), 0.001))
+    if thread.is_alive():
+        raise ProbeError(f"the DNS lookup of {host!r} did not finish in time")
+    if "error" in result:
+        exc = result["error"]
+        raise ProbeError(f"could not resolve the host name {host!r} (DNS: {exc.strerror or exc})")
+    return result["infos"]
 
 
 def _connect(host: str, port: int, deadline: float, timeout: float) -> socket.socket:
