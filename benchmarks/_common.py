@@ -247,56 +247,53 @@ def machine_info() -> dict[str, Any]:
 
 
 # -- dkrr probes -----------------------------------------------------------------------
-def dkrr_ridge_classes() -> tuple[type | None, type | None, str | None]:
-    """(RandomFeatureRidge, RandomFeatureRidgeClassifier, reason-if-missing).
+def dkrr_ridge_classes() -> tuple[type, type]:
+    """``(RandomFeatureRidge, RandomFeatureRidgeClassifier)`` from the public ``dkrr`` package.
 
-    Looked up in ``dkrr.estimators`` and the estimator modules; never fails.
+    Any import error propagates: a benchmark of dkrr without dkrr is a failed run, never a
+    report that says "not available".
     """
-    reg = clf = None
-    reasons = []
-    try:
-        import dkrr.estimators as est
+    from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier
 
-        reg = getattr(est, "RandomFeatureRidge", None)
-        clf = getattr(est, "RandomFeatureRidgeClassifier", None)
-    except Exception as exc:
-        reasons.append(f"import dkrr.estimators failed: {exc!r}")
-    if reg is None:
-        try:
-            from dkrr.estimators._ridge import RandomFeatureRidge as reg  # type: ignore
-        except Exception as exc:
-            reasons.append(f"RandomFeatureRidge not available ({type(exc).__name__}: {exc})")
-    if clf is None:
-        try:
-            from dkrr.estimators._classifier import RandomFeatureRidgeClassifier as clf  # type: ignore
-        except Exception as exc:
-            reasons.append(f"RandomFeatureRidgeClassifier not available ({type(exc).__name__}: {exc})")
-    return reg, clf, ("; ".join(reasons) or None)
+    return RandomFeatureRidge, RandomFeatureRidgeClassifier
 
 
 def make_dkrr_ridge(cls: type, **params) -> Any:
-    """Instantiate a dkrr ridge estimator with those of ``params`` it accepts."""
+    """``cls(**params)``, refusing any parameter ``cls`` does not have (no silent drop).
+
+    Raises
+    ------
+    TypeError
+        Names the unknown parameters and the accepted ones (a misspelled ``chunk_rows``
+        must not benchmark the default instead).
+    """
     accepted = set(cls().get_params())
-    return cls(**{k: v for k, v in params.items() if k in accepted})
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no parameter(s) {unknown}; accepted: {sorted(accepted)}")
+    return cls(**params)
 
 
-def dkrr_methods_available(cls: type | None, wanted: list[str], regression: bool = True) -> tuple[list[str], dict[str, str]]:
-    """Which of ``wanted`` methods fit on a tiny problem; reasons for the others."""
-    if cls is None:
-        return [], {m: "dkrr ridge estimator not available" for m in wanted}
+def dkrr_methods_available(cls: type, wanted: list[str], regression: bool = True) -> list[str]:
+    """``wanted``, after fitting each method on a tiny problem; a failure raises.
+
+    Raises
+    ------
+    RuntimeError
+        Naming the method that failed to fit or predict, chained to its error.
+    """
     rng = np.random.default_rng(0)
     X = rng.standard_normal((64, 4))
     y = X[:, 0] if regression else np.where(X[:, 0] > 0, 1, -1)
-    ok, missing = [], {}
     for m in wanted:
         try:
             est = make_dkrr_ridge(cls, method=m, n_components=8, gamma=0.5, alpha=1.0, random_state=0)
             est.fit(X, y)
             est.predict(X[:4])
-            ok.append(m)
         except Exception as exc:
-            missing[m] = f"{type(exc).__name__}: {str(exc)[:200]}"
-    return ok, missing
+            raise RuntimeError(f"dkrr {cls.__name__}(method={m!r}) fails on a 64 x 4 problem: "
+                               f"{type(exc).__name__}: {exc}") from exc
+    return list(wanted)
 
 
 def sklearn_extra_fastfood() -> tuple[type | None, str | None]:

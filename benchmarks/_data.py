@@ -1,4 +1,11 @@
-"""Benchmark data: real data sets from ``../shared/data`` beside the checkout and the synthetic regression.
+"""Benchmark data: the real data sets (through :mod:`dkrr.datasets`) and the synthetic regression.
+
+Real data sets are found as :func:`dkrr.datasets.load_dataset` finds them: the cache
+(``$DKRR_DATA``), an offline mirror folder, then a download from the recorded public URL
+(sha256 verified). The mirror is ``$DKRR_DATA_MIRROR``, else ``$DKRR_SHARED_DATA``, else
+the project's ``../shared/data`` beside the checkout when it exists. Set
+``DKRR_BENCH_DOWNLOAD=0`` to forbid downloads (a missing data set then fails with
+:class:`dkrr.errors.DatasetUnavailableError`, which says how to provide it).
 
 Every loader returns a :class:`Split` with X standardised by the training mean and
 standard deviation (constant columns left at scale 1) and, for regression, y standardised
@@ -8,15 +15,15 @@ the same way, so a test MSE of 1 means "no better than predicting the mean".
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Split", "DATA_ROOT", "load_split", "load_raw", "synthetic_regression", "sigma_50nn", "REAL_DATASETS"]
+__all__ = ["Split", "DATA_ROOT", "data_mirror", "load_split", "load_raw", "real_data_missing",
+           "synthetic_regression", "sigma_50nn", "REAL_DATASETS"]
 
-#: folder of the shared real data sets (override with DKRR_DATA_ROOT)
+#: the project's offline copy of the real data sets (``$DKRR_SHARED_DATA`` overrides)
 DATA_ROOT = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 #: name -> task
@@ -51,38 +58,57 @@ class Split:
     note: str = ""
 
 
+def data_mirror() -> Path | None:
+    """The offline mirror folder: ``$DKRR_DATA_MIRROR``, else :data:`DATA_ROOT` if it exists."""
+    env = os.environ.get("DKRR_DATA_MIRROR")
+    if env:
+        return Path(env).expanduser()
+    return DATA_ROOT if DATA_ROOT.is_dir() else None
+
+
+def _download_allowed() -> bool:
+    return os.environ.get("DKRR_BENCH_DOWNLOAD", "1").strip().lower() not in ("0", "false", "no")
+
+
+def _check_name(name: str) -> None:
+    if name not in REAL_DATASETS:
+        raise ValueError(f"unknown data set {name!r}; known: {sorted(REAL_DATASETS)}")
+
+
 def load_raw(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """All rows (X float64, y) of a real data set."""
-    root = DATA_ROOT
-    if name == "cal_housing":
-        from scipy.io import arff
+    """All rows (X float64, y) of a real data set (cod_rna: its training file).
 
-        data, _ = arff.loadarff(str(root / "cal_housing" / "cal.housing.arff"))
-        arr = np.column_stack([np.asarray(data[c], dtype=np.float64) for c in data.dtype.names])
-        return np.ascontiguousarray(arr[:, :-1]), arr[:, -1].copy()
-    if name == "casp":
-        try:
-            from dkrr.datasets import load_casp
+    Raises
+    ------
+    dkrr.errors.DatasetUnavailableError
+        The data set is neither cached, nor in the mirror, nor downloadable (the message
+        says where dkrr looked and how to provide the file).
+    """
+    _check_name(name)
+    if name == "casp":  # shipped with dkrr
+        from dkrr.datasets import load_casp
 
-            return load_casp()
-        except Exception:
-            arr = np.loadtxt(root / "casp" / "CASP.csv", delimiter=",")
-            return np.ascontiguousarray(arr[:, 1:]), arr[:, 0].copy()
-    if name == "cod_rna":
-        with gzip.open(root / "cod_rna" / "cod-rna.train.txt.gz") as fh:
-            arr = np.loadtxt(fh)
-        return np.ascontiguousarray(arr[:, 1:]), arr[:, 0].astype(int)
-    if name == "letter":
-        import pandas as pd
+        return load_casp()
+    from dkrr.datasets import load_dataset
 
-        df = pd.read_csv(root / "letter" / "letter-recognition.data", header=None)
-        return df.iloc[:, 1:].to_numpy(dtype=np.float64), df.iloc[:, 0].to_numpy(dtype=str)
-    if name == "usps":
-        from sklearn.datasets import load_svmlight_file
+    return load_dataset(name, mirror=data_mirror(), download=_download_allowed())
 
-        X, y = load_svmlight_file(str(root / "usps" / "usps.t.bz2"), n_features=256)
-        return np.ascontiguousarray(X.toarray()), y.astype(int) - 1
-    raise ValueError(f"unknown data set {name!r}; known: {sorted(REAL_DATASETS)}")
+
+def real_data_missing(names) -> dict[str, str]:
+    """Data set -> reason, for those of ``names`` that are not available without a download."""
+    from dkrr.datasets import DATASETS, fetch_file
+
+    missing = {}
+    for name in names:
+        _check_name(name)
+        if name == "casp":
+            continue
+        files = DATASETS[name].files
+        try:  # the file load_raw reads (load_dataset's default part)
+            fetch_file(files["train" if "train" in files else "data"], mirror=data_mirror(), download=False)
+        except FileNotFoundError as exc:
+            missing[name] = str(exc)
+    return missing
 
 
 def _standardise(X_train, X_test):

@@ -67,12 +67,8 @@ def _delayed_rows(rows, d, seed, which):
 
 def run(cfg: Config) -> dict[str, Any]:
     st = settings(cfg)
-    reg, _, reason = dkrr_ridge_classes()
+    reg, _ = dkrr_ridge_classes()
     res: dict[str, Any] = {"settings": st}
-    if reg is None:
-        res["status"] = f"not available: {reason}"
-        res["notes"] = [f"scaling suite skipped: dkrr RandomFeatureRidge not available ({reason})"]
-        return res
     import dask.array as da
 
     d = st["d"]
