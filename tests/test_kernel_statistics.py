@@ -1,4 +1,4 @@
-"""Statistical checks of every feature map against the exact kernel (ALGORITHMS.md s. 1, 2, 6).
+"""Statistical checks of every feature map against the exact kernel (docs/ALGORITHMS.md s. 1, 2, 6).
 
 Seeded Monte-Carlo, deterministic (fixed seeds), with every tolerance derived from the
 standard error (SE) measured in the test itself -- never a fixed allowance:
@@ -15,7 +15,7 @@ standard error (SE) measured in the test itself -- never a fixed allowance:
   tested on paired differences (same point pairs, per-seed MSE differences) with a
   margin of 3 SE of the difference.
 
-The exact kernels are written out here from ALGORITHMS.md section 1 (not taken from
+The exact kernels are written out here from docs/ALGORITHMS.md section 1 (not taken from
 ``dkrr.features.exact_kernel``, which is checked against them), so a bandwidth error shared
 by the maps and the library's exact kernel cannot cancel.
 """
