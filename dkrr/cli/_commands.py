@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -29,14 +30,29 @@ _WORKER_LOGGERS = {"distributed.worker": "critical", "distributed.nanny": "criti
                    "distributed.scheduler": "critical", "distributed.core": "critical"}
 
 
-def _silence_worker_logs() -> None:
+@contextlib.contextmanager
+def _worker_logs_silenced():
     """Under ``-q``: no worker-side tracebacks, in this process or in the LocalCluster's
-    worker processes (they read the ``DASK_LOGGING`` variable when they import dask)."""
+    worker processes (they read the ``DASK_LOGGING`` variable when they import dask).
+    Levels and environment are restored afterwards (``main`` may run in a process that
+    goes on)."""
     import logging
 
+    loggers = {name: logging.getLogger(name) for name in _WORKER_LOGGERS}
+    levels = {name: logger.level for name, logger in loggers.items()}
+    env = os.environ.get("DASK_LOGGING")
     for name, level in _WORKER_LOGGERS.items():
-        logging.getLogger(name).setLevel(level.upper())
+        loggers[name].setLevel(level.upper())
     os.environ["DASK_LOGGING"] = repr(_WORKER_LOGGERS)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            loggers[name].setLevel(level)
+        if env is None:
+            os.environ.pop("DASK_LOGGING", None)
+        else:
+            os.environ["DASK_LOGGING"] = env
 
 
 def _preflight(args, *, can_replace, inputs) -> None:
@@ -47,24 +63,26 @@ def _preflight(args, *, can_replace, inputs) -> None:
     check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs)
 
 
+@contextlib.contextmanager
 def _client(args):
     from .._cluster import dask_client
     from .._progress import set_progress
 
     set_progress(not args.quiet)
-    if args.quiet:
-        _silence_worker_logs()
-    return dask_client(
-        args.scheduler,
-        n_workers=args.workers,
-        threads_per_worker=args.threads_per_worker,
-        memory_limit=args.memory_limit,
-        tls_ca_file=args.tls_ca_file,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        timeout=args.timeout,
-        quiet=args.quiet,
-    )
+    with contextlib.ExitStack() as stack:
+        if args.quiet:
+            stack.enter_context(_worker_logs_silenced())
+        yield stack.enter_context(dask_client(
+            args.scheduler,
+            n_workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            memory_limit=args.memory_limit,
+            tls_ca_file=args.tls_ca_file,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            timeout=args.timeout,
+            quiet=args.quiet,
+        ))
 
 
 def cmd_ingest(args) -> int:
