@@ -25,8 +25,8 @@ from ..errors import StoreError
 
 __all__ = ["MAX_BLOCKS", "MAX_BLOCK_BYTES", "read_array"]
 
-#: Largest block (uncompressed bytes) a store may declare: what one task holds in
-#: memory, and the most a Blosc frame can hold.
+#: Largest chunk (uncompressed bytes) a store may declare: one task reads it whole into
+#: memory, and it is the most one Blosc frame can hold.
 MAX_BLOCK_BYTES = 2**31
 #: Most row blocks an array may declare: beyond that the graph itself does not fit.
 MAX_BLOCKS = 1_000_000
@@ -37,22 +37,17 @@ def _gib(nbytes: float) -> str:
 
 
 def _check_declared(name: str, arr: Any, path: Path) -> None:
-    """Refuse metadata declaring blocks or block counts no computer can hold."""
+    """Refuse metadata declaring chunks or chunk counts no computer can hold."""
     shape, chunks = tuple(int(s) for s in arr.shape), tuple(int(c) for c in arr.chunks)
     itemsize = np.dtype(arr.dtype).itemsize
     elements = math.prod(chunks)
-    if name == "X" and len(shape) == 2:  # columns are read in one block
-        block = chunks[0] * shape[1]
-    else:
-        block = elements
-    if max(elements, block) * itemsize > MAX_BLOCK_BYTES:
+    if elements * itemsize > MAX_BLOCK_BYTES:
         raise StoreError(
             f"array {name!r} in {path} declares shape {shape} with chunks {chunks}: one "
-            f"block holds {float(max(elements, block)):.3g} elements "
-            f"({_gib(max(elements, block) * itemsize)}), more than the "
-            f"{_gib(MAX_BLOCK_BYTES)} a block may hold in memory; the metadata is "
-            "corrupted or the store was not written for dkrr: re-ingest it with a smaller "
-            "--chunk-rows"
+            f"chunk holds {float(elements):.3g} elements ({_gib(elements * itemsize)}), "
+            f"more than the {_gib(MAX_BLOCK_BYTES)} a chunk may hold (one task reads it "
+            "whole into memory); the metadata is corrupted or the store was not written "
+            "for dkrr: re-ingest it with a smaller --chunk-rows"
         )
     blocks = math.prod(-(-s // max(c, 1)) for s, c in zip(shape, chunks))
     if blocks > MAX_BLOCKS:
