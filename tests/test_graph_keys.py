@@ -36,7 +36,7 @@ def data():
 @pytest.fixture(scope="module")
 def models(data):
     X, y, labels, _, _ = data
-    kw = dict(method="rff", n_components=16, gamma=0.5, alpha=0.1)
+    kw = {"method": "rff", "n_components": 16, "gamma": 0.5, "alpha": 0.1}
     m1 = RandomFeatureRidge(random_state=0, **kw).fit(X, y)
     m2 = RandomFeatureRidge(random_state=1, **kw).fit(X, y)
     c1 = RandomFeatureRidgeClassifier(random_state=0, **kw).fit(X, labels)
@@ -69,23 +69,26 @@ def _d(a):
     return da.from_array(a, chunks=(15, a.shape[1]))
 
 
+def _one_compute_matches_numpy(*pairs):
+    """``fn(dask input)`` for every ``(fn, input)`` in one ``dask.compute`` equals ``fn(input)``."""
+    got = dask.compute(*(fn(_d(a)) for fn, a in pairs))
+    for (fn, a), g in zip(pairs, got):
+        want = fn(a)
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(g, want)
+    assert not np.array_equal(got[0], got[1])  # the results differ: a shared key would hide that
+
+
 def test_one_model_two_inputs_in_one_compute(data, models, sched):
     _, _, _, A, B = data
-    m1 = models[0]
-    pa, pb = dask.compute(m1.predict(_d(A)), m1.predict(_d(B)))
-    np.testing.assert_allclose(pa, m1.predict(A), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(pb, m1.predict(B), rtol=1e-12, atol=1e-12)
-    assert not np.allclose(pa, pb)
+    _one_compute_matches_numpy((models[0].predict, A), (models[0].predict, B))
 
 
 def test_two_models_one_input_in_one_compute(data, models, sched):
-    _, _, _, A, _ = data
-    m1, m2 = models[:2]
-    Ad = _d(A)
-    p1, p2 = dask.compute(m1.predict(Ad), m2.predict(Ad))
-    np.testing.assert_allclose(p1, m1.predict(A), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(p2, m2.predict(A), rtol=1e-12, atol=1e-12)
-    assert not np.allclose(p1, p2)
+    A = data[3]
+    _one_compute_matches_numpy((models[0].predict, A), (models[1].predict, A))
 
 
 def test_persisted_predictions_do_not_answer_for_another_model(data, models, inproc_cluster):
@@ -104,27 +107,17 @@ def test_persisted_predictions_do_not_answer_for_another_model(data, models, inp
 def test_classifier_labels_of_two_models_and_two_inputs(data, models, sched):
     _, _, _, A, B = data
     c1, c2 = models[2:]
-    Ad, Bd = _d(A), _d(B)
-    l1, l2, l1b = dask.compute(c1.predict(Ad), c2.predict(Ad), c1.predict(Bd))
-    np.testing.assert_array_equal(l1, c1.predict(A))
-    np.testing.assert_array_equal(l2, c2.predict(A))
-    np.testing.assert_array_equal(l1b, c1.predict(B))
-    d1, d2 = dask.compute(c1.decision_function(Ad), c2.decision_function(Ad))
-    np.testing.assert_allclose(d1, c1.decision_function(A), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(d2, c2.decision_function(A), rtol=1e-12, atol=1e-12)
+    _one_compute_matches_numpy((c1.predict, A), (c1.predict, B), (c2.predict, A))
+    _one_compute_matches_numpy((c1.decision_function, A), (c2.decision_function, A))
 
 
-@pytest.mark.parametrize("other", [dict(random_state=1), dict(method="orf", random_state=0)])
+@pytest.mark.parametrize("other", [{"random_state": 1}, {"method": "orf", "random_state": 0}])
 def test_two_feature_maps_on_one_input_in_one_compute(data, other, sched):
-    X, _, _, A, _ = data
-    kw = dict(method="rff", n_components=8, gamma=0.5, random_state=0)
+    X, A = data[0], data[3]
+    kw = {"method": "rff", "n_components": 8, "gamma": 0.5, "random_state": 0}
     r1 = RandomFeatures(**kw).fit(X)
     r2 = RandomFeatures(**{**kw, **other}).fit(X)
-    Ad = _d(A)
-    z1, z2 = dask.compute(r1.transform(Ad), r2.transform(Ad))
-    np.testing.assert_allclose(z1, r1.transform(A), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(z2, r2.transform(A), rtol=1e-12, atol=1e-12)
-    assert not np.allclose(z1, z2)
+    _one_compute_matches_numpy((r1.transform, A), (r2.transform, A))
 
 
 def test_same_model_same_input_same_keys(data, models):

@@ -154,6 +154,111 @@ def test_non_finite_values_name_count_and_block(data, fmap, where):
         streamed_statistics(Xd, yd, fmap)
 
 
+def _snapshot(stats):
+    return {k: (None if v is None else np.array(v, copy=True)) for k, v in vars(stats).items()}
+
+
+def _assert_same(stats, snap):
+    for k, v in snap.items():
+        got = getattr(stats, k)
+        if v is None:
+            assert got is None, k
+        else:
+            assert got.dtype == v.dtype and got.shape == v.shape, k
+            np.testing.assert_array_equal(got, v, err_msg=k)
+
+
+def _label_blocks(fmap, **kw):
+    """Three block statistics whose label sets differ (so combining must re-index them)."""
+    from dkrr.linalg._stats import block_statistics
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, D_IN))
+    y = np.array(["b"] * 20 + ["a"] * 10 + ["c"] * 10 + ["b"] * 20)
+    return [block_statistics(X[i:i + 20], y[i:i + 20], i, i // 20, fmap, 2, 7, labels_mode=True, **kw)
+            for i in (0, 20, 40)]
+
+
+@pytest.mark.parametrize("parts_kw", [{}, {"with_gram": False, "with_norms": True, "with_squares": False}])
+def test_combine_is_pure(fmap, parts_kw):
+    """A retried or shared input must not be summed twice: combine returns new objects."""
+    from dkrr.linalg import combine_statistics
+
+    parts = _label_blocks(fmap, **parts_kw)
+    snaps = [_snapshot(p) for p in parts]
+    first = combine_statistics(parts)
+    second = combine_statistics(parts)  # a retry of the same task
+    for p, snap in zip(parts, snaps):
+        _assert_same(p, snap)
+    _assert_same(second, _snapshot(first))
+    assert all(first is not p for p in parts)
+    assert first.labels.tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(first.ysum.sum(0), [10, 40, 10])
+    # a single part is copied too: later in-place work on the result leaves the input alone
+    one = combine_statistics(parts[:1])
+    assert one is not parts[0] and one.c is not parts[0].c
+    # the tree of combines equals the flat sum
+    tree = combine_statistics([combine_statistics(parts[:2]), parts[2]])
+    _assert_same(tree, _snapshot(first))
+    for p, snap in zip(parts, snaps):
+        _assert_same(p, snap)
+
+
+def test_plus_minus_targets_and_totals_leave_the_statistics_unchanged(fmap):
+    from dkrr.linalg import combine_statistics
+
+    s = _label_blocks(fmap)[0]  # only label "b": plus_minus_targets must re-index onto 3 classes
+    snap = _snapshot(s)
+    pm = s.plus_minus_targets(np.array(["a", "b", "c"]))
+    _assert_same(s, snap)
+    assert pm.c.shape[2] == 3
+    s.total(), s.fold(1), s.symmetrized()
+    _assert_same(s, snap)
+    both = combine_statistics([s, s])  # the same object twice
+    _assert_same(s, snap)
+    np.testing.assert_array_equal(both.c, 2 * s.c)
+
+
+def test_score_statistics_are_the_ridge_statistics(data, fmap):
+    """One statistics type: the scoring pass gives the ridge pass's parts (and its norms)."""
+    from dkrr.sampling import streamed_score_statistics
+
+    X, Y = data
+    Xd, yd = as_row_chunked(X, Y, chunk_rows=90)
+    ridge = streamed_statistics(Xd, yd, fmap, n_folds=3, fold_seed=2, split_every=2)
+    score = streamed_score_statistics(Xd, yd, fmap, n_folds=3, fold_seed=2, with_norms=True, with_gram=True,
+                                      split_every=2)
+    assert type(score) is type(ridge)
+    for part in ("G", "c", "zsum", "n", "ysum"):
+        np.testing.assert_allclose(getattr(score, part), getattr(ridge, part), rtol=1e-12, atol=1e-12)
+    Z = fmap.transform(X)
+    np.testing.assert_allclose(score.zsq.sum(0), (Z**2).sum(0), rtol=1e-12)
+
+
+def test_transform_names_the_global_rows_of_a_non_finite_value():
+    """The message of a lazy transform names the block and the global rows (README)."""
+    from dkrr import RandomFeatures
+
+    X = np.ones((20, 3))
+    X[13, 0] = np.nan
+    rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(np.ones((5, 3)))
+    Z = rf.transform(da.from_array(X, chunks=(5, 3)))
+    with pytest.raises(NonFiniteInputError, match=r"X contains 1 non-finite value\(s\) \(NaN or inf\) in row "
+                       r"block 2 \(rows 10 to 14\), in 1 row\(s\), first in row 13"):
+        Z.compute(scheduler="threads")
+
+
+def test_in_memory_check_names_the_rows():
+    from dkrr import RandomFeatures
+
+    X = np.ones((9, 3))
+    X[[4, 7], 1] = np.inf
+    rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(np.ones((5, 3)))
+    with pytest.raises(NonFiniteInputError, match=r"X contains 2 non-finite value\(s\) \(NaN or inf\) in 2 "
+                       r"row\(s\), first in row 4"):
+        rf.transform(X)
+
+
 def test_length_mismatch_names_both_lengths(data):
     X, Y = data
     with pytest.raises(InputValidationError, match=r"X has 500 .* y has 499"):

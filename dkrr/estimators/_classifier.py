@@ -8,7 +8,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import is_dask
 from ..errors import InputValidationError
-from ..linalg._stats import check_labels_statistics
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
 __all__ = ["RandomFeatureRidgeClassifier"]
@@ -115,7 +114,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         return self
 
     def _targets_from_statistics(self, stats):
-        self.classes_ = check_labels_statistics(stats)
+        self.classes_ = stats.classes()
         return stats.plus_minus_targets(self.classes_)
 
     def decision_function(self, X):

@@ -25,16 +25,17 @@ classes are found in the same single pass over the data.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
-from ..errors import InputValidationError, NonFiniteInputError
+from .._validation import check_finite_rows
+from ..errors import InputValidationError, InvalidParameterError
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
     "RidgeStatistics",
     "block_statistics",
-    "check_finite_rows",
     "combine_statistics",
     "fold_feature_blocks",
     "fold_ids",
@@ -73,129 +74,150 @@ def fold_ids(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 @dataclasses.dataclass(eq=False)
 class RidgeStatistics:
-    """Per-fold sufficient statistics (float64). See the module docstring.
+    """Per-fold streamed statistics of features and targets (float64), with optional parts.
+
+    The one statistics type of dkrr: the ridge pass fills every part but ``zsq``; the
+    scoring pass of leverage sampling (:mod:`dkrr.sampling`) keeps the linear parts and,
+    when asked, ``zsq`` and ``G``. Every method returns a new object and leaves ``self``
+    unchanged (a partial result a scheduler holds may be used twice).
 
     Attributes
     ----------
-    G : ndarray (K, p, p)
+    G : ndarray (K, p, p) or None
+        Gram ``Z^T Z``.
     c : ndarray (K, p, t)
+        ``Z^T y`` (labels mode: ``Z^T 1[y = label_j]``, one column per label).
     zsum : ndarray (K, p)
+        ``Z^T 1``.
     n : ndarray (K,) int64
+        Rows.
     ysum : ndarray (K, t)
-    yy : ndarray (K, t)
+        ``sum y`` (labels mode: the count of each label).
+    yy : ndarray (K, t) or None
+        ``sum y**2`` (labels mode: unused, zeros).
     labels : ndarray (t,) or None
-        In labels mode, the label of each column of ``c`` (sorted); ``ysum`` then holds
-        counts and ``yy`` is unused (zeros).
+        In labels mode, the label of each column of ``c`` (sorted).
+    zsq : ndarray (K, p) or None
+        Column sums of squares ``sum Z**2`` (scores of eq. 12).
     """
 
-    G: np.ndarray
+    G: np.ndarray | None
     c: np.ndarray
     zsum: np.ndarray
     n: np.ndarray
     ysum: np.ndarray
-    yy: np.ndarray
+    yy: np.ndarray | None = None
     labels: np.ndarray | None = None
+    zsq: np.ndarray | None = None
+
+    #: the summed parts (``labels`` is not summed)
+    PARTS: ClassVar[tuple[str, ...]] = ("G", "c", "zsum", "n", "ysum", "yy", "zsq")
 
     @property
     def n_folds(self) -> int:
-        return self.G.shape[0]
+        return self.n.shape[0]
 
     @classmethod
-    def zeros(cls, n_folds: int, p: int, t: int, labels=None) -> "RidgeStatistics":
+    def zeros(cls, n_folds: int, p: int, t: int, labels=None, *, with_gram: bool = True,
+              with_squares: bool = True, with_norms: bool = False) -> RidgeStatistics:
+        """Zero statistics; ``with_*`` choose the optional parts ``G``, ``yy``, ``zsq``."""
         return cls(
-            np.zeros((n_folds, p, p)),
+            np.zeros((n_folds, p, p)) if with_gram else None,
             np.zeros((n_folds, p, t)),
             np.zeros((n_folds, p)),
             np.zeros(n_folds, dtype=np.int64),
             np.zeros((n_folds, t)),
-            np.zeros((n_folds, t)),
+            np.zeros((n_folds, t)) if with_squares else None,
             labels,
+            np.zeros((n_folds, p)) if with_norms else None,
         )
 
-    def total(self) -> "RidgeStatistics":
-        """Statistics of all rows (sum over folds), as a one-fold object."""
+    def map_parts(self, fn) -> RidgeStatistics:
+        """New statistics with ``fn(part)`` for every present part (labels kept)."""
         return RidgeStatistics(
-            self.G.sum(0, keepdims=True), self.c.sum(0, keepdims=True),
-            self.zsum.sum(0, keepdims=True), self.n.sum(0, keepdims=True),
-            self.ysum.sum(0, keepdims=True), self.yy.sum(0, keepdims=True), self.labels,
+            **{k: None if getattr(self, k) is None else fn(getattr(self, k)) for k in self.PARTS},
+            labels=self.labels,
         )
 
-    def fold(self, k: int) -> "RidgeStatistics":
-        """Statistics of the rows of fold ``k``."""
-        s = slice(k, k + 1)
-        return RidgeStatistics(self.G[s], self.c[s], self.zsum[s], self.n[s], self.ysum[s], self.yy[s], self.labels)
+    def training(self, exclude_fold: int | None = None) -> RidgeStatistics:
+        """One-fold statistics of all rows, or of all rows but fold ``exclude_fold``."""
+        if exclude_fold is None:
+            return self.map_parts(lambda a: a.sum(0, keepdims=True))
+        if not 0 <= exclude_fold < self.n_folds:
+            raise InvalidParameterError(f"exclude_fold must be in [0, {self.n_folds}), got {exclude_fold!r}")
+        k = slice(exclude_fold, exclude_fold + 1)
+        return self.map_parts(lambda a: a.sum(0, keepdims=True) - a[k])
 
-    def _align_labels(self, labels: np.ndarray) -> None:
-        """Re-index the label columns (in place) onto the sorted superset ``labels``."""
+    def total(self) -> RidgeStatistics:
+        """Statistics of all rows (sum over folds), as a one-fold object."""
+        return self.training(None)
+
+    def fold(self, k: int) -> RidgeStatistics:
+        """Statistics of the rows of fold ``k``."""
+        return self.map_parts(lambda a: a[k : k + 1])
+
+    def aligned(self, labels: np.ndarray) -> RidgeStatistics:
+        """The statistics with their label columns re-indexed onto the sorted superset ``labels``."""
         if self.labels is not None and np.array_equal(self.labels, labels):
-            return
+            return self
         pos = np.searchsorted(labels, self.labels)
         K, p, _ = self.c.shape
         c = np.zeros((K, p, len(labels)))
         ysum = np.zeros((K, len(labels)))
         c[:, :, pos] = self.c
         ysum[:, pos] = self.ysum
-        self.c, self.ysum, self.yy, self.labels = c, ysum, np.zeros_like(ysum), labels
+        yy = None if self.yy is None else np.zeros_like(ysum)
+        return dataclasses.replace(self, c=c, ysum=ysum, yy=yy, labels=labels)
 
-    def add_(self, other: "RidgeStatistics") -> "RidgeStatistics":
-        """Add ``other`` into ``self`` (in place) and return ``self``."""
-        if self.labels is not None or other.labels is not None:
-            labels = np.unique(np.concatenate([self.labels, other.labels]))
-            self._align_labels(labels)
-            other._align_labels(labels)
-        self.G += other.G
-        self.c += other.c
-        self.zsum += other.zsum
-        self.n += other.n
-        self.ysum += other.ysum
-        self.yy += other.yy
-        return self
+    def classes(self) -> np.ndarray:
+        """Labels mode: the classes seen in the pass (at least two are needed)."""
+        if self.labels is None or len(self.labels) < 2:
+            found = [] if self.labels is None else self.labels.tolist()
+            raise InputValidationError(
+                f"a classifier needs at least two classes in y, found {len(found)} class ({found})"
+            )
+        return self.labels
 
-    def plus_minus_targets(self, classes: np.ndarray) -> "RidgeStatistics":
+    def plus_minus_targets(self, classes: np.ndarray) -> RidgeStatistics:
         """Statistics of +-1 targets from labels-mode statistics.
 
         One column per class (``+1`` for the class, ``-1`` otherwise); with two classes a
         single column, ``+1`` for ``classes[1]`` (scikit-learn's ``LabelBinarizer``
         with ``neg_label=-1``). Uses ``Z^T (2 1[y=j] - 1) = 2 c_j - zsum``.
         """
-        self._align_labels(np.asarray(classes))
+        src = self.aligned(np.asarray(classes))
         cols = [1] if len(classes) == 2 else list(range(len(classes)))
-        c = 2.0 * self.c[:, :, cols] - self.zsum[:, :, None]
-        counts = self.ysum[:, cols]
-        nn = self.n[:, None].astype(np.float64)
+        c = 2.0 * src.c[:, :, cols] - src.zsum[:, :, None]
+        counts = src.ysum[:, cols]
+        nn = src.n[:, None].astype(np.float64)
         ysum = 2.0 * counts - nn
         yy = np.broadcast_to(nn, ysum.shape).copy()
-        return RidgeStatistics(self.G, c, self.zsum, self.n, ysum, yy, None)
+        return RidgeStatistics(src.G, c, src.zsum, src.n, ysum, yy, None, src.zsq)
 
-    def symmetrize_(self) -> "RidgeStatistics":
-        """Make each G[k] exactly symmetric (average with its transpose), in place."""
-        for k in range(self.n_folds):
-            g = self.G[k]
-            g += g.T.copy()
-            g *= 0.5
-        return self
+    def symmetrized(self) -> RidgeStatistics:
+        """The statistics with each G[k] made exactly symmetric (averaged with its transpose)."""
+        if self.G is None:
+            return self
+        return dataclasses.replace(self, G=0.5 * (self.G + self.G.transpose(0, 2, 1)))
 
 
 def combine_statistics(parts: list) -> RidgeStatistics:
-    """Sum a list of :class:`RidgeStatistics` (into the first one, in place)."""
-    out = parts[0]
+    """Sum of a list of :class:`RidgeStatistics`: a new object, the inputs unchanged.
+
+    The combine task of every streamed pass. Label columns (labels mode) are re-indexed
+    onto the sorted union of the parts' labels first.
+    """
+    labelled = [s.labels for s in parts if s.labels is not None]
+    if labelled:
+        labels = np.unique(np.concatenate(labelled))
+        parts = [s.aligned(labels) for s in parts]
+    out = parts[0].map_parts(np.copy)
     for other in parts[1:]:
-        out.add_(other)
+        for k in RidgeStatistics.PARTS:
+            a = getattr(out, k)
+            if a is not None:
+                a += getattr(other, k)
     return out
-
-
-def check_finite_rows(block: np.ndarray, name: str, block_index: int, row_offset: int) -> None:
-    """Raise :class:`NonFiniteInputError` naming the count, the block and the global rows."""
-    if block.dtype.kind != "f" or np.isfinite(block).all():
-        return
-    bad = ~np.isfinite(block)
-    rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
-    raise NonFiniteInputError(
-        f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf) in row block "
-        f"{block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}), in "
-        f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
-        "them before fitting or predicting."
-    )
 
 
 def prepare_block(
@@ -274,8 +296,14 @@ def block_statistics(
     fold_seed: int = 0,
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
     labels_mode: bool = False,
+    with_gram: bool = True,
+    with_squares: bool = True,
+    with_norms: bool = False,
 ) -> RidgeStatistics:
-    """Statistics of one row block: the task body of the streamed fit.
+    """Statistics of one row block: the task body of every streamed pass.
+
+    The signature follows :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b,
+    row_offset, block_index, *constants)``.
 
     Parameters
     ----------
@@ -294,6 +322,8 @@ def block_statistics(
         Budget of the float64 feature buffer: ``rows x p x 8`` above it is processed in
         sub-blocks.
     labels_mode : bool
+    with_gram, with_squares, with_norms : bool
+        Accumulate the optional parts ``G``, ``yy`` (numeric targets only) and ``zsq``.
 
     Raises
     ------
@@ -301,15 +331,19 @@ def block_statistics(
         NaN or inf in X or y; the message names the block and its global rows.
     """
     Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
-    stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels)
+    stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels, with_gram=with_gram,
+                                  with_squares=with_squares, with_norms=with_norms)
     for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
-        _add_gram(stats.G[k], Zk)
+        if with_gram:
+            _add_gram(stats.G[k], Zk)
         stats.c[k] += Zk.T @ Yk
         stats.zsum[k] += Zk.sum(axis=0)
         stats.n[k] += Zk.shape[0]
         stats.ysum[k] += Yk.sum(axis=0)
-        if not labels_mode:
+        if with_squares and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
+        if with_norms:
+            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
     return stats
 
 
@@ -324,17 +358,6 @@ def _add_gram(G: np.ndarray, Z: np.ndarray) -> None:
     the time of scipy's in-place ``dsyrk`` (the p x p temporary), in two threads 0.55x.
     """
     G += Z.T @ Z
-
-
-def check_labels_statistics(stats: RidgeStatistics) -> np.ndarray:
-    """The classes found in a labels-mode pass; at least two are needed."""
-    classes = stats.labels
-    if classes is None or len(classes) < 2:
-        raise InputValidationError(
-            f"a classifier needs at least two classes in y, found "
-            f"{0 if classes is None else len(classes)} class ({[] if classes is None else classes.tolist()})"
-        )
-    return classes
 
 
 def streamed_statistics(
@@ -359,8 +382,6 @@ def streamed_statistics(
     from ._reduce import reduce_row_blocks
 
     if isinstance(max_block_bytes, bool) or not isinstance(max_block_bytes, (int, np.integer)) or max_block_bytes < 1:
-        from ..errors import InvalidParameterError
-
         raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {max_block_bytes!r}")
     stats = reduce_row_blocks(
         [X, y],
@@ -370,4 +391,4 @@ def streamed_statistics(
         constants=(fmap, int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode)),
         label="accumulating ridge statistics",
     )
-    return stats.symmetrize_()
+    return stats.symmetrized()

@@ -5,34 +5,34 @@ section 4)."""
 from ._fit import (
     SAMPLINGS,
     SampledFeatureMaps,
+    SampledRidgeFit,
     check_sampling,
     cross_validate_fold_maps,
-    SampledRidgeFit,
     fit_sampled_feature_map,
     fit_sampled_ridge_statistics,
     sampled_ridge_statistics,
 )
-from ._resample import SampledFeatureMap, importance_weights, resample_feature_map, sampling_probabilities
+from ._resample import (
+    SampledFeatureMap,
+    importance_weights,
+    resample_feature_map,
+    sampling_probabilities,
+)
 from ._ridge_leverage import ridge_leverage_scores
 from ._scores import (
-    ScoreStatistics,
-    block_score_statistics,
-    combine_score_statistics,
     frequency_totals,
     streamed_score_statistics,
     surrogate_scores,
+    target_products,
 )
 
 __all__ = [
     "SAMPLINGS",
-    "SampledFeatureMaps",
     "SampledFeatureMap",
-    "ScoreStatistics",
-    "block_score_statistics",
-    "check_sampling",
-    "combine_score_statistics",
-    "cross_validate_fold_maps",
+    "SampledFeatureMaps",
     "SampledRidgeFit",
+    "check_sampling",
+    "cross_validate_fold_maps",
     "fit_sampled_feature_map",
     "fit_sampled_ridge_statistics",
     "frequency_totals",
@@ -43,4 +43,5 @@ __all__ = [
     "sampling_probabilities",
     "streamed_score_statistics",
     "surrogate_scores",
+    "target_products",
 ]

@@ -28,7 +28,12 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..features._map import RandomFeatureMap
-from ..linalg._stats import DEFAULT_MAX_BLOCK_BYTES, RidgeStatistics, block_statistics
+from ..linalg._stats import (
+    DEFAULT_MAX_BLOCK_BYTES,
+    RidgeStatistics,
+    block_statistics,
+    combine_statistics,
+)
 from ._resample import resample_feature_map
 from ._ridge_leverage import ridge_leverage_scores
 from ._scores import streamed_score_statistics, surrogate_scores
@@ -36,11 +41,11 @@ from ._scores import streamed_score_statistics, surrogate_scores
 __all__ = [
     "SAMPLINGS",
     "SampledFeatureMaps",
+    "SampledRidgeFit",
     "check_sampling",
     "cross_validate_fold_maps",
     "fit_sampled_feature_map",
     "fit_sampled_ridge_statistics",
-    "SampledRidgeFit",
     "sampled_ridge_statistics",
 ]
 
@@ -191,14 +196,7 @@ def fit_sampled_feature_map(
 
 def _two_folds(stats: RidgeStatistics, k: int) -> RidgeStatistics:
     """Collapse K-fold statistics to two "folds": [fold k, all other rows]."""
-
-    def pick(a):
-        tot = a.sum(0)
-        return np.stack([a[k], tot - a[k]])
-
-    return RidgeStatistics(
-        pick(stats.G), pick(stats.c), pick(stats.zsum), pick(stats.n), pick(stats.ysum), pick(stats.yy), stats.labels
-    )
+    return stats.map_parts(lambda a: np.stack([a[k], a.sum(0) - a[k]]))
 
 
 def _block_statistics_fold_maps(X, y, row_offset, block_index, fmap, fold_maps, n_folds, fold_seed,
@@ -211,11 +209,8 @@ def _block_statistics_fold_maps(X, y, row_offset, block_index, fmap, fold_maps, 
 
 
 def _combine_lists(parts: list) -> list:
-    out = parts[0]
-    for other in parts[1:]:
-        for a, b in zip(out, other):
-            a.add_(b)
-    return out
+    """Pure combine of lists of statistics, element by element."""
+    return [combine_statistics(list(column)) for column in zip(*parts)]
 
 
 def sampled_ridge_statistics(
@@ -269,7 +264,7 @@ def sampled_ridge_statistics(
                    int(max_block_bytes), bool(labels_mode)),
         label="accumulating ridge statistics of the sampled features",
     )
-    parts = [p.symmetrize_() for p in parts]
+    parts = [p.symmetrized() for p in parts]
     return parts[0], (parts[1:] if n_folds > 1 else None)
 
 
