@@ -94,3 +94,18 @@ def test_continuous_target_and_column_labels(X):
     with pytest.warns(DataConversionWarning):
         clf = make().fit(X, y[:, None])
     np.testing.assert_array_equal(clf.predict(X), make().fit(X, y).predict(X))
+
+
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (np.array(["a", "b", None, "a"] * 25, dtype=object), r"25 missing label\(s\).*first in row\(s\) \[2, 6, 10, 14, 18\]"),
+        (np.array([1.0, 2.0, np.nan, 1.0] * 25, dtype=object), "missing label"),
+        (np.array([1, "b", 1, "b"] * 25, dtype=object), r"mixes label types \['number', 'str'\]"),
+        (np.array([1, object(), 1, 2] * 25, dtype=object), "mixes label types"),
+    ],
+)
+def test_object_labels_with_missing_or_mixed_values_are_refused(labels, match):
+    X = np.random.default_rng(0).standard_normal((labels.size, 3))
+    with pytest.raises(InputValidationError, match=match):
+        RandomFeatureRidgeClassifier(n_components=8, random_state=0).fit(X, labels)
