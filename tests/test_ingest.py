@@ -6,7 +6,6 @@ import bz2
 import gc
 import gzip
 import hashlib
-import os
 import tracemalloc
 from pathlib import Path
 
@@ -26,11 +25,9 @@ from dkrr.errors import (
 from dkrr.io import IngestSummary, InputNotFoundError, ingest, open_dataset
 
 # magic04 ships with the package (dkrr/data, source and licence in its README); other
-# real files come from the project's offline copies beside the checkout (../shared/data,
-# or $DKRR_SHARED_DATA), which CI has and a fresh clone does not
+# real files come through dkrr.datasets without downloading: the cache or the offline
+# mirror ($DKRR_DATA_MIRROR; conftest.py points it at ../shared/data when CI has it)
 SHIPPED = Path(__file__).resolve().parents[1] / "dkrr" / "data"
-DATA = Path(os.environ.get("DKRR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-USPS_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/multiclass/usps.t.bz2"
 
 
 # ----------------------------------------------------------------------------- utils
@@ -264,13 +261,12 @@ def test_libsvm_n_features_comments_and_qid(tmp_path):
 
 
 def test_usps_real_file_matches_sklearn(tmp_path):
-    src = DATA / "usps" / "usps.t.bz2"
-    if not src.is_file():
-        pytest.skip(
-            f"{src} is absent (a fresh clone has no ../shared/data): download {USPS_URL} "
-            "(1.8 MB, sha256 a9c0164e797d60142a50604917f0baa604f326e9a689698763793fa5d12ffc4e) "
-            "into <dir>/usps/ and set DKRR_SHARED_DATA=<dir>"
-        )
+    from dkrr.datasets import DATASETS, fetch_file
+
+    try:
+        src = fetch_file(DATASETS["usps"].files["data"], download=False)
+    except FileNotFoundError as exc:  # a fresh clone without the data copies
+        pytest.skip(f"{exc} (or run dkrr.datasets.load_dataset('usps') once to download it)")
     summary = ingest(src, tmp_path / "u.zarr", chunk_rows=700)
     Xs, ys = load_svmlight_file(str(src), n_features=256, dtype=np.float32)
     X, y, _, _ = _read_store(tmp_path / "u.zarr")
