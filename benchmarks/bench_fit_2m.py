@@ -239,7 +239,7 @@ def breakdown(args, fmap) -> dict:
 def dkrr_fit(args, n: int) -> dict:
     """One fit on a fresh LocalCluster with peak-memory monitoring."""
     from dkrr import RandomFeatureRidge
-    from dkrr._cluster import dask_client
+    from dkrr.cluster import local_cluster
 
     X, y = synthetic_dask(n, args.d, args.chunk_rows, args.seed)
     est = RandomFeatureRidge(
@@ -247,8 +247,8 @@ def dkrr_fit(args, n: int) -> dict:
         random_state=args.seed, max_block_bytes=args.max_block_bytes,
         cv=args.cv, alphas=args.alphas if args.cv else None,
     )
-    with dask_client(n_workers=args.workers, threads_per_worker=1, processes=True,
-                     memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
+    with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                       memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
         # warm-up (imports and numba kernels loaded in the workers), not timed
         Xw, yw = synthetic_dask(4 * args.workers * 1024, args.d, 1024, args.seed + 1)
         t0 = time.perf_counter()

@@ -56,14 +56,14 @@ def _du(path: str) -> int:
 
 def run_size(args, gb: float, workdir: str) -> dict:
     from dkrr import RandomFeatureRidge
-    from dkrr._cluster import dask_client
+    from dkrr.cluster import local_cluster
     from dkrr.io import open_dataset, write_dataset
 
     n = int(gb * 1e9 / (4 * args.d))
     store = os.path.join(workdir, f"synthetic_{gb:g}GB.zarr")
     res = {"gb_target": gb, "n": n, "d": args.d, "x_bytes": n * args.d * 4, "store": store}
-    with dask_client(n_workers=args.workers, threads_per_worker=1, processes=True,
-                     memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
+    with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                       memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
         # warm-up (imports, numba kernels) on a tiny in-memory problem, not measured
         Xw, yw = synthetic_dask(8192, args.d, 2048, args.seed + 1)
         RandomFeatureRidge(method=args.method, n_components=args.D, gamma=args.gamma,

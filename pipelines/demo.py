@@ -67,7 +67,7 @@ def main(argv=None) -> dict:
     import dask.array as da
     from sklearn.kernel_ridge import KernelRidge
 
-    from dkrr._cluster import dask_client
+    from dkrr.cluster import local_cluster
     from dkrr.datasets import load_casp
     from dkrr.estimators import RandomFeatureRidge
     from dkrr.features import PROJECTIONS
@@ -89,7 +89,7 @@ def main(argv=None) -> dict:
           f"gamma = {gamma:.4g} (50-NN rule of thumb)")
 
     results = {"gamma": gamma, "n_train": len(y_tr), "n_test": len(y_te)}
-    with dask_client(n_workers=2, threads_per_worker=1, memory_limit="2GB") as client:
+    with local_cluster(n_workers=2, threads_per_worker=1, memory_limit="2GB") as client:
         print(f"dask cluster: {len(client.scheduler_info()['workers'])} workers; dashboard: {client.dashboard_link}")
         Xd = da.from_array(X_tr, chunks=(args.chunk_rows, X.shape[1]))
         yd = da.from_array(y_tr, chunks=args.chunk_rows)

@@ -72,7 +72,7 @@ def _executed_per_worker(state):
 
     security = None
     if state["tls"]:
-        from dkrr._cluster import make_security
+        from dkrr._connection import make_security
 
         tls = state["tls"]
         security = make_security(tls["ca"], tls["client"], tls["client_key"])

@@ -1,4 +1,5 @@
-"""Tests of dkrr._cluster.dask_client against real in-process LocalClusters on 127.0.0.1.
+"""Tests of dkrr.cluster (local_cluster, connect, ClusterOptions) against real LocalClusters
+on 127.0.0.1.
 
 Connecting to separately started scheduler/worker processes (TCP and TLS) is tested in
 tests/test_cluster_deploy.py.
@@ -6,8 +7,11 @@ tests/test_cluster_deploy.py.
 
 from __future__ import annotations
 
+import dataclasses
+import doctest
 import importlib.util
 import io
+import json
 import re
 import socket
 import time
@@ -18,13 +22,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dkrr._cluster import (
-    dask_client,
-    limit_blas_threads,
-    make_security,
-    resolve_scheduler_address,
-    worker_blas_threads,
-)
+from dkrr._connection import make_security, resolve_scheduler_address
+from dkrr.cluster import ClusterOptions, connect, local_cluster, worker_blas_threads
+from dkrr.linalg._blas import limit_blas_threads
 from dkrr.errors import DkrrError, InvalidParameterError, SchedulerUnreachableError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def _dask_sum_matches_numpy(client):
 
 def test_local_cluster_processes_computes_and_prints_dashboard():
     out = io.StringIO()
-    with dask_client(n_workers=2, threads_per_worker=1, memory_limit="1GB", stream=out) as client:
+    with local_cluster(n_workers=2, threads_per_worker=1, memory_limit="1GB", stream=out) as client:
         info = client.scheduler_info(n_workers=-1)
         assert client.scheduler.address.startswith("tcp://127.0.0.1:")
         assert len(info["workers"]) == 2
@@ -77,7 +77,7 @@ def test_local_cluster_processes_computes_and_prints_dashboard():
 
 @pytest.mark.parametrize("threads_per_worker", [1, 2])
 def test_one_blas_thread_per_worker_thread(threads_per_worker):
-    with dask_client(
+    with local_cluster(
         n_workers=1, threads_per_worker=threads_per_worker, dashboard=False, quiet=True
     ) as client:
         (worker,) = client.scheduler_info()["workers"].values()
@@ -95,7 +95,7 @@ def test_one_blas_thread_per_worker_thread(threads_per_worker):
 def test_in_process_workers_limit_blas_and_dashboard_off():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     out = io.StringIO()
-    with dask_client(n_workers=1, processes=False, dashboard=False, stream=out) as client:
+    with local_cluster(n_workers=1, processes=False, dashboard=False, stream=out) as client:
         pools = threadpoolctl.threadpool_info()
         assert pools and all(p["num_threads"] == 1 for p in pools), pools
         _dask_sum_matches_numpy(client)
@@ -106,7 +106,7 @@ def test_in_process_workers_limit_blas_and_dashboard_off():
 @pytest.mark.parametrize("processes", [False, True])
 def test_every_socket_is_bound_to_loopback(processes):
     psutil = pytest.importorskip("psutil")
-    with dask_client(n_workers=1, processes=processes, quiet=True) as client:
+    with local_cluster(n_workers=1, processes=processes, quiet=True) as client:
         me = psutil.Process()
         listening = [
             conn.laddr
@@ -129,21 +129,21 @@ def test_limit_blas_threads_restores_previous_limits():
 
 
 def test_quiet_prints_nothing(capsys):
-    with dask_client(n_workers=1, processes=False, quiet=True) as client:
+    with local_cluster(n_workers=1, processes=False, quiet=True) as client:
         assert client.status == "running"
     captured = capsys.readouterr()
     assert "dkrr:" not in captured.err + captured.out
 
 
 def test_default_stream_is_stderr_at_call_time(capsys):
-    with dask_client(n_workers=1, processes=False):
+    with local_cluster(n_workers=1, processes=False):
         pass
     assert "Dask dashboard at http://127.0.0.1:" in capsys.readouterr().err
 
 
 def test_tls_local_cluster(certs):
     out = io.StringIO()
-    with dask_client(
+    with local_cluster(
         n_workers=1, processes=False, tls_ca_file=certs["ca"], tls_cert=certs["client"],
         tls_key=certs["client_key"], stream=out,
     ) as client:
@@ -156,7 +156,7 @@ def test_unreachable_scheduler_raises_within_timeout():
     address = f"tcp://127.0.0.1:{_free_port()}"  # nothing listens there
     start = time.monotonic()
     with pytest.raises(SchedulerUnreachableError, match=re.escape(address)) as excinfo:
-        with dask_client(address, timeout=2, quiet=True):
+        with connect(address, timeout=2, quiet=True):
             pass
     elapsed = time.monotonic() - start
     assert "timeout 2 s" in str(excinfo.value)
@@ -186,7 +186,7 @@ def test_scheduler_file(tmp_path):
 
 def test_tls_address_without_certificates_is_refused_with_instructions():
     with pytest.raises(InvalidParameterError, match="tls_ca_file=.*tls_cert=.*tls_key"):
-        with dask_client(f"tls://127.0.0.1:{_free_port()}", timeout=2):
+        with connect(f"tls://127.0.0.1:{_free_port()}", timeout=2):
             pass
 
 
@@ -202,13 +202,13 @@ def test_tls_config_is_used_when_no_files_given(certs):
     # With certificates in the config the missing-certificate check passes and the client
     # really tries (and fails) to reach the empty port.
     with dask.config.set(config), pytest.raises(SchedulerUnreachableError, match=re.escape(address)):
-        with dask_client(address, timeout=2, quiet=True):
+        with connect(address, timeout=2, quiet=True):
             pass
 
 
 def test_certificates_with_plain_tcp_address_are_refused(certs):
     with pytest.raises(InvalidParameterError, match="use the tls:// address"):
-        with dask_client(
+        with connect(
             "tcp://127.0.0.1:8786", tls_ca_file=certs["ca"], tls_cert=certs["client"],
             tls_key=certs["client_key"],
         ):
@@ -228,14 +228,85 @@ def test_make_security(certs, tmp_path):
 
 def test_invalid_arguments(certs):
     with pytest.raises(InvalidParameterError, match="n_workers must be a positive integer"):
-        with dask_client(n_workers=0):
+        with local_cluster(n_workers=0):
             pass
     with pytest.raises(InvalidParameterError, match="timeout must be a positive"):
-        with dask_client("tcp://127.0.0.1:8786", timeout=0):
+        with connect("tcp://127.0.0.1:8786", timeout=0):
             pass
     with pytest.raises(InvalidParameterError, match="either security"):
-        with dask_client(
+        with connect(
             "tls://127.0.0.1:8786", security=make_security(certs["ca"], certs["client"], certs["client_key"]),
             tls_ca_file=certs["ca"], tls_cert=certs["client"],
         ):
             pass
+
+
+# --------------------------------------------------------------------------- the public seam
+def test_options_object_and_overrides(certs):
+    options = ClusterOptions(n_workers=1, processes=False, dashboard=False, timeout=10)
+    assert options.timeout == 10.0 and isinstance(options.timeout, float)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.n_workers = 2
+    # keyword arguments override the options object; the object itself is unchanged
+    out = io.StringIO()
+    with local_cluster(options, threads_per_worker=2, stream=out) as client:
+        (worker,) = client.scheduler_info()["workers"].values()
+        assert worker["nthreads"] == 2
+        address = client.scheduler.address
+    assert options.threads_per_worker == 1
+    assert f"started a LocalCluster with 1 worker(s) at {address}; no dashboard" in out.getvalue()
+    # the same object serves connect(), which ignores its LocalCluster fields
+    files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
+    tls = options.replace(**files, quiet=True)
+    with local_cluster(tls) as local:
+        out = io.StringIO()
+        with connect(local.scheduler.address, tls, quiet=False, stream=out) as client:
+            assert client.submit(sum, [1, 2, 3]).result() == 6
+        assert f"connected to the scheduler at {local.scheduler.address}" in out.getvalue()
+        assert local.status == "running"  # leaving connect() closed only its own client
+
+
+def test_invalid_options_are_refused_with_the_names():
+    with pytest.raises(InvalidParameterError, match="threads_per_worker must be a positive integer, got 0"):
+        ClusterOptions(threads_per_worker=0)
+    with pytest.raises(InvalidParameterError, match="timeout must be a positive"):
+        ClusterOptions().replace(timeout=-1)
+    with pytest.raises(InvalidParameterError, match=r"Unknown cluster option\(s\) n_worker: the options are n_workers"):
+        with local_cluster(n_worker=2):
+            pass
+    with pytest.raises(InvalidParameterError, match="options must be a dkrr.cluster.ClusterOptions, got dict"):
+        with local_cluster({"n_workers": 1}):
+            pass
+    with pytest.raises(InvalidParameterError, match="connect\\(\\) got memory_limit, n_workers, which only shape"):
+        with connect("tcp://127.0.0.1:8786", n_workers=2, memory_limit="1GB"):
+            pass
+    with pytest.raises(InvalidParameterError, match="Could not start a LocalCluster"):
+        with local_cluster(n_workers=1, processes=False, memory_limit="lots", quiet=True):
+            pass
+
+
+def test_connect_by_scheduler_file_closes_only_its_client(tmp_path):
+    with local_cluster(n_workers=1, processes=True, dashboard=False, quiet=True) as local:
+        address = local.scheduler.address
+        scheduler_file = tmp_path / "scheduler.json"
+        scheduler_file.write_text(json.dumps({"type": "Scheduler", "address": address}))
+        with connect(scheduler_file, timeout=10, quiet=True) as client:
+            assert client.scheduler.address == address
+            _dask_sum_matches_numpy(client)
+        assert client.status == "closed" and local.status == "running"
+
+
+def test_docstring_examples_run():
+    import dkrr.cluster
+    import dkrr.linalg._blas
+
+    for module in (dkrr.cluster, dkrr.linalg._blas):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, (module.__name__, result)
+
+
+def test_public_names():
+    import dkrr.cluster
+
+    assert sorted(dkrr.cluster.__all__) == ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
+    assert all(callable(getattr(dkrr.cluster, name)) for name in dkrr.cluster.__all__)

@@ -2,7 +2,7 @@
 
 cluster/local and cluster/tls are exercised for real: `dask scheduler` and two
 `dask worker` processes are started on 127.0.0.1 by cluster/local/cluster.py (plain TCP and
-mutual TLS) and used through dkrr._cluster.dask_client. cluster/slurm and cluster/kubernetes
+mutual TLS) and used through dkrr.cluster.connect. cluster/slurm and cluster/kubernetes
 cannot run here; they are validated offline (job scripts rendered by dask-jobqueue without
 submitting, the DaskCluster manifest checked against the operator's required fields and
 its container arguments against the installed `dask` command line).
@@ -28,7 +28,7 @@ import psutil
 import pytest
 import yaml
 
-from dkrr._cluster import dask_client
+from dkrr.cluster import connect, worker_blas_threads
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_tcp_cluster_runs_dask_computation(tcp_cluster):
     address = tcp_cluster["address"]
     assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", address)
     out = io.StringIO()
-    with dask_client(address, timeout=10, stream=out) as client:
+    with connect(address, timeout=10, stream=out) as client:
         workers = client.scheduler_info(n_workers=-1)["workers"]
         assert sorted(w["name"] for w in workers.values()) == ["worker-0", "worker-1"]
         assert all(a.startswith("tcp://127.0.0.1:") for a in workers)
@@ -130,9 +130,7 @@ def test_tcp_cluster_runs_dask_computation(tcp_cluster):
 
 @pytest.mark.cluster
 def test_tcp_cluster_through_scheduler_file_and_worker_blas(tcp_cluster):
-    from dkrr._cluster import worker_blas_threads
-
-    with dask_client(tcp_cluster["scheduler_file"], timeout=10, quiet=True) as client:
+    with connect(tcp_cluster["scheduler_file"], timeout=10, quiet=True) as client:
         assert client.scheduler.address == tcp_cluster["address"]
         info = worker_blas_threads(client)
     assert len(info) == 2
@@ -164,7 +162,7 @@ def test_stop_leaves_no_processes(tmp_path):
     assert not list(tmp_path.glob("*.pid")) and not (tmp_path / "scheduler.json").exists()
     assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
     with pytest.raises(SchedulerUnreachableError, match=re.escape(state["address"])):
-        with dask_client(state["address"], timeout=2, quiet=True):
+        with connect(state["address"], timeout=2, quiet=True):
             pass
 
 
@@ -173,7 +171,7 @@ def test_stop_leaves_no_processes(tmp_path):
 def test_tls_cluster_runs_dask_computation(tls_cluster, certs):
     address = tls_cluster["address"]
     assert re.fullmatch(r"tls://127\.0\.0\.1:\d+", address)
-    with dask_client(
+    with connect(
         address, tls_ca_file=certs["ca"], tls_cert=certs["client"], tls_key=certs["client_key"],
         timeout=10, quiet=True,
     ) as client:
@@ -201,7 +199,7 @@ def test_tls_cluster_with_config_snippet(tls_cluster, certs):
     # nested dict would replace the whole "distributed" tree).
     merged = dask.config.merge(dask.config.config, snippet)
     with dask.config.set(merged):
-        with dask_client(tls_cluster["address"], timeout=10, quiet=True) as client:
+        with connect(tls_cluster["address"], timeout=10, quiet=True) as client:
             assert client.submit(sum, [1, 2, 3]).result() == 6
 
 
@@ -210,9 +208,9 @@ def test_tls_client_without_certificate_is_refused(tls_cluster, certs, other_cer
     address = tls_cluster["address"]
     host, port = address.removeprefix("tls://").rsplit(":", 1)
 
-    # dask_client refuses to try without certificates and says which files to pass.
+    # connect refuses to try without certificates and says which files to pass.
     with pytest.raises(InvalidParameterError, match="tls_ca_file"):
-        with dask_client(address, timeout=2):
+        with connect(address, timeout=2):
             pass
 
     # The scheduler itself refuses a TLS client that trusts the CA but shows no certificate,
@@ -225,7 +223,7 @@ def test_tls_client_without_certificate_is_refused(tls_cluster, certs, other_cer
 
     # A certificate from another CA is rejected by the scheduler during the handshake.
     with pytest.raises(SchedulerUnreachableError, match="unknown ca|certificate") as excinfo:
-        with dask_client(
+        with connect(
             address, tls_ca_file=certs["ca"], tls_cert=other_certs["client"],
             tls_key=other_certs["client_key"], timeout=5, quiet=True,
         ):
@@ -234,7 +232,7 @@ def test_tls_client_without_certificate_is_refused(tls_cluster, certs, other_cer
 
     # A plain TCP client is not served.
     with pytest.raises(SchedulerUnreachableError):
-        with dask_client(address.replace("tls://", "tcp://"), timeout=3, quiet=True):
+        with connect(address.replace("tls://", "tcp://"), timeout=3, quiet=True):
             pass
 
 

@@ -21,7 +21,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dkrr._cluster import dask_client
+from dkrr.cluster import connect, local_cluster
 from dkrr.errors import DkrrError, InvalidParameterError, SchedulerUnreachableError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,12 +96,12 @@ def certs(tmp_path_factory):
 
 
 def _connect_error(address, timeout=3.0, **kwargs):
-    """The exception of ``dask_client(address)``, run in a thread bounded to timeout + 60 s."""
+    """The exception of ``connect(address)``, run in a thread bounded to timeout + 60 s."""
     result = {}
 
     def attempt():
         try:
-            with dask_client(address, timeout=timeout, quiet=True, **kwargs):
+            with connect(address, timeout=timeout, quiet=True, **kwargs):
                 result["error"] = None
         except BaseException as exc:  # noqa: BLE001 - the test inspects it
             result["error"] = exc
@@ -109,7 +109,7 @@ def _connect_error(address, timeout=3.0, **kwargs):
     thread = threading.Thread(target=attempt, daemon=True)
     thread.start()
     thread.join(timeout + 60)
-    assert not thread.is_alive(), f"dask_client({address!r}) hung"
+    assert not thread.is_alive(), f"connect({address!r}) hung"
     return result["error"]
 
 
@@ -220,14 +220,14 @@ def test_real_schedulers_still_pass_the_probe(certs):
     with (
         LocalCluster(n_workers=1, processes=False, host="127.0.0.1", protocol="tcp://",
                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0") as cluster,
-        dask_client(cluster.scheduler_address, timeout=10, quiet=True) as client,
+        connect(cluster.scheduler_address, timeout=10, quiet=True) as client,
     ):
         _sum_matches(client)
     files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
-    with dask_client(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
+    with local_cluster(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
         address = local.scheduler.address
         assert re.match(r"tls://127\.0\.0\.1:\d+$", address)
-        with dask_client(address, timeout=10, quiet=True, **files) as client:
+        with connect(address, timeout=10, quiet=True, **files) as client:
             _sum_matches(client)
 
 
@@ -253,7 +253,7 @@ def test_tls_scheduler_rejecting_the_client_certificate_says_so(certs, tmp_path)
     spec.loader.exec_module(module)
     other = module.make_certs(tmp_path / "other")  # another CA
     files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
-    with dask_client(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
+    with local_cluster(n_workers=1, processes=False, dashboard=False, quiet=True, **files) as local:
         address = local.scheduler.address
         # the client trusts the cluster CA, but its certificate is signed by another one
         message = _unreachable(address, tls_ca_file=certs["ca"], tls_cert=other["client"],

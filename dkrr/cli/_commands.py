@@ -65,24 +65,21 @@ def _preflight(args, *, can_replace, inputs) -> None:
 
 @contextlib.contextmanager
 def _client(args):
-    from .._cluster import dask_client
     from .._progress import set_progress
+    from ..cluster import ClusterOptions, connect, local_cluster
 
     set_progress(not args.quiet)
+    options = ClusterOptions(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert,
+                             tls_key=args.tls_key, timeout=args.timeout, quiet=args.quiet)
     with contextlib.ExitStack() as stack:
         if args.quiet:
             stack.enter_context(_worker_logs_silenced())
-        yield stack.enter_context(dask_client(
-            args.scheduler,
-            n_workers=args.workers,
-            threads_per_worker=args.threads_per_worker,
-            memory_limit=args.memory_limit,
-            tls_ca_file=args.tls_ca_file,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            timeout=args.timeout,
-            quiet=args.quiet,
-        ))
+        if args.scheduler is None:  # --workers & co. shape a new LocalCluster only
+            yield stack.enter_context(local_cluster(
+                options, n_workers=args.workers, threads_per_worker=args.threads_per_worker,
+                memory_limit=args.memory_limit))
+        else:
+            yield stack.enter_context(connect(args.scheduler, options))
 
 
 def cmd_ingest(args) -> int:

@@ -254,7 +254,7 @@ def compute_limited(*collections, label: str = "computing", n_tasks: int | None 
         return compute(*collections, label=label)
     from dask.system import CPU_COUNT
 
-    from .._cluster import limit_blas_threads
+    from ._blas import limit_blas_threads
 
     blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
     with limit_blas_threads(blas_threads):

@@ -1,0 +1,237 @@
+"""Reaching a Dask scheduler: addresses, TLS certificates and the handshake check.
+
+The plumbing behind :func:`dkrr.cluster.connect` and :func:`dkrr.cluster.local_cluster`:
+:func:`resolve_scheduler_address` turns an address or a scheduler file into an address,
+:func:`make_security` turns certificate files into a :class:`distributed.security.Security`,
+and :func:`check_scheduler_answers` completes distributed's handshake within the timeout
+(after :func:`dkrr._scheduler_probe.probe_scheduler` has checked that the peer is a Dask
+scheduler at all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from dkrr._scheduler_probe import check_scheme, probe_scheduler
+from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
+
+__all__ = ["local_security", "make_security", "open_client", "resolve_scheduler_address"]
+
+_TLS_SCHEMES = ("tls://", "wss://")
+
+
+def make_security(tls_ca_file=None, tls_cert=None, tls_key=None, *, require_encryption=True):
+    """Build a :class:`distributed.security.Security` for a client from certificate files.
+
+    Parameters
+    ----------
+    tls_ca_file : str or path-like, default=None
+        PEM file of the certificate authority that signed the scheduler and worker
+        certificates.
+    tls_cert : str or path-like, default=None
+        PEM file with the client certificate (may also hold the private key).
+    tls_key : str or path-like, default=None
+        PEM file with the client private key, when it is not in ``tls_cert``.
+    require_encryption : bool, default=True
+        Refuse any unencrypted connection.
+
+    Returns
+    -------
+    security : distributed.security.Security or None
+        ``None`` when no file is given.
+
+    Raises
+    ------
+    InvalidParameterError
+        If only some of the required files are given, or a file does not exist.
+    """
+    from distributed.security import Security
+
+    if tls_ca_file is None and tls_cert is None and tls_key is None:
+        return None
+    if tls_ca_file is None or tls_cert is None:
+        raise InvalidParameterError(
+            "Mutual TLS needs the CA certificate and a client certificate: pass "
+            "tls_ca_file=... (ca.pem) and tls_cert=... (client.pem), plus tls_key=... "
+            "(client-key.pem) if the key is in a separate file; got "
+            f"tls_ca_file={tls_ca_file!r}, tls_cert={tls_cert!r}, tls_key={tls_key!r}. "
+            "cluster/tls/make_certs.py creates all three."
+        )
+    for name, value in (("tls_ca_file", tls_ca_file), ("tls_cert", tls_cert), ("tls_key", tls_key)):
+        if value is not None and not Path(value).is_file():
+            raise InvalidParameterError(f"{name}={str(value)!r} does not exist or is not a file.")
+    return Security(
+        tls_ca_file=os.fspath(tls_ca_file),
+        tls_client_cert=os.fspath(tls_cert),
+        tls_client_key=None if tls_key is None else os.fspath(tls_key),
+        require_encryption=require_encryption,
+    )
+
+
+def resolve_scheduler_address(scheduler):
+    """Return the address of a scheduler given as an address or a scheduler file.
+
+    Parameters
+    ----------
+    scheduler : str or path-like
+        An address such as ``"tcp://127.0.0.1:8786"``, ``"tls://host:8786"`` or
+        ``"host:8786"`` (TCP), or the path to a JSON scheduler file written by
+        ``dask scheduler --scheduler-file`` (``cluster/local/cluster.py`` writes one).
+
+    Returns
+    -------
+    address : str
+
+    Raises
+    ------
+    SchedulerUnreachableError
+        If the scheduler file does not exist or has no ``address``.
+    """
+    text = os.fspath(scheduler)
+    if "://" in text:
+        return text
+    path = Path(text)
+    if path.suffix.lower() == ".json" or path.is_file():
+        if not path.is_file():
+            raise SchedulerUnreachableError(
+                f"Scheduler file {text!r} does not exist: is the scheduler running? Start it "
+                "with `dask scheduler --scheduler-file FILE` or `python cluster/local/cluster.py "
+                "start --dir RUNDIR` (which writes RUNDIR/scheduler.json)."
+            )
+        try:
+            info = json.loads(path.read_text())
+            return str(info["address"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SchedulerUnreachableError(
+                f"Scheduler file {text!r} is not a Dask scheduler file (JSON with an 'address' "
+                f"key): {exc}"
+            ) from exc
+    if ":" not in text:
+        raise InvalidParameterError(
+            f"scheduler={text!r} is neither an address like 'tcp://127.0.0.1:8786' or "
+            "'tls://host:8786' nor an existing scheduler file."
+        )
+    return "tcp://" + text
+
+
+def _security_from_config():
+    from distributed.security import Security
+
+    security = Security()  # reads distributed.comm.tls.* and require-encryption
+    if security.tls_ca_file and security.tls_client_cert:
+        return security
+    return None
+
+
+def local_security(security):
+    """``security`` for a LocalCluster: the client certificate also serves scheduler and
+    workers unless they have their own."""
+    if security.tls_scheduler_cert is not None and security.tls_worker_cert is not None:
+        return security
+    from distributed.security import Security
+
+    cert, key = security.tls_client_cert, security.tls_client_key
+    return Security(
+        tls_ca_file=security.tls_ca_file,
+        tls_client_cert=cert,
+        tls_client_key=key,
+        tls_scheduler_cert=security.tls_scheduler_cert or cert,
+        tls_scheduler_key=security.tls_scheduler_key or key,
+        tls_worker_cert=security.tls_worker_cert or cert,
+        tls_worker_key=security.tls_worker_key or key,
+        require_encryption=security.require_encryption,
+    )
+
+
+async def _handshake(address, connection_args, timeout):
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout, **connection_args)
+    await comm.close()
+
+
+def _check_scheduler_answers(address, security, timeout):
+    """Connect to ``address`` and complete distributed's handshake within ``timeout`` s.
+
+    ``Client(timeout=...)`` bounds the TCP/TLS connection but not the handshake that
+    follows it (distributed 2026.8 waits for the peer's first message without a limit), so
+    a port that accepts connections and never answers (another service, a hung
+    scheduler) would block forever. Raises ``TimeoutError`` or ``OSError``.
+    """
+    from distributed.security import Security
+    from distributed.utils import LoopRunner, sync
+
+    args = (security if security is not None else Security()).get_connection_args("client")
+    runner = LoopRunner(asynchronous=False)
+    runner.start()
+    try:
+        sync(runner.loop, _handshake, address, args, timeout, callback_timeout=timeout)
+    except TimeoutError as exc:
+        raise TimeoutError(f"the scheduler did not complete the handshake within {timeout:g} s") from exc
+    finally:
+        runner.stop()
+
+
+def open_client(scheduler, security, timeout):
+    """A :class:`distributed.Client` connected to an existing scheduler.
+
+    Parameters
+    ----------
+    scheduler : str or path-like
+        Address or scheduler file (:func:`resolve_scheduler_address`).
+    security : distributed.security.Security or None
+        ``None`` for a ``tls://`` address: the ``distributed.comm.tls.*`` configuration.
+    timeout : float
+        Seconds for the probe, the handshake and the connection, each.
+
+    Returns
+    -------
+    client : distributed.Client
+    address : str
+        The resolved address.
+
+    Raises
+    ------
+    SchedulerUnreachableError, InvalidParameterError
+        As :func:`dkrr.cluster.connect`.
+    """
+    from distributed import Client
+
+    address = resolve_scheduler_address(scheduler)
+    check_scheme(address)
+    is_tls = address.startswith(_TLS_SCHEMES)
+    if security is None and is_tls:
+        security = _security_from_config()
+    if is_tls and security is None:
+        raise InvalidParameterError(
+            f"The scheduler address {address!r} uses TLS, but no certificates were given. "
+            "Pass the cluster CA and a client certificate signed by it: "
+            "tls_ca_file='ca.pem', tls_cert='client.pem', tls_key='client-key.pem' "
+            "(on the command line --tls-ca-file/--tls-cert/--tls-key), or set "
+            "distributed.comm.tls.ca-file and distributed.comm.tls.client.cert/key in the "
+            "Dask configuration (see cluster/tls/README.md)."
+        )
+    if not is_tls and security is not None and security.require_encryption:
+        raise InvalidParameterError(
+            f"TLS certificates were given but the scheduler address {address!r} is not "
+            "encrypted: use the tls:// address of the scheduler."
+        )
+    try:
+        # Look before distributed reads: it allocates whatever length a peer declares.
+        probe_scheduler(address, security, timeout)
+        _check_scheduler_answers(address, security, timeout)
+        client = Client(address, security=security, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        hint = (
+            " Check that the client certificate is signed by the cluster CA and that the "
+            "scheduler speaks TLS."
+            if is_tls
+            else " Check the address and that `dask scheduler` is running and reachable."
+        )
+        raise SchedulerUnreachableError(
+            f"Could not connect to the Dask scheduler at {address!r} (timeout {timeout:g} s): "
+            f"{exc}.{hint}"
+        ) from exc
+    return client, address

@@ -1,0 +1,313 @@
+"""Dask clients for dkrr: a new LocalCluster on this machine, or an existing scheduler.
+
+This module is about the *client side* in Python. The repository's top-level ``cluster/``
+folder is something else: deployment recipes (scheduler and worker processes,
+certificates, SLURM, Kubernetes) that start the clusters :func:`connect` reaches.
+
+* :func:`local_cluster` starts a :class:`distributed.LocalCluster` bound to 127.0.0.1 and
+  yields a :class:`distributed.Client` on it;
+* :func:`connect` yields a client of a scheduler that is already running (``tcp://`` or
+  mutual-TLS ``tls://`` address, or a scheduler JSON file). It first checks that the
+  address is a Dask scheduler (:mod:`dkrr._scheduler_probe`) and that it completes the
+  handshake within the timeout;
+* :class:`ClusterOptions` holds the runtime knobs of both, so that one object can
+  describe "how this job reaches Dask";
+* :func:`worker_blas_threads` reports the BLAS threads of each worker (one per Dask
+  thread, see :mod:`dkrr.linalg._blas`).
+
+Both context managers close what they opened when the ``with`` block ends: the client,
+and for :func:`local_cluster` the cluster; never a remote cluster. Unless ``quiet``, they
+print one line with the dashboard link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from contextlib import contextmanager
+from typing import Any
+
+from dkrr._connection import local_security, make_security, open_client
+from dkrr.errors import InvalidParameterError
+from dkrr.linalg._blas import limit_blas_threads, worker_blas_threads
+
+__all__ = ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
+
+#: the fields of :class:`ClusterOptions` that only :func:`local_cluster` uses
+_LOCAL_ONLY = ("n_workers", "threads_per_worker", "memory_limit", "processes", "dashboard")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterOptions:
+    """How a dkrr job reaches Dask: runtime knobs, apart from model hyperparameters.
+
+    The first five fields shape a new LocalCluster and are used by :func:`local_cluster`
+    only (:func:`connect` ignores them in an options object and refuses them as keyword
+    arguments); the others serve both.
+
+    Parameters
+    ----------
+    n_workers : int, default=None
+        LocalCluster workers (``None``: distributed's choice from the CPU count).
+    threads_per_worker : int, default=1
+        Threads per LocalCluster worker. BLAS stays at one thread per worker thread.
+    memory_limit : str, float or int, default="auto"
+        Memory limit per LocalCluster worker (``"2GB"``, bytes, or ``"auto"``).
+    processes : bool, default=True
+        Run LocalCluster workers in separate processes (``False``: threads of this
+        process, with BLAS limited to one thread while the block runs).
+    dashboard : bool, default=True
+        Start the LocalCluster dashboard on a free port of 127.0.0.1.
+    timeout : float, default=30.0
+        Seconds to wait for the scheduler before
+        :class:`~dkrr.errors.SchedulerUnreachableError`.
+    security : distributed.security.Security, default=None
+        TLS settings; mutually exclusive with the three ``tls_*`` files.
+    tls_ca_file, tls_cert, tls_key : str or path-like, default=None
+        CA certificate, client certificate and client key (PEM). For :func:`connect` to a
+        ``tls://`` scheduler; when neither these nor ``security`` are given, the
+        ``distributed.comm.tls.*`` Dask configuration is used if it names a CA and a
+        client certificate. With :func:`local_cluster` they switch the new cluster to
+        TLS, the same files then serving scheduler, workers and client.
+    quiet : bool, default=False
+        Do not print the dashboard link.
+    stream : file-like, default=None
+        Where the dashboard link is printed (``None``: ``sys.stderr`` at call time).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``timeout`` is not a positive number, ``n_workers`` or ``threads_per_worker``
+        is not a positive integer, or both ``security`` and ``tls_*`` files are given.
+
+    Examples
+    --------
+    >>> from dkrr.cluster import ClusterOptions
+    >>> options = ClusterOptions(n_workers=2, memory_limit="2GB", timeout=10)
+    >>> options.timeout, options.replace(quiet=True).quiet
+    (10.0, True)
+    """
+
+    n_workers: int | None = None
+    threads_per_worker: int = 1
+    memory_limit: Any = "auto"
+    processes: bool = True
+    dashboard: bool = True
+    timeout: float = 30.0
+    security: Any = None
+    tls_ca_file: Any = None
+    tls_cert: Any = None
+    tls_key: Any = None
+    quiet: bool = False
+    stream: Any = None
+
+    def __post_init__(self):
+        timeout = self.timeout
+        if timeout is None or not float(timeout) > 0:
+            raise InvalidParameterError(f"timeout must be a positive number of seconds, got {timeout!r}.")
+        object.__setattr__(self, "timeout", float(timeout))
+        if self.security is not None and any(f is not None for f in (self.tls_ca_file, self.tls_cert, self.tls_key)):
+            raise InvalidParameterError(
+                "Pass either security=Security(...) or the tls_ca_file/tls_cert/tls_key files, not both."
+            )
+        for name in ("n_workers", "threads_per_worker"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}.")
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied (and checked).
+
+        Raises
+        ------
+        InvalidParameterError
+            If a name is not a field of :class:`ClusterOptions`, or a value is invalid.
+        """
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise InvalidParameterError(
+                f"Unknown cluster option(s) {', '.join(unknown)}: the options are "
+                f"{', '.join(f.name for f in dataclasses.fields(self))}."
+            )
+        return dataclasses.replace(self, **changes)
+
+
+def _options(options, overrides, where):
+    if options is None:
+        options = ClusterOptions()
+    elif not isinstance(options, ClusterOptions):
+        raise InvalidParameterError(
+            f"options must be a dkrr.cluster.ClusterOptions, got {type(options).__name__}: "
+            "pass ClusterOptions(...) or the options as keyword arguments."
+        )
+    if where == "connect":
+        local = sorted(set(overrides) & set(_LOCAL_ONLY))
+        if local:
+            raise InvalidParameterError(
+                f"connect() got {', '.join(local)}, which only shape a new LocalCluster: an "
+                "existing scheduler's workers are sized where they are started (see "
+                "cluster/README.md); use local_cluster(...) to start a cluster here."
+            )
+    options = options.replace(**overrides) if overrides else options
+    if options.security is not None:
+        security = options.security
+    else:
+        security = make_security(options.tls_ca_file, options.tls_cert, options.tls_key)
+    stream = sys.stderr if options.stream is None else options.stream
+    return options, security, stream
+
+
+def _say(stream, link, what):
+    if link:
+        print(f"dkrr: {what}; Dask dashboard at {link}", file=stream, flush=True)
+    else:
+        print(f"dkrr: {what}; no dashboard", file=stream, flush=True)
+
+
+@contextmanager
+def local_cluster(options=None, **overrides):
+    """Start a :class:`distributed.LocalCluster` on 127.0.0.1 and yield a client of it.
+
+    Every socket is bound to 127.0.0.1: with ``processes=False`` and no TLS the workers
+    talk over ``inproc://`` and only the HTTP servers listen. Cluster and client are
+    closed when the block ends.
+
+    Parameters
+    ----------
+    options : ClusterOptions, default=None
+        ``None``: the defaults of :class:`ClusterOptions`.
+    **overrides
+        Fields of :class:`ClusterOptions` that replace those of ``options``.
+
+    Yields
+    ------
+    client : distributed.Client
+
+    Raises
+    ------
+    InvalidParameterError
+        If an option is invalid (see :class:`ClusterOptions`), a TLS file is missing, or
+        LocalCluster refuses its arguments (``memory_limit="lots"``).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from dkrr.cluster import local_cluster
+    >>> with local_cluster(n_workers=1, processes=False, dashboard=False, quiet=True) as client:
+    ...     float(da.ones(10, chunks=5).sum().compute())
+    10.0
+    """
+    from distributed import Client, LocalCluster
+
+    options, security, stream = _options(options, overrides, "local_cluster")
+    with contextlib.ExitStack() as stack:
+        kwargs = {}
+        if security is not None:
+            security = local_security(security)
+            kwargs.update(protocol="tls://", security=security)
+        if options.processes or security is not None:
+            kwargs["host"] = "127.0.0.1"
+        # else: in-process workers talk over inproc://, no network socket at all.
+        if not options.processes:
+            stack.enter_context(limit_blas_threads(1))
+        try:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=options.n_workers,
+                    threads_per_worker=options.threads_per_worker,
+                    memory_limit=options.memory_limit,
+                    processes=options.processes,
+                    # The scheduler's HTTP server (/health, /metrics) always runs; keep
+                    # it on a free port of 127.0.0.1 and add the dashboard on request.
+                    dashboard_address="127.0.0.1:0",
+                    scheduler_kwargs={"dashboard": bool(options.dashboard)},
+                    # Same for the workers' HTTP servers (else 0.0.0.0 when inproc).
+                    worker_dashboard_address="127.0.0.1:0",
+                    **kwargs,
+                )
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(f"Could not start a LocalCluster: {exc}") from exc
+        client = stack.enter_context(Client(cluster, timeout=options.timeout, security=security))
+        if not options.quiet:
+            link = None
+            if options.dashboard:
+                port = client.scheduler_info()["services"].get("dashboard")
+                link = None if port is None else f"http://127.0.0.1:{port}/status"
+            what = f"started a LocalCluster with {len(cluster.workers)} worker(s) at {cluster.scheduler_address}"
+            _say(stream, link, what)
+        yield client
+
+
+def _dashboard_link(client):
+    try:
+        services = client.scheduler_info().get("services", {})
+    except Exception:  # noqa: BLE001 - the link is informative only
+        return None
+    if "dashboard" not in services:
+        return None
+    return client.dashboard_link
+
+
+@contextmanager
+def connect(address_or_scheduler_file, options=None, **overrides):
+    """Yield a :class:`distributed.Client` of a scheduler that is already running.
+
+    Before ``distributed`` reads from the address, a probe with bounded reads checks that
+    a Dask scheduler answers there (:mod:`dkrr._scheduler_probe`), then the handshake is
+    completed within ``timeout``. Only the client is closed when the block ends; the
+    cluster keeps running.
+
+    Parameters
+    ----------
+    address_or_scheduler_file : str or path-like
+        ``"tcp://host:8786"``, ``"tls://host:8786"``, ``"host:8786"`` (TCP), or the path
+        of a scheduler JSON file (``dask scheduler --scheduler-file``,
+        ``cluster/local/cluster.py`` writes one).
+    options : ClusterOptions, default=None
+        ``None``: the defaults. Its LocalCluster fields (``n_workers`` ...) are ignored.
+    **overrides
+        Fields of :class:`ClusterOptions` that replace those of ``options``: ``timeout``,
+        ``security`` or ``tls_ca_file``/``tls_cert``/``tls_key``, ``quiet``, ``stream``.
+
+    Yields
+    ------
+    client : distributed.Client
+
+    Raises
+    ------
+    SchedulerUnreachableError
+        If the scheduler does not answer within ``timeout`` seconds, or the address is not
+        a Dask scheduler. The message says what went wrong: DNS, connection refused, no
+        answer, TLS handshake, or not a Dask scheduler (with the bytes it sent, e.g. an
+        SSH banner or an HTTP page); also a missing or invalid scheduler file.
+    InvalidParameterError
+        If the address scheme is not a Dask one (``http://``, ``ssh://``, ...), a
+        ``tls://`` address is given without certificates, certificates with a ``tcp://``
+        address, a LocalCluster option is passed, or an option is invalid.
+
+    Examples
+    --------
+    >>> from distributed import LocalCluster
+    >>> from dkrr.cluster import connect
+    >>> with LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
+    ...                   dashboard_address="127.0.0.1:0") as cluster:
+    ...     with connect(cluster.scheduler_address, timeout=10, quiet=True) as client:
+    ...         client.submit(sum, [1, 2, 3]).result()
+    6
+
+    A mutual-TLS cluster (``cluster/tls/``) or a scheduler file:
+
+    >>> with connect("tls://10.0.0.5:8786", tls_ca_file="ca.pem", tls_cert="client.pem",
+    ...              tls_key="client-key.pem") as client:  # doctest: +SKIP
+    ...     ...
+    >>> with connect("run/scheduler.json") as client:  # doctest: +SKIP
+    ...     ...
+    """
+    options, security, stream = _options(options, overrides, "connect")
+    client, address = open_client(address_or_scheduler_file, security, options.timeout)
+    with client:
+        if not options.quiet:
+            _say(stream, _dashboard_link(client), f"connected to the scheduler at {address}")
+        yield client
