@@ -155,13 +155,8 @@ def synthetic_arrays(n: int, d: int, seed: int, noise: float = 0.1, dtype=np.flo
 
 
 def sigma_50nn(X: np.ndarray, k: int = 50, n_sample: int = 1000, seed: int = 0) -> float:
-    """Mean distance to the k-th nearest neighbour over a sample (ALGORITHMS.md section 5)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(X.shape[0], size=min(n_sample, X.shape[0]), replace=False)
-    S = X[idx]
-    sq = (S * S).sum(1)
-    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * S @ S.T, 0.0)
-    k = min(k, S.shape[0] - 1)
-    # column 0 of the sorted rows is the point itself (distance 0)
-    kth = np.sqrt(np.partition(D2, k, axis=1)[:, k])
-    return float(kth.mean())
+    """Mean distance to the k-th nearest neighbour over a seeded row sample: the
+    benchmarks' name for :func:`dkrr.bandwidth.knn_sigma` (ALGORITHMS.md section 5)."""
+    from dkrr.bandwidth import knn_sigma
+
+    return knn_sigma(X, k=k, n_points=n_sample, random_state=seed)

@@ -26,7 +26,7 @@ Datasets (through :func:`dkrr.datasets.load_dataset`: the cache, the offline mir
 Every X is standardised with the training mean and standard deviation. The bandwidth
 grid is ``gamma = gamma_50 * {1/4, 1, 4, 16}`` where ``gamma_50 = 1 / (2 sigma^2)`` and
 sigma is the mean distance to the 50th nearest neighbour of 1,000 training rows
-(ALGORITHMS.md section 5). The ridge grid is ``alphas = 10^{-4..1}`` (6 values; penalty on
+(ALGORITHMS.md section 5; :func:`dkrr.bandwidth.knn_gamma`). The ridge grid is ``alphas = 10^{-4..1}`` (6 values; penalty on
 ``||beta||^2`` with ``||y - Z beta - b||^2``, which equals KernelRidge's ``alpha``).
 
 Models, each choosing its own (gamma, alpha). To keep the run within half an hour on 2
@@ -74,8 +74,9 @@ from pathlib import Path
 import numpy as np
 
 from dkrr import datasets
+from dkrr.bandwidth import knn_gamma
 
-__all__ = ["load_dataset", "gamma_50nn", "main"]
+__all__ = ["load_dataset", "main"]
 
 ALPHAS = np.logspace(-4, 1, 6)
 GAMMA_FACTORS = (0.25, 1.0, 4.0, 16.0)
@@ -125,16 +126,6 @@ def load_dataset(name: str, seed: int = 0):
                 "random 80/20 split (time-ordered rows: optimistic); each feature clipped to its training "
                 "0.5/99.5 percentiles, then standardised")
     raise ValueError(f"unknown dataset {name!r}")
-
-
-def gamma_50nn(X, n_points=1000, k=50, seed=0) -> float:
-    """``1 / (2 sigma^2)``, sigma = mean distance to the k-th nearest neighbour of n_points rows."""
-    rng = np.random.default_rng(seed)
-    S = X[rng.choice(len(X), size=min(n_points, len(X)), replace=False)]
-    sq = (S * S).sum(1)
-    D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * S @ S.T, 0.0)
-    sigma = float(np.sqrt(np.partition(D2, k, axis=1)[:, k]).mean())
-    return 1.0 / (2.0 * sigma**2)
 
 
 def _error(task, y, pred):
@@ -371,7 +362,7 @@ def main(argv=None):
             j = rng.permutation(len(Xte))[:2000]
             Xtr, ytr, Xte, yte = Xtr[i], ytr[i], Xte[j], yte[j]
             note += "; QUICK: 3,000/2,000-row subsample"
-        g50 = gamma_50nn(Xtr, seed=args.seed)
+        g50 = knn_gamma(Xtr, random_state=args.seed)
         gammas = [g50 * f for f in GAMMA_FACTORS]
         sub = np.random.default_rng(args.seed + 3).permutation(len(Xtr))[: min(args.subset, len(Xtr))]
         print(f"\n== {name}: {Xtr.shape[0]} train / {Xte.shape[0]} test, d={Xtr.shape[1]}, gamma_50={g50:.4g}", flush=True)

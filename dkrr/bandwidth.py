@@ -1,0 +1,228 @@
+"""Data-driven Gaussian bandwidths: the 50-NN rule of thumb and scikit-learn's ``"scale"``.
+
+The Gaussian kernel is ``exp(-gamma ||x - y||^2)``; ``gamma = 1 / (2 sigma^2)`` for a
+length scale ``sigma``. Two rules pick it from the data:
+
+- :func:`knn_gamma` (and :func:`knn_sigma`): the rule of thumb of the ORF paper
+  [Yu16]_ (docs/ALGORITHMS.md section 5): sigma is the mean distance to the k-th
+  (50th) nearest neighbour over a seeded sample of rows (1,000), neighbours searched
+  within the sample. Only the sampled rows are read: on a dask or zarr array, the row
+  blocks that hold no sampled row are never loaded.
+- :func:`scale_gamma`: scikit-learn's ``SVC(gamma="scale")``, ``1 / (d Var(X))`` with
+  the variance over every entry of X (one pass over the data).
+
+Both expect features on comparable scales (standardised columns): a column measured in
+larger units dominates every distance.
+
+References
+----------
+.. [Yu16] F. X. Yu, A. T. Suresh, K. Choromanski, D. Holtmann-Rice, S. Kumar,
+   "Orthogonal Random Features", NeurIPS 2016.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_input, check_random_state, is_dask
+from .errors import InputValidationError, InvalidParameterError, NonFiniteInputError
+
+__all__ = ["knn_gamma", "knn_sigma", "scale_gamma"]
+
+#: Bytes of the distance rows computed at once by :func:`knn_sigma` (a 1,000-row sample
+#: fits in one block, 8 MB).
+_DISTANCE_BLOCK_BYTES = 64 * 2**20
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
+    """The sampled rows of X as float64, in the order the generator drew them."""
+    X = check_input(X, name="X")
+    n = X.shape[0]
+    if not isinstance(n, numbers.Integral) or np.isnan(n):
+        raise InputValidationError(
+            "X has an unknown number of rows (a dask array with unknown chunk sizes); "
+            "call `X.compute_chunk_sizes()` first."
+        )
+    idx = check_random_state(random_state).choice(n, size=min(n_points, n), replace=False)
+    if is_dask(X):
+        # Read in row order (each row block holding a sampled row is loaded once, the
+        # others not at all), then put the rows back in the order they were drawn.
+        order = np.argsort(idx)
+        rows = np.asarray(X[idx[order]].compute())
+        S = np.empty_like(rows)
+        S[order] = rows
+    else:
+        S = X[idx]
+    S = np.asarray(S, dtype=np.float64)
+    bad = ~np.isfinite(S).all(axis=1)
+    if bad.any():
+        rows = np.sort(idx[bad])
+        raise NonFiniteInputError(
+            f"X contains NaN or inf in {len(rows)} of the {len(idx)} rows sampled for the "
+            f"bandwidth, first in row {int(rows[0])}; remove or impute them first."
+        )
+    return S
+
+
+def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None) -> float:
+    """Mean distance to the k-th nearest neighbour over a seeded sample of rows.
+
+    The rule of thumb of [Yu16]_ (docs/ALGORITHMS.md section 5): draw ``min(n_points,
+    n_samples)`` distinct rows, find each one's k-th nearest neighbour among the other
+    sampled rows (identical rows count as neighbours at distance 0), and average those
+    Euclidean distances.
+
+    Parameters
+    ----------
+    X : array-like, dask array or zarr array of shape (n_samples, n_features)
+        Dask and zarr input is read lazily: only the row blocks holding sampled rows are
+        loaded (one ``compute``, on the active dask client if there is one).
+    k : int, default=50
+        Which nearest neighbour (1 is the nearest other row).
+    n_points : int, default=1000
+        Rows sampled without replacement (all rows when X has fewer). The distances cost
+        ``n_points^2 * n_features`` operations.
+    random_state : int, numpy Generator, SeedSequence or None, default=None
+        Seed of the row sample: the rows are
+        ``numpy.random.default_rng(random_state).choice(n_samples, min(n_points,
+        n_samples), replace=False)``, so an integer seed gives the same rows on numpy,
+        dask and zarr input.
+
+    Returns
+    -------
+    sigma : float
+        The mean k-th nearest neighbour distance, in the units of X.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``k < 1``, ``n_points < 2`` or a non-integer.
+    InputValidationError
+        Fewer than ``k + 1`` rows are sampled (X or ``n_points`` too small for ``k``), or
+        every sampled row has ``k`` identical copies (sigma would be 0).
+    NonFiniteInputError
+        A sampled row holds NaN or inf (numpy input: any row).
+
+    See Also
+    --------
+    knn_gamma : ``1 / (2 sigma^2)``, the Gaussian kernel's gamma.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkrr.bandwidth import knn_sigma
+    >>> X = np.random.default_rng(0).standard_normal((2000, 5))
+    >>> round(knn_sigma(X, random_state=0), 2)
+    1.67
+    """
+    k = _check_int(k, "k", 1)
+    n_points = _check_int(n_points, "n_points", 2)
+    S = _sample_rows(X, n_points, random_state)
+    m = S.shape[0]
+    if m < k + 1:
+        raise InputValidationError(
+            f"the {k}-th nearest neighbour rule needs at least k + 1 = {k + 1} sampled rows, "
+            f"got {m} (X has {np.shape(X)[0]} rows, n_points={n_points}); lower k or give "
+            "more rows."
+        )
+    # Centring changes no distance and keeps |a|^2 + |b|^2 - 2 a.b accurate when the
+    # columns sit far from 0.
+    S -= S.mean(axis=0)
+    sq = (S * S).sum(axis=1)
+    # A squared distance under the formula's rounding error (a few d * eps * (|a|^2 +
+    # |b|^2)) is that of identical rows: 0, so duplicates are neighbours at distance 0.
+    tol = 4.0 * S.shape[1] * np.finfo(np.float64).eps
+    step = max(1, _DISTANCE_BLOCK_BYTES // (8 * m))
+    kth = np.empty(m)
+    for lo in range(0, m, step):
+        hi = min(m, lo + step)
+        norms = sq[lo:hi, None] + sq[None, :]
+        D2 = norms - 2.0 * S[lo:hi] @ S.T
+        D2[D2 <= tol * norms] = 0.0
+        D2[np.arange(hi - lo), np.arange(lo, hi)] = 0.0  # each row itself: column k skips it
+        kth[lo:hi] = np.sqrt(np.partition(D2, k, axis=1)[:, k])
+    sigma = float(kth.mean())
+    if sigma == 0.0:
+        raise InputValidationError(
+            f"every one of the {m} sampled rows has at least k={k} identical rows in the "
+            "sample, so the mean k-th neighbour distance is 0 and gamma would be infinite; "
+            "drop duplicate rows, lower k or choose gamma yourself."
+        )
+    return sigma
+
+
+def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None) -> float:
+    """Gaussian ``gamma = 1 / (2 sigma^2)`` with sigma from :func:`knn_sigma`.
+
+    Parameters
+    ----------
+    X : array-like, dask array or zarr array of shape (n_samples, n_features)
+    k : int, default=50
+    n_points : int, default=1000
+    random_state : int, numpy Generator, SeedSequence or None, default=None
+        As in :func:`knn_sigma` (the same arguments give the same rows).
+
+    Returns
+    -------
+    gamma : float
+
+    Raises
+    ------
+    InvalidParameterError, InputValidationError, NonFiniteInputError
+        As :func:`knn_sigma`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkrr.bandwidth import knn_gamma
+    >>> X = np.random.default_rng(0).standard_normal((2000, 5))
+    >>> round(knn_gamma(X, random_state=0), 4)
+    0.1797
+    """
+    sigma = knn_sigma(X, k=k, n_points=n_points, random_state=random_state)
+    return 1.0 / (2.0 * sigma**2)
+
+
+def scale_gamma(X: Any) -> float:
+    """scikit-learn's ``gamma="scale"``: ``1 / (n_features * X.var())``.
+
+    The variance is over every entry of X (not per column), as in ``sklearn.svm.SVC``;
+    a constant X gives 1.0, as there. Dask and zarr input is read once, blockwise.
+
+    Parameters
+    ----------
+    X : array-like, dask array or zarr array of shape (n_samples, n_features)
+
+    Returns
+    -------
+    gamma : float
+
+    Raises
+    ------
+    NonFiniteInputError
+        X holds NaN or inf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dkrr.bandwidth import scale_gamma
+    >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))
+    0.5
+    """
+    X = check_input(X, name="X")
+    var = X.var(dtype=np.float64)
+    var = float(var.compute() if is_dask(X) else var)
+    if not np.isfinite(var):
+        raise NonFiniteInputError(
+            f"X contains NaN or inf (its variance is {var}); remove or impute them first."
+        )
+    return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
