@@ -9,7 +9,7 @@ What it does (about a minute on 2 cores):
    with the training mean and standard deviation;
 3. picks the Gaussian bandwidth by the rule of thumb of ALGORITHMS.md section 5: sigma is
    the mean distance to the 50th nearest neighbour over 1,000 sampled training rows,
-   ``gamma = 1 / (2 sigma^2)``;
+   ``gamma = 1 / (2 sigma^2)`` (:func:`dkrr.bandwidth.knn_gamma`);
 4. fits :class:`dkrr.RandomFeatureRidge` (SORF features, 5-fold one-pass
    cross-validation over an alpha grid) from a row-chunked dask array on the cluster,
    and reports the test RMSE and R^2 and the fit time;
@@ -32,19 +32,7 @@ import time
 
 import numpy as np
 
-__all__ = ["main", "median_nn_gamma"]
-
-
-def median_nn_gamma(X: np.ndarray, *, n_points: int = 1000, k: int = 50, seed: int = 0) -> float:
-    """``gamma = 1 / (2 sigma^2)`` with sigma the mean distance to the k-th nearest neighbour
-    over ``n_points`` sampled rows (ALGORITHMS.md section 5)."""
-    rng = np.random.default_rng(seed)
-    S = X[rng.choice(len(X), size=min(n_points, len(X)), replace=False)]
-    sq = (S * S).sum(1)
-    D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * S @ S.T, 0.0)
-    kth = np.sqrt(np.partition(D2, k, axis=1)[:, k])  # column 0 is the point itself
-    sigma = float(kth.mean())
-    return 1.0 / (2.0 * sigma**2)
+__all__ = ["main"]
 
 
 def _metrics(y, pred):
@@ -67,6 +55,7 @@ def main(argv=None) -> dict:
     import dask.array as da
     from sklearn.kernel_ridge import KernelRidge
 
+    from dkrr.bandwidth import knn_gamma
     from dkrr.cluster import local_cluster
     from dkrr.datasets import load_casp
     from dkrr.estimators import RandomFeatureRidge
@@ -83,7 +72,7 @@ def main(argv=None) -> dict:
     std[std == 0] = 1.0
     X_tr = (X_tr - mean) / std
     X_te = (X_te - mean) / std
-    gamma = median_nn_gamma(X_tr, seed=args.seed)
+    gamma = knn_gamma(X_tr, random_state=args.seed)
     alphas = np.logspace(-3, 2, 6)
     print(f"CASP: {len(y_tr)} training rows, {len(y_te)} test rows, {X.shape[1]} features; "
           f"gamma = {gamma:.4g} (50-NN rule of thumb)")
