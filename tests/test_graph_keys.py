@@ -16,7 +16,7 @@ from dask.base import tokenize
 
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from dkrr.features import PROJECTIONS
-from dkrr.features._map import feature_map_from_state
+from dkrr.features import feature_map_from_state
 from dkrr.linalg import reduce_row_blocks
 
 N, D_IN = 120, 3
@@ -195,7 +195,7 @@ def test_pickled_ridge_model_graph_stays_small():
     X = rng.standard_normal((64, d))
     y = X[:, 0]
     m = RandomFeatureRidge(method="sorf", n_components=D, gamma=0.01, alpha=1.0, random_state=0).fit(X, y)
-    m.feature_map_.feature_map_.projection.project(X, path="dense")
+    m.feature_map_.projection.project(X, path="dense")
     m.predict(X)
     pred = m.predict(da.from_array(X[:8], chunks=(4, d)))
     graph_bytes = len(pickle.dumps(dict(pred.__dask_graph__())))

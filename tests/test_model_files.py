@@ -367,9 +367,9 @@ CORRUPTIONS = {
     "label_type": (lambda d, doc: _fit(doc)["classes_"].__setitem__("type", "complex"), r"classes_"),
     "label_values": (lambda d, doc: _fit(doc)["classes_"].__setitem__("__labels__", ["1", "2", "5"]), r"classes_"),
     "label_count": (lambda d, doc: _fit(doc)["classes_"].__setitem__("__labels__", [1, 2]), r"classes_"),
-    "map_type": (lambda d, doc: _fit(doc)["feature_map_"]["__estimator__"]["fitted"]["feature_map_"]["__feature_map__"].__setitem__("map_type", "evil"), r"feature_map_"),
+    "map_type": (lambda d, doc: _fit(doc)["feature_map_"]["__feature_map__"].__setitem__("map_type", "evil"), r"feature_map_"),
     "map_weights_shape": (
-        lambda d, doc: _rewrite(d, _fit(doc)["feature_map_"]["__estimator__"]["fitted"]["feature_map_"]["__feature_map__"]["projection"]["weights"], np.zeros((8, 5))),
+        lambda d, doc: _rewrite(d, _fit(doc)["feature_map_"]["__feature_map__"]["projection"]["weights"], np.zeros((8, 5))),
         r"feature_map_",
     ),
     "nested_param": (lambda d, doc: _est(doc)["params"].__setitem__("alphas", _nested(60)), r"alphas"),

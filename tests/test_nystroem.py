@@ -8,7 +8,7 @@ import scipy.linalg
 from dkrr import RandomFeatures
 from dkrr.errors import InvalidParameterError, NonFiniteInputError
 from dkrr.estimators import RandomFeatureRidge
-from dkrr.features._map import MAP_TYPES, feature_map_from_state
+from dkrr.features import MAP_TYPES, feature_map_from_state
 from dkrr.features._nonlinear import exact_kernel
 from dkrr.features._nystroem import NystroemMap, nystroem_normalizer
 

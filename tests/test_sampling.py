@@ -10,7 +10,7 @@ import pytest
 from dkrr.errors import InputValidationError, InvalidParameterError, NonFiniteInputError
 from dkrr.estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
 from dkrr.estimators._random_features import build_random_feature_map
-from dkrr.features._map import feature_map_from_state
+from dkrr.features import feature_map_from_state
 from dkrr.linalg import fold_ids
 from dkrr.sampling import (
     SampledFeatureMap,
@@ -231,7 +231,7 @@ def test_sampled_fit_reads_each_block_exactly_twice(tmp_path, scheduler, samplin
     ref = cls(**params).fit(X, y)
     assert est.alpha_ == ref.alpha_
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
-    assert isinstance(est.feature_map_.feature_map_, SampledFeatureMap)
+    assert isinstance(est.feature_map_, SampledFeatureMap)
     assert est.cv_results_["fold_mse"].shape == (3, 3)
     assert est.cv_results_["fold_sizes"].sum() == len(X)
     assert est.n_output_features_ == 16

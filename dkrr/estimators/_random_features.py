@@ -2,135 +2,44 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_input, check_n_features, check_random_state
+from .._validation import check_input, check_n_features
 from ..errors import InvalidParameterError
-from ..features._base import PROJECTIONS
+from ..features import (  # noqa: F401  (build_random_feature_map, DATA_DEPENDENT_METHODS: importable from here as before)
+    DATA_DEPENDENT_METHODS,
+    MAP_OPTION_NAMES,
+    FeatureMap,
+    RandomFeatureMap,
+    build_feature_map,
+    build_random_feature_map,
+)
 from ..features._blockwise import transform_array
-from ..features._map import FeatureMap, RandomFeatureMap
-from ..features._nonlinear import KERNELS
-from ..features._nystroem import fit_nystroem_map
 from ..linalg._memory import check_feature_map_budget
-from .. import sampling as _sampling  # noqa: F401  (registers the sampled map type for model files)
 
-__all__ = ["RandomFeatures", "build_feature_map", "build_random_feature_map", "MAP_OPTION_NAMES", "DATA_DEPENDENT_METHODS"]
-
-#: methods whose map is fitted from the data (their landmarks are training rows)
-DATA_DEPENDENT_METHODS = ("nystroem",)
-
-#: construction options of the projection families, as estimator parameters
-MAP_OPTION_NAMES = ("n_hd_blocks", "row_norms", "displacement_rank", "skew_nonzeros", "sequence")
+__all__ = ["RandomFeatures", "draw_feature_map"]
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+def draw_feature_map(est, X, random_state, n_components: int | None = None) -> FeatureMap:
+    """The feature map of an estimator's map parameters for inputs like ``X``.
 
-
-def build_random_feature_map(
-    *,
-    kernel: str,
-    method: str,
-    n_components: int,
-    gamma: float,
-    n_features_in: int,
-    random_state,
-    options: dict,
-) -> RandomFeatureMap:
-    """Validate parameters and draw a data-independent :class:`RandomFeatureMap`.
-
-    ``options`` maps option names (``n_hd_blocks``, ``row_norms``, ``displacement_rank``,
-    ``sequence``) to values or ``None`` (not given). An option given for a method that
-    does not take it is an error rather than silently ignored.
+    ``est`` is :class:`RandomFeatures` or a ridge estimator: anything with the parameters
+    ``kernel``, ``method``, ``n_components``, ``gamma`` and the options of
+    :data:`~dkrr.features.MAP_OPTION_NAMES`. ``random_state`` (a seed or a Generator that
+    is advanced) and ``n_components`` (default ``est.n_components``; leverage sampling
+    draws its ``n_candidates`` candidates) are given by the caller. Both estimators draw
+    their map here, so the same parameters and seed give the same map.
     """
-    if kernel not in KERNELS:
-        raise InvalidParameterError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
-    if method not in PROJECTIONS:
-        raise InvalidParameterError(
-            f"method must be one of {sorted(PROJECTIONS)}, got {method!r}"
-        )
-    n_components = _check_positive_int(n_components, "n_components")
-    if kernel == "gaussian":
-        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
-            raise InvalidParameterError(f"gamma must be a positive finite number, got {gamma!r}")
-        scale = float(np.sqrt(2.0 * gamma))  # rows of W ~ N(0, I / sigma^2), gamma = 1/(2 sigma^2)
-    else:
-        if gamma != 1.0:
-            raise InvalidParameterError(
-                f"gamma applies only to kernel='gaussian'; kernel={kernel!r} is scale "
-                f"invariant in W, so leave gamma at its default (got {gamma!r})"
-            )
-        scale = 1.0
-    cls = PROJECTIONS[method]
-    given = {k: v for k, v in options.items() if v is not None}
-    for name in given:
-        if name not in cls.options:
-            takers = sorted(m for m, c in PROJECTIONS.items() if name in c.options)
-            raise InvalidParameterError(
-                f"option {name}={given[name]!r} does not apply to method={method!r}; it is "
-                f"used by method(s) {takers}"
-            )
-    opts = {**cls.options, **given}
-    rng = check_random_state(random_state)
-    proj = cls.generate(n_features_in, n_components, scale, rng, **opts)
-    return RandomFeatureMap(kernel, proj)
-
-
-def build_feature_map(
-    X,
-    *,
-    kernel: str,
-    method: str,
-    n_components: int,
-    gamma: float,
-    random_state,
-    options: dict,
-) -> FeatureMap:
-    """Validate parameters and build the feature map of ``method`` for inputs like ``X``.
-
-    Data-independent methods (every projection construction) call
-    :func:`build_random_feature_map` and read only ``X.shape[1]``. ``method="nystroem"``
-    samples ``n_components`` landmark rows of ``X`` (a validated numpy array or row-chunked
-    dask array; for dask only those rows are computed) with the generator of
-    ``random_state`` and returns a :class:`~dkrr.features._nystroem.NystroemMap`.
-
-    Raises
-    ------
-    InvalidParameterError
-        Unknown kernel or method, bad ``n_components``/``gamma``, an option that does not
-        apply to ``method``.
-    """
-    if method == "nystroem":
-        if kernel not in KERNELS:
-            raise InvalidParameterError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
-        n_components = _check_positive_int(n_components, "n_components")
-        given = {k: v for k, v in options.items() if v is not None}
-        if given:
-            raise InvalidParameterError(
-                f"option(s) {sorted(given)} do not apply to method='nystroem' (they configure "
-                "random projections; Nystroem uses landmark rows of X)"
-            )
-        if kernel == "gaussian":
-            if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
-                raise InvalidParameterError(f"gamma must be a positive finite number, got {gamma!r}")
-        elif gamma != 1.0:
-            raise InvalidParameterError(
-                f"gamma applies only to kernel='gaussian'; leave it at its default for kernel={kernel!r} "
-                f"(got {gamma!r})"
-            )
-        return fit_nystroem_map(
-            X, kernel=kernel, n_components=n_components, gamma=float(gamma),
-            rng=check_random_state(random_state),
-        )
-    return build_random_feature_map(
-        kernel=kernel, method=method, n_components=n_components, gamma=gamma,
-        n_features_in=X.shape[1], random_state=random_state, options=options,
+    return build_feature_map(
+        X,
+        kernel=est.kernel,
+        method=est.method,
+        n_components=est.n_components if n_components is None else n_components,
+        gamma=est.gamma,
+        random_state=random_state,
+        options={name: getattr(est, name) for name in MAP_OPTION_NAMES},
     )
 
 
@@ -180,8 +89,11 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     n_features_in_ : int
     n_output_features_ : int
         Output width p.
-    feature_map_ : RandomFeatureMap
-        The fitted map (small; what workers receive).
+    feature_map_ : FeatureMap
+        The fitted map: a :class:`~dkrr.features.RandomFeatureMap` (a projection and the
+        kernel nonlinearity), or a ``NystroemMap`` for ``method="nystroem"``. Small
+        plain data; what workers receive. The ridge estimators hold their map under the
+        same name and type.
 
     Examples
     --------
@@ -218,9 +130,6 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         self.skew_nonzeros = skew_nonzeros
         self.sequence = sequence
 
-    def _map_options(self) -> dict:
-        return {name: getattr(self, name) for name in MAP_OPTION_NAMES}
-
     def fit(self, X, y=None):
         """Draw the random map for inputs with ``X.shape[1]`` columns.
 
@@ -232,15 +141,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         check_feature_map_budget(  # before the map is allocated
             self.method, X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
         )
-        self.feature_map_ = build_feature_map(
-            X,
-            kernel=self.kernel,
-            method=self.method,
-            n_components=self.n_components,
-            gamma=self.gamma,
-            random_state=self.random_state,
-            options=self._map_options(),
-        )
+        self.feature_map_ = draw_feature_map(self, X, self.random_state)
         self.n_features_in_ = X.shape[1]
         self.n_output_features_ = self.feature_map_.n_output_features
         return self

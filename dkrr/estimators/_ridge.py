@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, check_random_state, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
@@ -24,7 +24,7 @@ from ..linalg import (
 )
 from ..linalg._cv import check_folds
 from ..linalg._memory import check_fit_memory
-from ._random_features import MAP_OPTION_NAMES, RandomFeatures, build_feature_map
+from ._random_features import draw_feature_map
 
 __all__ = ["RandomFeatureRidge"]
 
@@ -129,17 +129,11 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 )
             K, alphas = 1, None
         else:
-            if isinstance(self.cv, bool) or not isinstance(self.cv, numbers.Integral) or self.cv < 2:
-                raise InvalidParameterError(f"cv must be None or an integer >= 2, got {self.cv!r}")
-            K = int(self.cv)
+            K = check_int(self.cv, "cv", minimum=2, allow_none=True)
             alphas = check_alphas([alpha] if self.alphas is None else self.alphas)
-        if self.solver not in _SOLVERS:
-            raise InvalidParameterError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise InvalidParameterError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        mbb = self.max_block_bytes
-        if isinstance(mbb, bool) or not isinstance(mbb, numbers.Integral) or mbb < 1:
-            raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {mbb!r}")
+        check_choice(self.solver, "solver", _SOLVERS)
+        check_bool(self.fit_intercept, "fit_intercept")
+        check_int(self.max_block_bytes, "max_block_bytes")
         return alpha, K, alphas
 
     def _draw_map(self, X):
@@ -147,25 +141,13 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         seed, from one generator (in that order); returns the generator for resampling."""
         from ..sampling import check_sampling
 
-        n_features_in = X.shape[1]
         rng = check_random_state(self.random_state)
-        options = {name: getattr(self, name) for name in MAP_OPTION_NAMES}
         sampling, n_cand = check_sampling(self.sampling, self.n_candidates, self.n_components)
         if sampling is not None and self.method == "nystroem":
             raise InvalidParameterError("sampling resamples random frequencies; it does not apply to method='nystroem'")
-        fmap = build_feature_map(
-            X, kernel=self.kernel, method=self.method, n_components=n_cand or self.n_components,
-            gamma=self.gamma, random_state=rng, options=options,
-        )
+        fmap = draw_feature_map(self, X, rng, n_components=n_cand or self.n_components)
         fold_seed = int(rng.integers(0, 2**63 - 1))
-        rf = RandomFeatures(
-            kernel=self.kernel, method=self.method, n_components=self.n_components,
-            gamma=self.gamma, random_state=self.random_state, **options,
-        )
-        rf.feature_map_ = fmap
-        rf.n_features_in_ = n_features_in
-        rf.n_output_features_ = fmap.n_output_features
-        return rf, fold_seed, rng
+        return fmap, fold_seed, rng
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y):
@@ -187,23 +169,22 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             split_every=self.split_every, max_block_bytes=self.max_block_bytes,
             displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
         )
-        rf, fold_seed, rng = self._draw_map(Xd)
+        fmap, fold_seed, rng = self._draw_map(Xd)
         if self.sampling is not None:  # two passes: candidate scores, then statistics
             from ..sampling import fit_sampled_ridge_statistics
 
             fit = fit_sampled_ridge_statistics(
-                Xd, yd, candidate_map=rf.feature_map_, sampling=self.sampling,
+                Xd, yd, candidate_map=fmap, sampling=self.sampling,
                 n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
                 labels_mode=self._labels_mode, ridge_alpha=alpha, alphas=alphas,
                 fit_intercept=bool(self.fit_intercept), targets_fn=self._targets_from_statistics,
                 max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
             )
-            rf.feature_map_ = fit.maps.feature_map
-            rf.n_output_features_ = rf.feature_map_.n_output_features
+            fmap = fit.maps.feature_map
             stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
         else:
             stats = streamed_statistics(
-                Xd, yd, rf.feature_map_, n_folds=K, fold_seed=fold_seed,
+                Xd, yd, fmap, n_folds=K, fold_seed=fold_seed,
                 max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
                 labels_mode=self._labels_mode,
             )
@@ -211,9 +192,9 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             if K > 1:
                 fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
                 fold_sizes = stats.n.copy()
-        self.feature_map_ = rf
-        self.n_features_in_ = rf.n_features_in_
-        self.n_output_features_ = rf.n_output_features_
+        self.feature_map_ = fmap
+        self.n_features_in_ = fmap.n_features_in
+        self.n_output_features_ = fmap.n_output_features
         self.fold_seed_ = fold_seed
         if K > 1:
             mse = fold_mse
@@ -239,7 +220,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
     def _model(self) -> _LinearModel:
         coef = np.atleast_2d(self.coef_)  # (t, p)
         b = np.broadcast_to(np.asarray(self.intercept_, dtype=np.float64), (coef.shape[0],)).copy()
-        return _LinearModel(self.feature_map_.feature_map_, np.ascontiguousarray(coef.T), b, int(self.max_block_bytes))
+        return _LinearModel(self.feature_map_, np.ascontiguousarray(coef.T), b, int(self.max_block_bytes))
 
     def _decision(self, X, squeeze: bool):
         """``phi(X) coef^T + intercept``: numpy in -> numpy out, dask/zarr -> lazy dask."""
@@ -341,8 +322,13 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         ``0.0`` when ``fit_intercept=False`` (as scikit-learn).
     alpha_ : float
         The alpha of the final fit (chosen by CV when ``cv`` is given).
-    feature_map_ : RandomFeatures
-        The fitted transformer: ``feature_map_.transform(X)`` gives the features.
+    feature_map_ : FeatureMap
+        The fitted map, the same name and type as ``RandomFeatures.feature_map_`` (with
+        ``sampling``, the resampled map of the final fit):
+        ``feature_map_.transform(X)`` gives the features of a float numpy array ``X``
+        (already validated: finite, 2-D). For dask or zarr input,
+        ``RandomFeatures`` with the same map parameters and integer ``random_state``,
+        fitted on X, draws this same map (without ``sampling``) and transforms lazily.
     n_features_in_ : int
     n_output_features_ : int
         p, the width of Z.
@@ -360,7 +346,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     -----
     Features are computed in float64 whatever the input dtype (float32 input is cast
     per block), and predictions are float64. For float32 data
-    ``feature_map_.transform`` returns float32 features, the model used their float64
+    ``feature_map_.transform`` returns float32 features; the model used their float64
     counterparts.
 
     Examples

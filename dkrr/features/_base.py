@@ -1,4 +1,4 @@
-"""The contract every random projection implements, and the registry of methods.
+"""The contract every random projection implements.
 
 A *projection* is the linear part ``x -> W x`` of a random feature map, with ``W`` of
 shape ``(n_components, n_features_in)``. Implementations store only the random numbers
@@ -7,7 +7,8 @@ transforms; :meth:`Projection.matrix` forms ``W`` explicitly and independently o
 fast path, so tests can compare the two.
 
 Projections are plain dataclasses of numbers and numpy arrays: :meth:`get_state` and
-:meth:`from_state` round-trip them without pickle, which is what model files store.
+:meth:`from_state` round-trip them without pickle, which is what model files store. The
+methods by name are listed in :mod:`dkrr.features._registry`.
 """
 
 from __future__ import annotations
@@ -17,20 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._params import check_options
 from ..errors import InvalidParameterError
 
-__all__ = ["Projection", "PROJECTIONS", "register_projection", "next_power_of_two"]
-
-#: name -> Projection subclass, filled by :func:`register_projection`.
-PROJECTIONS: dict[str, type["Projection"]] = {}
-
-
-def register_projection(cls: type["Projection"]) -> type["Projection"]:
-    """Class decorator adding a projection to :data:`PROJECTIONS` under ``cls.method``."""
-    if cls.method in PROJECTIONS:
-        raise RuntimeError(f"projection method {cls.method!r} registered twice")
-    PROJECTIONS[cls.method] = cls
-    return cls
+__all__ = ["Projection", "next_power_of_two"]
 
 
 def next_power_of_two(n: int) -> int:
@@ -54,7 +45,7 @@ class Projection:
         Multiplier applied to every row of W (``1 / sigma`` for the Gaussian kernel).
     """
 
-    #: registry name (the ``method`` parameter of :class:`dkrr.RandomFeatures`)
+    #: the ``method`` parameter of :class:`dkrr.RandomFeatures` that selects this class
     method: ClassVar[str] = ""
     #: construction options this method accepts, with their defaults
     options: ClassVar[dict[str, Any]] = {}
@@ -73,7 +64,19 @@ class Projection:
         rng: np.random.Generator,
         **options: Any,
     ) -> "Projection":
-        """Draw a new projection from ``rng``. ``options`` are validated by the caller."""
+        """Draw a new projection from ``rng``.
+
+        ``options`` are construction options of this method (:attr:`options`); one the
+        method does not take is an :class:`~dkrr.errors.InvalidParameterError`, and the
+        ones not given take their defaults. Subclasses implement :meth:`_draw`.
+        """
+        opts = check_options(cls.method, cls.options, options)
+        return cls._draw(int(n_features_in), int(n_components), float(scale), rng, **opts)
+
+    @classmethod
+    def _draw(cls, n_features_in: int, n_components: int, scale: float, rng: np.random.Generator,
+              **options: Any) -> "Projection":
+        """The draw itself, with every option of :attr:`options` given."""
         raise NotImplementedError
 
     # -- application --------------------------------------------------------------

@@ -8,14 +8,13 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InvalidParameterError
-from ._base import next_power_of_two, register_projection
+from ._base import next_power_of_two
 from ._hadamard import fwht
 from ._orthogonal import HadamardBlockProjection
 
 __all__ = ["FastfoodProjection"]
 
 
-@register_projection
 @dataclasses.dataclass(eq=False)
 class FastfoodProjection(HadamardBlockProjection):
     """Fastfood: ``W = (scale / sqrt(d')) S H G Pi H B`` per ``d' x d'`` block.
@@ -66,12 +65,8 @@ class FastfoodProjection(HadamardBlockProjection):
             raise InvalidParameterError("Fastfood field 'perm' must hold a permutation of range(d') per block")
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
-        if options:
-            raise InvalidParameterError(
-                f"method 'fastfood' takes no options, got {sorted(options)}"
-            )
-        d, D = int(n_features_in), int(n_components)
+    def _draw(cls, n_features_in, n_components, scale, rng):
+        d, D = n_features_in, n_components
         dp = next_power_of_two(d)
         nb = -(-D // dp)
         signs = (2 * rng.integers(0, 2, size=(nb, dp), dtype=np.int8) - 1).astype(np.int8)

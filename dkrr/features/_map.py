@@ -2,8 +2,9 @@
 
 A feature map is small (a projection's O(D) numbers, or landmarks) and is embedded once in
 a dask graph; every block task calls :meth:`FeatureMap.transform` on its rows. Maps are
-plain data: :meth:`get_state` / :func:`feature_map_from_state` round-trip them without
-pickle (model files store exactly this).
+plain data: :meth:`FeatureMap.get_state` and
+:func:`dkrr.features.feature_map_from_state` round-trip them without pickle (model files
+store exactly this). The map types by name are listed in :mod:`dkrr.features._registry`.
 """
 
 from __future__ import annotations
@@ -13,19 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
-from ._base import PROJECTIONS, Projection
+from ._base import Projection
 from ._nonlinear import apply_nonlinearity, output_width
 
-__all__ = ["FeatureMap", "RandomFeatureMap", "feature_map_from_state", "MAP_TYPES"]
-
-#: map type name -> class; filled by :func:`_register_map`.
-MAP_TYPES: dict[str, type["FeatureMap"]] = {}
-
-
-def _register_map(cls):
-    MAP_TYPES[cls.map_type] = cls
-    return cls
+__all__ = ["FeatureMap", "RandomFeatureMap"]
 
 
 class FeatureMap:
@@ -38,6 +30,7 @@ class FeatureMap:
         Width p of ``Z``.
     """
 
+    #: the ``"map_type"`` of its state (the key of :data:`dkrr.features.MAP_TYPES`)
     map_type: str = ""
     n_features_in: int
     n_output_features: int
@@ -50,8 +43,12 @@ class FeatureMap:
         """Plain-data description: ``{"map_type": ..., ...}`` with ndarrays and scalars."""
         raise NotImplementedError
 
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "FeatureMap":
+        """Inverse of :meth:`get_state`."""
+        raise NotImplementedError
 
-@_register_map
+
 @dataclasses.dataclass(eq=False)
 class RandomFeatureMap(FeatureMap):
     """``phi(x) = f(W x)`` for a kernel nonlinearity ``f`` and a random projection ``W``.
@@ -101,18 +98,8 @@ class RandomFeatureMap(FeatureMap):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "RandomFeatureMap":
-        method = state["method"]
-        if method not in PROJECTIONS:
-            raise InvalidParameterError(f"unknown projection method {method!r} in saved state")
-        proj = PROJECTIONS[method].from_state(dict(state["projection"]))
+        from ._registry import projection_class
+
+        proj = projection_class(state["method"]).from_state(dict(state["projection"]))
         return cls(state["kernel"], proj, state.get("weights"))
 
-
-def feature_map_from_state(state: dict[str, Any]) -> FeatureMap:
-    """Rebuild any registered feature map from :meth:`FeatureMap.get_state` output."""
-    kind = state.get("map_type")
-    if kind not in MAP_TYPES:
-        raise InvalidParameterError(
-            f"unknown feature map type {kind!r}; known: {sorted(MAP_TYPES)}"
-        )
-    return MAP_TYPES[kind].from_state(state)

@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from .._params import check_kernel
 from .._validation import check_finite_rows, is_dask
 from ..errors import InputValidationError, InvalidParameterError
-from ._map import FeatureMap, _register_map
-from ._nonlinear import KERNELS, exact_kernel
+from ._map import FeatureMap
+from ._nonlinear import exact_kernel
 
 __all__ = ["DEFAULT_EIGENVALUE_RTOL", "NystroemMap", "fit_nystroem_map", "nystroem_normalizer"]
 
@@ -57,7 +58,6 @@ def nystroem_normalizer(K_cc: np.ndarray, rtol: float = DEFAULT_EIGENVALUE_RTOL)
     return np.ascontiguousarray(V * inv_sqrt)
 
 
-@_register_map
 @dataclasses.dataclass(eq=False)
 class NystroemMap(FeatureMap):
     """Nyström feature map ``phi(x) = k(x, C) K_CC^(-1/2)``.
@@ -161,8 +161,7 @@ def fit_nystroem_map(
     NonFiniteInputError
         The landmark rows contain NaN or inf.
     """
-    if kernel not in KERNELS:
-        raise InvalidParameterError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}")
+    check_kernel(kernel)
     n = int(X.shape[0])
     m = int(n_components)
     if m > n:

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .._params import check_choice, check_int
 from ..errors import InvalidParameterError
-from ._base import Projection, next_power_of_two, register_projection
+from ._base import Projection, next_power_of_two
 from ._hadamard import fwht
 from ._rff import DenseProjection
 
@@ -36,11 +37,7 @@ _ROW_NORMS = ("chi", "fixed")
 
 
 def _check_row_norms(value: Any) -> str:
-    if value not in _ROW_NORMS:
-        raise InvalidParameterError(
-            f"row_norms must be one of {list(_ROW_NORMS)}, got {value!r}"
-        )
-    return str(value)
+    return str(check_choice(value, "row_norms", list(_ROW_NORMS)))
 
 
 def haar_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -56,7 +53,6 @@ def haar_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 # -- ORF ------------------------------------------------------------------------------
-@register_projection
 @dataclasses.dataclass(eq=False)
 class ORFProjection(DenseProjection):
     """Orthogonal random features (Yu et al. 2016, eq. 2), stored densely.
@@ -78,12 +74,9 @@ class ORFProjection(DenseProjection):
     options = {"row_norms": "chi"}
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
-        row_norms = _check_row_norms(options.get("row_norms", "chi"))
-        unknown = set(options) - set(cls.options)
-        if unknown:
-            raise InvalidParameterError(f"unknown options for method 'orf': {sorted(unknown)}")
-        d, D = int(n_features_in), int(n_components)
+    def _draw(cls, n_features_in, n_components, scale, rng, *, row_norms):
+        row_norms = _check_row_norms(row_norms)
+        d, D = n_features_in, n_components
         n_blocks = -(-D // d)
         blocks = []
         for _ in range(n_blocks):
@@ -94,7 +87,7 @@ class ORFProjection(DenseProjection):
                 s = np.full(d, np.sqrt(d))
             blocks.append(s[:, None] * Q)
         weights = np.concatenate(blocks, axis=0)[:D]
-        return cls(d, D, float(scale), weights)
+        return cls(d, D, scale, weights)
 
 
 # -- shared machinery of the Hadamard-based projections --------------------------------
@@ -239,7 +232,6 @@ class HadamardBlockProjection(Projection):
 
 
 # -- SORF -----------------------------------------------------------------------------
-@register_projection
 @dataclasses.dataclass(eq=False)
 class SORFProjection(HadamardBlockProjection):
     """Structured orthogonal random features (Yu et al. 2016, eq. 5).
@@ -305,23 +297,18 @@ class SORFProjection(HadamardBlockProjection):
         return "chi" if self.norms.size else "fixed"
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
-        unknown = set(options) - set(cls.options)
-        if unknown:
-            raise InvalidParameterError(f"unknown options for method 'sorf': {sorted(unknown)}")
-        k = options.get("n_hd_blocks", 3)
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise InvalidParameterError(f"n_hd_blocks must be a positive integer, got {k!r}")
-        row_norms = _check_row_norms(options.get("row_norms", "fixed"))
-        d, D = int(n_features_in), int(n_components)
+    def _draw(cls, n_features_in, n_components, scale, rng, *, n_hd_blocks, row_norms):
+        k = check_int(n_hd_blocks, "n_hd_blocks")
+        row_norms = _check_row_norms(row_norms)
+        d, D = n_features_in, n_components
         dp = next_power_of_two(d)
         n_blocks = -(-D // dp)
-        signs = (2 * rng.integers(0, 2, size=(n_blocks, int(k), dp), dtype=np.int8) - 1).astype(np.int8)
+        signs = (2 * rng.integers(0, 2, size=(n_blocks, k, dp), dtype=np.int8) - 1).astype(np.int8)
         if row_norms == "chi":
             norms = np.sqrt(rng.chisquare(dp, size=n_blocks * dp))
         else:
             norms = np.empty(0)
-        return cls(d, D, float(scale), signs, norms)
+        return cls(d, D, scale, signs, norms)
 
     def _n_passes(self) -> float:
         # k transforms of log2(d') stages, k sign flips, padding copy and final scaling.

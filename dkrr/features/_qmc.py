@@ -16,17 +16,22 @@ import numpy as np
 import scipy.special
 from scipy.stats import qmc
 
+from .._params import check_choice
 from ..errors import InvalidParameterError
-from ._base import register_projection
 from ._rff import DenseProjection
 
-__all__ = ["QMCProjection", "QMC_SEQUENCES", "qmc_gaussian_points"]
+__all__ = ["QMCProjection", "QMC_SEQUENCES", "check_sequence", "qmc_gaussian_points"]
 
 #: low-discrepancy sequences accepted by the ``sequence`` option
 QMC_SEQUENCES: tuple[str, ...] = ("halton", "sobol")
 
 # uniforms are clipped to [_EPS, 1 - _EPS] before the inverse CDF (|w| <= ~8.1)
 _EPS = float(np.finfo(np.float64).eps)
+
+
+def check_sequence(sequence) -> str:
+    """The ``sequence`` option: one of :data:`QMC_SEQUENCES`."""
+    return check_choice(sequence, "option 'sequence' of method 'qmc'", QMC_SEQUENCES)
 
 
 def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int) -> np.ndarray:
@@ -58,14 +63,11 @@ def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int) -> np
         m = max(0, int(n_points - 1).bit_length())
         U = qmc.Sobol(dim, scramble=True, rng=seed).random_base2(m)[:n_points]
     else:
-        raise InvalidParameterError(
-            f"option 'sequence' of method 'qmc' must be one of {QMC_SEQUENCES}, got {sequence!r}"
-        )
+        check_sequence(sequence)
     np.clip(U, _EPS, 1.0 - _EPS, out=U)
     return scipy.special.ndtri(U)
 
 
-@register_projection
 @dataclasses.dataclass(eq=False)
 class QMCProjection(DenseProjection):
     """Quasi-Monte Carlo frequencies: ``W = scale * Phi^-1(U)``, ``U`` the first ``D``
@@ -92,26 +94,11 @@ class QMCProjection(DenseProjection):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.sequence = str(self.sequence)
-        if self.sequence not in QMC_SEQUENCES:
-            raise InvalidParameterError(
-                f"option 'sequence' of method 'qmc' must be one of {QMC_SEQUENCES}, got "
-                f"{self.sequence!r}"
-            )
+        self.sequence = str(check_sequence(self.sequence))
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
-        unknown = set(options) - set(cls.options)
-        if unknown:
-            raise InvalidParameterError(
-                f"unknown options for method 'qmc': {sorted(unknown)}; allowed: ['sequence']"
-            )
-        sequence = options.get("sequence", "halton")
-        if not isinstance(sequence, str) or sequence not in QMC_SEQUENCES:
-            raise InvalidParameterError(
-                f"option 'sequence' of method 'qmc' must be one of {QMC_SEQUENCES}, got "
-                f"{sequence!r}"
-            )
+    def _draw(cls, n_features_in, n_components, scale, rng, *, sequence):
+        check_sequence(sequence)
         seed = int(rng.integers(0, 2**63 - 1))
-        W = qmc_gaussian_points(int(n_components), int(n_features_in), sequence, seed)
-        return cls(int(n_features_in), int(n_components), float(scale), W, sequence)
+        W = qmc_gaussian_points(n_components, n_features_in, sequence, seed)
+        return cls(n_features_in, n_components, scale, W, sequence)

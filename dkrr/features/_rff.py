@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from ._base import Projection, register_projection
+from ._base import Projection
 
 __all__ = ["DenseProjection", "RFFProjection"]
 
@@ -38,7 +38,6 @@ class DenseProjection(Projection):
         return self.scale * self.weights
 
 
-@register_projection
 @dataclasses.dataclass(eq=False)
 class RFFProjection(DenseProjection):
     """Random Fourier features: ``W = G * scale`` with G i.i.d. N(0, 1).
@@ -49,6 +48,6 @@ class RFFProjection(DenseProjection):
     method = "rff"
 
     @classmethod
-    def generate(cls, n_features_in, n_components, scale, rng, **options):
+    def _draw(cls, n_features_in, n_components, scale, rng):
         G = rng.standard_normal((n_components, n_features_in))
-        return cls(n_features_in, n_components, float(scale), G)
+        return cls(n_features_in, n_components, scale, G)

@@ -23,9 +23,11 @@ from ..errors import ModelFormatError
 __all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
-#: 2: labels keep their type (``__labels__``); 1 stored non-numeric labels as text
-FORMAT_VERSION = 2
-_READABLE = (1, 2)
+#: 3: the ridge estimators' ``feature_map_`` is the map itself (``__feature_map__``), as on
+#: RandomFeatures; 1 and 2 nested a fitted RandomFeatures there (still read: its map is
+#: taken). 2: labels keep their type (``__labels__``); 1 stored non-numeric labels as text
+FORMAT_VERSION = 3
+_READABLE = (1, 2, 3)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8
@@ -35,7 +37,7 @@ _REF_KEYS = {"__ndarray__", "sha256", "shape", "dtype"}
 _LABEL_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 
 _RIDGE = {
-    "feature_map_": "random_features", "n_features_in_": "count", "n_output_features_": "count",
+    "feature_map_": "ridge_map", "n_features_in_": "count", "n_output_features_": "count",
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
     "cv_results_": "cv_results", "best_score_": "score",
 }
@@ -173,7 +175,7 @@ class _Reader:
         return {k: self.plain(v, f"{where}.{k}", depth + 1) for k, v in value.items()}
 
     def feature_map(self, value: dict, where: str, depth: int):
-        from ..features._map import FeatureMap, feature_map_from_state
+        from ..features import FeatureMap, feature_map_from_state
 
         if set(value) != {"__feature_map__"} or not isinstance(value["__feature_map__"], dict):
             raise self.bad(where, "must be {'__feature_map__': {...}}")
@@ -237,14 +239,11 @@ class _Reader:
         return est
 
     def consistent(self, est, name: str, where: str) -> None:
+        fm = est.feature_map_
+        if (fm.n_features_in, fm.n_output_features) != (est.n_features_in_, est.n_output_features_):
+            raise self.bad(f"{where}.feature_map_", f"maps {fm.n_features_in} to {fm.n_output_features} features, but n_features_in_={est.n_features_in_} and n_output_features_={est.n_output_features_}")
         if name == "RandomFeatures":
-            fm = est.feature_map_
-            if (fm.n_features_in, fm.n_output_features) != (est.n_features_in_, est.n_output_features_):
-                raise self.bad(f"{where}.feature_map_", f"maps {fm.n_features_in} to {fm.n_output_features} features, but n_features_in_={est.n_features_in_} and n_output_features_={est.n_output_features_}")
             return
-        rf = est.feature_map_
-        if (rf.n_features_in_, rf.n_output_features_) != (est.n_features_in_, est.n_output_features_):
-            raise self.bad(f"{where}.feature_map_", "does not match n_features_in_/n_output_features_")
         coef = est.coef_
         if coef.shape[-1] != est.n_output_features_ or (coef.ndim == 2 and coef.shape[0] < 1):
             raise self.bad(f"{where}.coef_", f"has shape {coef.shape}; its last axis must be n_output_features_={est.n_output_features_}")
@@ -258,13 +257,16 @@ class _Reader:
                 raise self.bad(f"{where}.classes_", f"holds {k} classes, which does not match coef_ of shape {coef.shape}")
 
     # one method per kind of fitted attribute (see FITTED_ATTRIBUTES)
+    def _f_ridge_map(self, v, where):
+        if self.version <= 2 and isinstance(v, dict) and "__estimator__" in v:
+            # formats 1-2 nested a fitted RandomFeatures here; its feature_map_ is the map
+            return self.estimator(v, where, allowed=("RandomFeatures",)).feature_map_
+        return self._f_map(v, where)
+
     def _f_map(self, v, where):
         if not isinstance(v, dict) or "__feature_map__" not in v:
             raise self.bad(where, "must be a saved feature map {'__feature_map__': ...}")
         return self.feature_map(v, where, 0)
-
-    def _f_random_features(self, v, where):
-        return self.estimator(v, where, allowed=("RandomFeatures",))
 
     def _f_count(self, v, where):
         if not _is_int(v) or not 1 <= v <= 2**40:

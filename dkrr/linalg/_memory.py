@@ -265,9 +265,9 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
         :func:`feature_map_bytes` exceeds the available memory (``local`` bytes, default
         :func:`available_memory`).
     """
-    from ..features._base import PROJECTIONS
+    from ..features import METHODS
 
-    if method not in PROJECTIONS and method != "nystroem":
+    if method not in METHODS:
         return  # refused with its own message
     if not _positive_int(n_components) or (displacement_rank is not None and not _positive_int(displacement_rank)):
         return

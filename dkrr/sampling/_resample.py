@@ -12,60 +12,20 @@ where ``z_i`` are the unnormalised feature column(s) of candidate ``i``.
 
 Resampling breaks the fast structure of SORF/Fastfood/P-model projections, so the kept
 frequencies are stored as a dense ``s x d`` matrix (rows of the candidate ``W``, scale
-folded in) in a :class:`SampledFeatureMap`.
+folded in) in a :class:`~dkrr.features._sampled.SampledFeatureMap` (a map type of the
+features layer, listed in its registry; re-exported here).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import numpy as np
 
 from ..errors import InputValidationError, InvalidParameterError
-from ..features._map import RandomFeatureMap, _register_map
+from ..features._map import RandomFeatureMap
 from ..features._rff import DenseProjection
+from ..features._sampled import SampledFeatureMap
 
 __all__ = ["SampledFeatureMap", "importance_weights", "resample_feature_map", "sampling_probabilities"]
-
-
-@_register_map
-@dataclasses.dataclass(eq=False)
-class SampledFeatureMap(RandomFeatureMap):
-    """A :class:`RandomFeatureMap` over the dense rows of W kept by leverage sampling.
-
-    ``projection`` is a :class:`~dkrr.features._rff.DenseProjection` (scale 1, the kept
-    rows of the candidate W with its scale folded in) and ``weights`` the importance
-    weights. It is made by :func:`resample_feature_map` from scored candidates, never
-    drawn, so it is a map type of its own (``"sampled_random_features"``) rather than a
-    projection method; its state is plain data (``W``, ``weights``, ``kernel`` and the
-    candidates' construction ``source_method``, for information).
-    """
-
-    map_type = "sampled_random_features"
-
-    source_method: str = ""
-
-    def get_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "map_type": self.map_type,
-            "kernel": self.kernel,
-            "source_method": self.source_method,
-            "W": np.asarray(self.projection.matrix(), dtype=np.float64),
-        }
-        if self.weights is not None:
-            state["weights"] = np.asarray(self.weights, dtype=np.float64)
-        return state
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "SampledFeatureMap":
-        W = np.asarray(state["W"], dtype=np.float64)
-        if W.ndim != 2:
-            raise InvalidParameterError(f"state of a sampled map has W of shape {W.shape}; expected (s, d)")
-        proj = DenseProjection(W.shape[1], W.shape[0], 1.0, W)
-        weights = state.get("weights")
-        return cls(state["kernel"], proj, None if weights is None else np.asarray(weights, dtype=np.float64),
-                   str(state.get("source_method", "")))
 
 
 def sampling_probabilities(scores) -> np.ndarray:

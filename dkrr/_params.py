@@ -1,0 +1,128 @@
+"""Checks of parameter values (what a user passes to an estimator or a map), in one place.
+
+:mod:`dkrr._validation` checks *data* (arrays, shapes, finiteness); this module checks the
+*settings*: integers, choices, booleans, the kernel and its ``gamma``, and the
+construction options of a projection method. Every check returns the normalised value or
+raises :class:`~dkrr.errors.InvalidParameterError` naming the parameter, the value given
+and what is allowed. The feature maps (``dkrr.features``) and the estimators
+(``dkrr.estimators``) both call these, so a parameter is refused with the same message
+wherever it is given.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_gamma",
+    "check_int",
+    "check_kernel",
+    "check_options",
+]
+
+
+def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None, note: str = "",
+              allow_none: bool = False) -> int | None:
+    """``value`` as an ``int`` in ``[minimum, maximum]`` (bools and floats are refused).
+
+    ``note`` is inserted after the range in the message (e.g. where ``maximum`` comes
+    from). With ``allow_none``, ``None`` (not given) is returned as is.
+    """
+    if allow_none and value is None:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral)
+    if ok and value >= minimum and (maximum is None or value <= maximum):
+        return int(value)
+    if maximum is not None:
+        want = f"an integer in [{minimum}, {maximum}]{note}"
+    elif minimum == 1:
+        want = f"a positive integer{note}"
+    else:
+        want = f"an integer >= {minimum}{note}"
+    raise InvalidParameterError(f"{name} must be {'None or ' if allow_none else ''}{want}, got {value!r}")
+
+
+def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
+    """``value`` when it is one of ``choices`` (shown as given in the message)."""
+    if isinstance(value, bool) or not isinstance(value, Hashable) or value not in choices:
+        raise InvalidParameterError(f"{name} must be one of {choices!r}, got {value!r}")
+    return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a ``bool`` (``True``/``False`` or a numpy bool only)."""
+    import numpy as np
+
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_kernel(kernel: Any) -> str:
+    """One of :data:`dkrr.features.KERNELS`."""
+    from .features._nonlinear import KERNELS
+
+    return check_choice(kernel, "kernel", list(KERNELS))
+
+
+def check_gamma(gamma: Any, kernel: str) -> float:
+    """``gamma`` of the Gaussian kernel ``exp(-gamma ||x - y||^2)``: positive and finite.
+
+    The other kernels have no width: for them ``gamma`` must stay at its default 1.0
+    (a value given there would silently do nothing).
+    """
+    if kernel == "gaussian":
+        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not math.isfinite(gamma) or gamma <= 0:
+            raise InvalidParameterError(f"gamma must be a positive finite number, got {gamma!r}")
+        return float(gamma)
+    if gamma != 1.0:
+        raise InvalidParameterError(
+            f"gamma applies only to kernel='gaussian'; kernel={kernel!r} has no width, so "
+            f"leave gamma at its default (got {gamma!r})"
+        )
+    return 1.0
+
+
+def check_options(
+    method: str,
+    accepted: Mapping[str, Any],
+    given: Mapping[str, Any],
+    takers: Callable[[str], list[str]] | None = None,
+) -> dict[str, Any]:
+    """Construction options of ``method``: its defaults ``accepted`` updated by ``given``.
+
+    Parameters
+    ----------
+    method : str
+        The projection method (for the message).
+    accepted : mapping
+        The options the method takes, with their defaults.
+    given : mapping
+        The options passed. Every name must be in ``accepted``.
+    takers : callable, optional
+        ``takers(name)`` lists the methods that do take an option ``name``; with it the
+        message says where the option belongs.
+
+    Raises
+    ------
+    InvalidParameterError
+        An option the method does not take.
+    """
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        if takers is not None:
+            name = unknown[0]
+            raise InvalidParameterError(
+                f"option {name}={given[name]!r} does not apply to method={method!r}; it is "
+                f"used by method(s) {takers(name)}"
+            )
+        allowed = f"allowed: {sorted(accepted)}" if accepted else f"method {method!r} takes no options"
+        raise InvalidParameterError(f"unknown options for method {method!r}: {unknown}; {allowed}")
+    return {**accepted, **given}
