@@ -34,8 +34,8 @@ MIN_BLOCKS = 8
 
 #: ... each of at least this many rows: a statistics task has a fixed cost of a few passes
 #: over its p x p partial Gram (allocation, accumulation, the combine), against
-#: ``rows x p^2`` flops for the Gram itself; measured on the 2-core VM at p = 2048 and
-#: 10,000 rows, blocks of 1,250 rows fitted in 1.07 s, of 5,000 rows in 0.75 s.
+#: ``rows x p^2`` flops for the Gram itself, so small blocks waste time. Measurement:
+#: benchmarks/README.md, "Measurements behind the code's constants".
 MIN_BLOCK_ROWS = 4096
 
 

@@ -353,9 +353,8 @@ def _add_gram(G: np.ndarray, Z: np.ndarray) -> None:
     numpy recognises ``Z.T @ Z`` (the transpose of one buffer times itself) and calls BLAS
     ``syrk``, then mirrors the triangle, so the result is exactly symmetric. Unlike scipy's
     f2py ``dsyrk`` wrapper it releases the GIL, so the block tasks of the threaded
-    scheduler run their Grams in parallel. ``benchmarks/bench_gram.py`` on the 2-core VM
-    (4096 x 2048 sub-blocks, one BLAS thread per thread): in one thread numpy takes 1.05x
-    the time of scipy's in-place ``dsyrk`` (the p x p temporary), in two threads 0.55x.
+    scheduler run their Grams in parallel, which outweighs the p x p temporary (measurement:
+    benchmarks/README.md, "Measurements behind the code's constants").
     """
     G += Z.T @ Z
 
