@@ -1,4 +1,4 @@
-"""Tests of the P-model structured projections (dkrr.features._structured)."""
+"""Tests of the P-model structured projections (dkrr.features._structured, _pmodel, _fft)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import scipy.linalg
 
 from dkrr.errors import InputValidationError, InvalidParameterError
 from dkrr.features import PROJECTIONS
-from dkrr.features._structured import (
+from dkrr.features._fft import (
     circulant_multiply,
     hankel_multiply,
     skew_circulant_matrix,

@@ -40,6 +40,10 @@ biased upwards by ``O(||x - y||^4 / (r d') / sigma^4)`` -- negligible for realis
 ``d'``, visible in tight tests at tiny ``d'``. That is the paper's construction; use
 ``skew_nonzeros=1`` for exact unbiasedness.
 
+This module holds the five block families; the densification, the block loop and the
+fast/dense choice are in :mod:`dkrr.features._pmodel`, the FFT products in
+:mod:`dkrr.features._fft`.
+
 Fast path: one FWHT-based densification of all rows, then ``scipy.fft`` over all rows
 at once -- ``rfft``/``irfft`` for circulant (``O(n log n)`` per block), the twiddle
 ``exp(i pi k / n)`` turning a skew-circulant product into a cyclic convolution, and
@@ -63,34 +67,22 @@ import scipy.linalg
 
 from .._params import check_int
 from ..errors import InvalidParameterError
-from ._fft import (  # noqa: F401  (the products, importable from here as before)
+from ._fft import (
     _complex_dtype,
-    _skew_prepare,
     _skew_finish,
+    _skew_prepare,
     _skew_spectrum,
     _toeplitz_like_apply,
-    circulant_multiply,
-    hankel_multiply,
     skew_circulant_matrix,
-    skew_circulant_multiply,
-    toeplitz_like_multiply,
-    toeplitz_multiply,
 )
 from ._pmodel import PModelProjection
 
 __all__ = [
-    "PModelProjection",
     "CirculantProjection",
-    "SkewCirculantProjection",
-    "ToeplitzProjection",
     "HankelProjection",
+    "SkewCirculantProjection",
     "ToeplitzLikeProjection",
-    "circulant_multiply",
-    "skew_circulant_multiply",
-    "toeplitz_multiply",
-    "hankel_multiply",
-    "toeplitz_like_multiply",
-    "skew_circulant_matrix",
+    "ToeplitzProjection",
 ]
 
 
