@@ -8,7 +8,6 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InvalidParameterError
-from ._base import next_power_of_two
 from ._hadamard import fwht
 from ._orthogonal import HadamardBlockProjection
 
@@ -67,8 +66,7 @@ class FastfoodProjection(HadamardBlockProjection):
     @classmethod
     def _draw(cls, n_features_in, n_components, scale, rng):
         d, D = n_features_in, n_components
-        dp = next_power_of_two(d)
-        nb = -(-D // dp)
+        dp, nb = cls._layout(d, D)
         signs = (2 * rng.integers(0, 2, size=(nb, dp), dtype=np.int8) - 1).astype(np.int8)
         perm = np.stack([rng.permutation(dp) for _ in range(nb)]).reshape(nb, dp)
         gaussian = rng.standard_normal((nb, dp))

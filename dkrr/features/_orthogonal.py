@@ -151,15 +151,21 @@ class HadamardBlockProjection(Projection):
         self._cast_cache: dict[tuple[str, np.dtype], np.ndarray] = {}
 
     # -- geometry ------------------------------------------------------------------------
+    @staticmethod
+    def _layout(n_features_in: int, n_components: int) -> tuple[int, int]:
+        """``(d', n_blocks)``: the padded dimension and ``ceil(D / d')`` for a shape."""
+        dp = next_power_of_two(n_features_in)
+        return dp, -(-n_components // dp)
+
     @property
     def padded_features(self) -> int:
         """``d'``: the input dimension zero-padded to a power of two."""
-        return next_power_of_two(self.n_features_in)
+        return self._layout(self.n_features_in, self.n_components)[0]
 
     @property
     def n_blocks(self) -> int:
         """Number of independent ``d' x d'`` blocks, ``ceil(D / d')``."""
-        return -(-self.n_components // self.padded_features)
+        return self._layout(self.n_features_in, self.n_components)[1]
 
     def _n_passes(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -301,8 +307,7 @@ class SORFProjection(HadamardBlockProjection):
         k = check_int(n_hd_blocks, "n_hd_blocks")
         row_norms = _check_row_norms(row_norms)
         d, D = n_features_in, n_components
-        dp = next_power_of_two(d)
-        n_blocks = -(-D // dp)
+        dp, n_blocks = cls._layout(d, D)
         signs = (2 * rng.integers(0, 2, size=(n_blocks, k, dp), dtype=np.int8) - 1).astype(np.int8)
         if row_norms == "chi":
             norms = np.sqrt(rng.chisquare(dp, size=n_blocks * dp))

@@ -20,7 +20,6 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InvalidParameterError
-from ._base import next_power_of_two
 from ._hadamard import fwht
 from ._orthogonal import HadamardBlockProjection
 
@@ -75,12 +74,6 @@ class PModelProjection(HadamardBlockProjection):
     @classmethod
     def _draw_densify(cls, dp: int, rng: np.random.Generator) -> np.ndarray:
         return (2 * rng.integers(0, 2, size=(2, dp), dtype=np.int8) - 1).astype(np.int8)
-
-    @classmethod
-    def _layout(cls, n_features_in: int, n_components: int) -> tuple[int, int]:
-        """``(d', n_blocks)`` of a projection of this shape."""
-        dp = next_power_of_two(n_features_in)
-        return dp, -(-n_components // dp)
 
     @classmethod
     def _draw(cls, n_features_in, n_components, scale, rng):
