@@ -25,16 +25,18 @@ import numpy as np
 
 __all__ = [
     "Config",
+    "dkrr_methods_available",
+    "dkrr_ridge_classes",
+    "fmt_bytes",
+    "fmt_num",
+    "fmt_stat",
+    "loglog_slope",
+    "machine_info",
+    "make_dkrr_ridge",
+    "sklearn_extra_fastfood",
     "summarize",
     "time_call",
     "traced_peak",
-    "machine_info",
-    "dkrr_ridge_classes",
-    "dkrr_methods_available",
-    "make_dkrr_ridge",
-    "fmt_stat",
-    "fmt_bytes",
-    "loglog_slope",
 ]
 
 
@@ -185,6 +187,11 @@ def _mem_total() -> int | None:
 
 
 def _version(mod: str) -> str:
+    """Version of an optional library, or why it does not import (dkrr itself must)."""
+    if mod == "dkrr":
+        import dkrr
+
+        return dkrr.__version__
     try:
         m = __import__(mod)
         return str(getattr(m, "__version__", "unknown"))
