@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr import RandomFeatureRidgeClassifier, RandomFeatures
 from dkrr.features import FeatureMap
 from dkrr.io._model import load_model, save_model
 

@@ -13,7 +13,6 @@ from the stored numbers (see :func:`prefer_dense`).
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import Any
 
 import numpy as np
