@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, SchedulerProbeError
 
 __all__ = ["MAX_HANDSHAKE_BYTES", "check_scheme", "probe_scheduler"]
 
@@ -46,8 +46,8 @@ _DASK_SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
 _HEADER = struct.Struct("Q")  # distributed's length prefix (native byte order, as tcp.py)
 
 
-class ProbeError(ConnectionError):
-    """The peer at the address is unreachable or is not a Dask scheduler (the reason)."""
+#: what the probe raises (the reason it found), defined with every error in dkrr.errors
+ProbeError = SchedulerProbeError
 
 
 def check_scheme(address: str) -> None:

@@ -7,25 +7,28 @@ Refinements also inherit the built-in exception they specialise.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = [
-    "DkrrError",
-    "InvalidParameterError",
-    "InputValidationError",
-    "NonFiniteInputError",
+    "ChecksumMismatchError",
     "ChunkingError",
+    "DatasetUnavailableError",
+    "DkrrError",
     "FeatureMismatchError",
     "InputNotFoundError",
+    "InputValidationError",
+    "InvalidParameterError",
+    "MemoryBudgetError",
     "MissingValueError",
+    "ModelFormatError",
+    "NonFiniteInputError",
+    "OutputExistsError",
+    "OutputNotWritableError",
+    "SchedulerProbeError",
+    "SchedulerUnreachableError",
     "SingularSystemError",
     "StoreError",
     "StoreNotFoundError",
-    "MemoryBudgetError",
-    "ModelFormatError",
-    "OutputExistsError",
-    "OutputNotWritableError",
-    "SchedulerUnreachableError",
-    "DatasetUnavailableError",
-    "ChecksumMismatchError",
 ]
 
 
@@ -69,8 +72,12 @@ class MissingValueError(InputValidationError):
     """Input cells are empty or marked missing (``NA``, ``?``) where a value is needed."""
 
 
-class SingularSystemError(DkrrError, ArithmeticError):
-    """The regularised normal equations are singular or not finite."""
+class SingularSystemError(DkrrError, np.linalg.LinAlgError, ArithmeticError):
+    """The regularised normal equations are singular or not finite.
+
+    Also a ``numpy.linalg.LinAlgError``, so code that catches numpy's or scipy's
+    linear-algebra failures catches it too.
+    """
 
 
 class StoreError(DkrrError, OSError):
@@ -96,6 +103,12 @@ class OutputNotWritableError(DkrrError, PermissionError):
 
 class SchedulerUnreachableError(DkrrError, ConnectionError):
     """A Dask scheduler could not be reached within the timeout."""
+
+
+class SchedulerProbeError(SchedulerUnreachableError):
+    """The peer at a scheduler address is unreachable or is not a Dask scheduler: what
+    ``dkrr._scheduler_probe.probe_scheduler`` found (the CLI and :mod:`dkrr.cluster` report
+    it inside a :class:`SchedulerUnreachableError` naming the address and the fix)."""
 
 
 class DatasetUnavailableError(DkrrError, FileNotFoundError):
