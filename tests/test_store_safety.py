@@ -267,3 +267,17 @@ def test_every_error_survives_the_trip_from_a_worker():
         tblib.pickling_support.install(cls)
         back = loads(dumps(cls("what went wrong")))
         assert type(back) is cls and str(back) == "what went wrong", name
+
+
+def test_interrupts_wait_for_the_end_of_a_metadata_write():
+    import signal
+
+    from dkrr.io._atomic import interrupts_deferred
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+            done.append("the block went on")
+    assert done == ["the block went on"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -12,12 +12,14 @@ import errno
 import os
 import secrets
 import shutil
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import OutputExistsError, OutputNotWritableError
 
-__all__ = ["atomic_output", "check_output"]
+__all__ = ["atomic_output", "check_output", "interrupts_deferred"]
 
 #: Files whose presence makes a directory a Zarr node (format 3, then format 2).
 ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")
@@ -35,6 +37,32 @@ def _remove(path: Path) -> None:
 def _sibling(path: Path, kind: str) -> Path:
     return path.parent / f".{path.name}.{kind}-{secrets.token_hex(4)}"
 
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them.
+
+    Zarr writes metadata from its own I/O thread while the main thread waits; a Ctrl-C
+    or SIGTERM raised in the main thread during that wait would let the cleanup delete
+    the temporary store while the I/O thread is still creating it, leaving a hidden
+    ``.tmp-`` directory behind. Short metadata writes run inside this block; a signal
+    that arrives meanwhile is re-raised (to the handler in place before) when it ends.
+    Outside the main thread, where Python runs no signal handler, it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    signums = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in signums}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)
 
 
 def _is_within(inner: str, outer: str) -> bool:

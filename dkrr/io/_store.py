@@ -57,7 +57,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from ..errors import InputValidationError, StoreError, StoreNotFoundError
-from ._atomic import atomic_output
+from ._atomic import atomic_output, interrupts_deferred
 from ._drain import run_store_tasks
 from ._kinds import (
     LAYOUT_VERSION,
@@ -353,14 +353,15 @@ def write_predictions(
     with atomic_output(
         final, overwrite, can_replace=predictions_replace_check, inputs=inputs
     ) as tmp:
-        zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
-        task = da.to_zarr(
-            y_pred,
-            str(tmp),
-            component="y_pred",
-            compute=False,
-            compressors=default_compressors(),
-        )
+        with interrupts_deferred():  # metadata: written whole or not at all
+            zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
+            task = da.to_zarr(
+                y_pred,
+                str(tmp),
+                component="y_pred",
+                compute=False,
+                compressors=default_compressors(),
+            )
         run_store_tasks(task, compute)
     return str(final)
 
@@ -449,18 +450,19 @@ def write_dataset(
         group_attrs["classes"] = [str(c) for c in classes]
     final = Path(os.path.abspath(os.fspath(out)))
     with atomic_output(final, overwrite, can_replace=zarr_replace_check, inputs=inputs) as tmp:
-        group = zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
-        targets = []
-        for name, src in zip(names, sources):
-            chunks = tuple(max(c[0], 1) for c in src.chunks)
-            targets.append(
-                group.create_array(
-                    name,
-                    shape=src.shape,
-                    dtype=src.dtype,
-                    chunks=chunks,
-                    compressors=default_compressors(),
+        with interrupts_deferred():  # metadata: written whole or not at all
+            group = zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
+            targets = []
+            for name, src in zip(names, sources):
+                chunks = tuple(max(c[0], 1) for c in src.chunks)
+                targets.append(
+                    group.create_array(
+                        name,
+                        shape=src.shape,
+                        dtype=src.dtype,
+                        chunks=chunks,
+                        compressors=default_compressors(),
+                    )
                 )
-            )
         run_store_tasks(da.store(sources, targets, lock=False, compute=False), compute)
     return str(final)
