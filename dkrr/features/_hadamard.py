@@ -3,15 +3,8 @@
 :func:`fwht` computes ``a @ scipy.linalg.hadamard(n)`` in place (Sylvester ordering,
 unnormalized: entries of ``H`` are +-1) for a C-contiguous float32/float64 array of
 width ``n`` a power of two. Three interchangeable backends, chosen by measurement
-(``benchmarks/bench_fwht.py``; 65,536 x 1024 on the development machine, 1 thread):
-
-=========== ========================= ===================
-backend      float32 (G additions/s)   float64
-=========== ========================= ===================
-``fht_cpu``  14.0                      7.4
-``numba``    4.4 - 6.6                 4.2
-``numpy``    0.26                      0.17
-=========== ========================= ===================
+(fastest first: ``fht_cpu``, ``numba``, ``numpy``; the numbers and the command that
+reproduces them are in benchmarks/README.md, "FWHT backends").
 
 ``fht_cpu`` (a SIMD C++ extension from PyPI) is optional: it is used when it imports
 and, on first use, agrees with the numba kernel (or the numpy butterfly) on a small

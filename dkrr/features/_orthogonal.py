@@ -91,7 +91,7 @@ class ORFProjection(DenseProjection):
 
 # -- shared machinery of the Hadamard-based projections --------------------------------
 #: relative cost of one FWHT-path element operation (per padded column and pass) versus
-#: one GEMM multiply-add; fitted to the measurements quoted in :func:`prefer_dense`.
+#: one GEMM multiply-add; fitted to measurements (benchmarks/README.md; see :func:`prefer_dense`).
 _FWHT_PASS_COST = 8.5
 
 
@@ -106,27 +106,12 @@ def prefer_dense(
     elementwise passes (padding, sign flips, gathers, scaling), each weighted 8.5 GEMM
     multiply-adds. Dense is chosen when its cost is strictly lower.
 
-    Fitted on the development machine (2-core Xeon, one BLAS thread, fht_cpu FWHT;
-    ``benchmarks/bench_fwht.py --paths``; ns per row and per output column, float64,
-    SORF k=3 / Fastfood):
+    The weight 8.5 was fitted to measurements (``benchmarks/bench_fwht.py --paths``;
+    the table is in benchmarks/README.md, "prefer_dense / use_dense of SORF and
+    Fastfood").
 
-    ====  =====  ===========  ============  ===========
-    d     D      fast         dense         rule picks
-    ====  =====  ===========  ============  ===========
-    16    64     12.5 / 12.0  3.0 / 2.7     dense
-    64    256    13.2 / 14.5  5.4 / 5.0     dense
-    128   512    10.0 / 10.3  5.0 / 5.3     dense
-    256   64     26.2 / 39.8  15.3 / 15.2   dense
-    256   256    10.1 / 14.5  14.3 / 13.7   fast
-    256   1024   9.5 / 25.5   17.1 / 17.2   fast
-    512   128    38.3 / 77.6  28.0 / 42.4   dense
-    512   512    9.6 / 17.8   17.1 / 22.4   fast
-    512   2048   10.8 / 12.5  17.0 / 19.1   fast
-    ====  =====  ===========  ============  ===========
-
-    float32 gives the same crossover (d' about 256 for full blocks). So in practice:
-    dense for ``d' <= 128``, and for partial blocks (``D`` well below ``d'``); FWHTs
-    from ``d' >= 256`` when ``D >= d'``. Storage stays O(D) either way: the dense
+    The rule in practice (float32 alike): dense for ``d' <= 128``, and for partial blocks
+    (``D`` well below ``d'``); FWHTs from ``d' >= 256`` when ``D >= d'``. Storage stays O(D) either way: the dense
     ``W`` is a cache on the instance, regenerated from the stored numbers.
     """
     dense = n_components * n_features_in

@@ -27,7 +27,7 @@ __all__ = ["PModelProjection"]
 
 
 #: FFT-path cost per padded column, log2(d') and block, in GEMM multiply-adds; fitted to
-#: the measurements quoted in :meth:`PModelProjection.use_dense`.
+#: the measurements in benchmarks/README.md (see :meth:`PModelProjection.use_dense`).
 _FFT_COST = 30.0
 #: above this many entries of ``W`` (128 MiB in float64) the dense cache is never built
 _DENSE_MAX_ENTRIES = 1 << 24
@@ -162,27 +162,11 @@ class PModelProjection(HadamardBlockProjection):
         Dense is chosen when cheaper and ``D * d <= 2**24`` (the cached ``W`` stays below
         128 MiB in float64).
 
-        Measured on the development machine (2-core Xeon, shared, one thread; 4096 rows;
-        ns per row and output column, float64 -- noisy, +-30%)::
-
-            method          d'     D      fft     dense
-            circulant       128    512    24.8    15.2
-            circulant       256    1024   13.0    10.5
-            circulant       512    512    21.9    20.0
-            circulant       512    2048   11.4    22.7
-            circulant       1024   1024   52.1    93.5
-            circulant       1024   4096   19.6    42.9
-            toeplitz_like   512    2048   30.0    15.2
-            toeplitz_like   1024   1024   53.4    35.8
-            toeplitz_like   1024   4096   44.9    43.6
-            toeplitz        1024   4096   30.0    18.5
-            hankel          1024   4096   27.1    32.2
-            skew_circulant  1024   4096   25.7    14.4
-
-        float32 (circulant 1024 x 4096: 6.4 vs 10.2) shows the same crossover. So the
-        FFTs pay off from ``d' >= 512`` (circulant) or ``d' >= 1024`` with several
-        blocks; below that, and for partial blocks, the dense GEMM is faster. Storage
-        stays O(D + d) either way: the dense ``W`` is a cache on the instance.
+        The constants were fitted to measurements (``benchmarks/bench_structured.py``; the
+        table is in benchmarks/README.md, "PModelProjection.use_dense of the circulant
+        family"), float32 alike: the FFTs pay off from ``d' >= 512`` (circulant) or
+        ``d' >= 1024`` with several blocks; below that, and for partial blocks, the dense
+        GEMM is faster. Storage stays O(D + d) either way: the dense ``W`` is a cache on the instance.
         """
         dp, nb = self.padded_features, self.n_blocks
         dense = self.n_components * self.n_features_in

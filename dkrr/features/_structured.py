@@ -54,7 +54,7 @@ the O(D + d) random numbers). float32 input is transformed in float32/complex64.
 
 For small ``d'`` a dense GEMM with ``W`` regenerated once from the stored numbers (by
 running the fast path on the identity, cached on the instance) is faster; see
-:meth:`PModelProjection.use_dense` for the measured crossover.
+:meth:`PModelProjection.use_dense` for the rule (measurements in benchmarks/README.md).
 """
 
 from __future__ import annotations
