@@ -10,11 +10,10 @@ every feature column ``z_i`` of ``Z``::
                                    = sum_j V_ij^2 lam_j / (lam_j + alpha)
 
 (``G = V diag(lam) V^T``): the per-column ridge leverage, computed in O(p^3) from G, never
-forming an n x n matrix. ALGORITHMS.md section 4 writes the baseline as
-``z_i^T Z (Z^T Z + n lambda I)^-1 Z^T z_i = [G (G + alpha I)^-1 G]_ii``; that is
-``G_ii - alpha [G (G + alpha I)^-1]_ii``, a different quantity. dkrr follows the
-definition of the leverage (``(K + n lambda I)^-1`` between the columns), which is also
-what the authors' reference code computes (``diag(Z^T Z (Z^T Z + n lambda I)^-1)``).
+forming an n x n matrix. This is the formula of docs/ALGORITHMS.md section 4 and of the
+authors' reference code (``diag(Z^T Z (Z^T Z + n lambda I)^-1)``). G is uncentred, the
+penalty is the estimator's ``alpha`` (not one chosen by cross-validation), and one set of
+candidates scored on all rows serves every fold.
 Per frequency the cos and sin columns' values are summed (gaussian kernel).
 """
 
