@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from .._store import LAYOUT_VERSION
 from ._columns import resolve_targets
 from ._text import LineReader, is_missing, to_float
 from ._writer import (
@@ -275,19 +274,4 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
             writer.remap_y(mapping)
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
-    attrs: dict[str, Any] = {
-        "dkrr_layout": LAYOUT_VERSION,
-        "feature_names": feature_names,
-        "target_names": target_names,
-        "source": str(src),
-        "format": "csv",
-    }
-    if classes is not None:
-        attrs["classes"] = classes
-    if dropped:
-        attrs["rows_dropped"] = dropped
-    writer.finish(attrs)
-    return {
-        "n_rows": writer.n, "n_features": len(feature_cols), "n_targets": len(target_cols),
-        "feature_names": feature_names, "target_names": target_names, "classes": classes,
-    }
+    return writer.finish("csv", src, feature_names, target_names, classes=classes, dropped=dropped)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from .._store import LAYOUT_VERSION
 from ._text import LineReader, to_float
 from ._writer import (
     StoreWriter,
@@ -239,17 +238,4 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
             "ingest with missing='drop'"
         )
     feature_names = [f"feature_{j}" for j in range(d)]
-    attrs: dict[str, Any] = {
-        "dkrr_layout": LAYOUT_VERSION,
-        "feature_names": feature_names,
-        "target_names": ["label"],
-        "source": str(src),
-        "format": "libsvm",
-    }
-    if dropped:
-        attrs["rows_dropped"] = dropped
-    writer.finish(attrs)
-    return {
-        "n_rows": writer.n, "n_features": d, "n_targets": 1,
-        "feature_names": feature_names, "target_names": ["label"], "classes": None,
-    }
+    return writer.finish("libsvm", src, feature_names, ["label"], dropped=dropped)

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from .._store import LAYOUT_VERSION
 from ._columns import resolve_targets
 from ._text import sniff
 from ._writer import (
@@ -114,17 +113,4 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
         )
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
-    attrs: dict[str, Any] = {
-        "dkrr_layout": LAYOUT_VERSION,
-        "feature_names": feature_names,
-        "target_names": target_names,
-        "source": str(src),
-        "format": "npy",
-    }
-    if dropped:
-        attrs["rows_dropped"] = dropped
-    writer.finish(attrs)
-    return {
-        "n_rows": writer.n, "n_features": len(feature_cols), "n_targets": len(target_cols),
-        "feature_names": feature_names, "target_names": target_names, "classes": None,
-    }
+    return writer.finish("npy", src, feature_names, target_names, dropped=dropped)

@@ -21,7 +21,8 @@ import numpy as np
 import zarr
 
 from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
-from .._store import default_compressors
+from .._atomic import interrupts_deferred
+from .._store import LAYOUT_VERSION, default_compressors
 from ._text import format_bytes
 
 #: bytes of ``X`` in one chunk (and one block in memory); a chunk holds at least one row
@@ -68,7 +69,12 @@ def check_row_width(n_features: int, dtype: np.dtype, what: str, n_rows: int | N
 
 
 class StoreWriter:
-    """Appends row blocks to the arrays X and y of a new Zarr group."""
+    """Appends row blocks to the arrays X and y of a new Zarr group.
+
+    Every write runs inside :func:`~dkrr.io._atomic.interrupts_deferred`: zarr writes from
+    its own I/O thread, and a Ctrl-C or SIGTERM delivered mid-write would let the cleanup
+    remove the temporary store while that thread still creates files in it.
+    """
 
     def __init__(
         self,
@@ -81,9 +87,14 @@ class StoreWriter:
         chunk_rows: int,
         n_rows: int = 0,
     ):
-        self.group = zarr.open_group(str(path), mode="w-")
         rows = chunk_rows if n_rows == 0 else max(1, min(chunk_rows, n_rows))
         self.chunk_rows = rows
+        with interrupts_deferred():
+            self._create(path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows)
+        self.n = 0
+
+    def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
+        self.group = zarr.open_group(str(path), mode="w-")
         self.X = self.group.create_array(
             "X",
             shape=(n_rows, n_features),
@@ -98,30 +109,51 @@ class StoreWriter:
             chunks=(rows,) + y_tail,
             compressors=default_compressors(),
         )
-        self.n = 0
 
     def append(self, Xb: np.ndarray, yb: np.ndarray) -> None:
         if Xb.shape[0] == 0:
             return
         end = self.n + Xb.shape[0]
-        if end > self.X.shape[0]:
-            self.X.resize((end,) + self.X.shape[1:])
-            self.y.resize((end,) + self.y.shape[1:])
-        self.X[self.n : end] = Xb
-        self.y[self.n : end] = yb
+        with interrupts_deferred():
+            if end > self.X.shape[0]:
+                self.X.resize((end,) + self.X.shape[1:])
+                self.y.resize((end,) + self.y.shape[1:])
+            self.X[self.n : end] = Xb
+            self.y[self.n : end] = yb
         self.n = end
 
     def remap_y(self, mapping: np.ndarray) -> None:
         """Replace every code c of y by mapping[c], one chunk at a time."""
         for start in range(0, self.n, self.chunk_rows):
             stop = min(start + self.chunk_rows, self.n)
-            self.y[start:stop] = mapping[self.y[start:stop]]
+            with interrupts_deferred():
+                self.y[start:stop] = mapping[self.y[start:stop]]
 
-    def finish(self, attrs: dict[str, Any]) -> None:
-        if self.X.shape[0] != self.n:
-            self.X.resize((self.n,) + self.X.shape[1:])
-            self.y.resize((self.n,) + self.y.shape[1:])
-        self.group.update_attributes(attrs)  # one metadata write (attrs.update writes per key)
+    def finish(self, fmt: str, src: Path, feature_names: list, target_names: list, *,
+               classes=None, dropped: int = 0) -> dict[str, Any]:
+        """Trim the arrays to the rows written, write the group attributes of the dkrr
+        layout (one metadata write: ``attrs.update`` writes per key) and return the
+        reader's summary fields."""
+        attrs: dict[str, Any] = {
+            "dkrr_layout": LAYOUT_VERSION,
+            "feature_names": feature_names,
+            "target_names": target_names,
+            "source": str(src),
+            "format": fmt,
+        }
+        if classes is not None:
+            attrs["classes"] = classes
+        if dropped:
+            attrs["rows_dropped"] = dropped
+        with interrupts_deferred():
+            if self.X.shape[0] != self.n:
+                self.X.resize((self.n,) + self.X.shape[1:])
+                self.y.resize((self.n,) + self.y.shape[1:])
+            self.group.update_attributes(attrs)
+        return {
+            "n_rows": self.n, "n_features": len(feature_names), "n_targets": len(target_names),
+            "feature_names": feature_names, "target_names": target_names, "classes": classes,
+        }
 
 
 def cast_checked(
