@@ -379,7 +379,7 @@ def main(argv=None):
     out: dict = {"args": {k: v for k, v in vars(args).items()}, "fits": []}
 
     # 1. breakdown of one block
-    from dkrr.estimators._random_features import build_feature_map
+    from dkrr.features import build_feature_map
 
     Xs, _ = synthetic_dask(4096, args.d, 4096, args.seed)
     fmap = build_feature_map(

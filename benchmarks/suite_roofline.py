@@ -17,13 +17,12 @@ the ``n x D`` output; the bare FWHT kernel counts one read + write of its array.
 
 from __future__ import annotations
 
-import time
 import traceback
 from typing import Any
 
 import numpy as np
 
-from ._common import Config, dkrr_ridge_classes, fmt_bytes, fmt_num, fmt_stat, make_dkrr_ridge, summarize, time_call
+from ._common import Config, dkrr_ridge_classes, fmt_bytes, fmt_num, fmt_stat, make_dkrr_ridge, time_call
 
 NAME = "roofline"
 TITLE = "Roofline: Gram throughput and FWHT bandwidth"

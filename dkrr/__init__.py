@@ -12,7 +12,6 @@ load_model, save_model
     Model files of plain data (JSON + .npy), no pickle.
 """
 
-from . import features as _features  # noqa: F401  (registers the projection methods)
 from .errors import DkrrError
 from .estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from .io._model import load_model, save_model

@@ -151,7 +151,7 @@ def preprocess(name, Xtr, Xte, protocol):
 # ------------------------------------------------------------------ one run
 def feature_generation_time(method, Xtr, ytr, *, s, l, gamma, alpha_lev, seed):
     """Seconds to build the feature map (scores + resampling for sampled methods) and Z_train."""
-    from dkrr.estimators._random_features import build_random_feature_map
+    from dkrr.features import build_random_feature_map
     from dkrr.sampling import fit_sampled_feature_map
 
     t0 = time.perf_counter()

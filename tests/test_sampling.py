@@ -1,15 +1,12 @@
 """Leverage sampling of random features: scores, resampling, ridge leverage, sampled fits."""
 
-import os
-
-import dask
 import dask.array as da
 import numpy as np
 import pytest
 
 from dkrr.errors import InputValidationError, InvalidParameterError, NonFiniteInputError
 from dkrr.estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
-from dkrr.estimators._random_features import build_random_feature_map
+from dkrr.features import build_random_feature_map
 from dkrr.features import feature_map_from_state
 from dkrr.linalg import fold_ids
 from dkrr.sampling import (

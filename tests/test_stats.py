@@ -6,7 +6,7 @@ import pytest
 import zarr
 
 from dkrr.errors import InputValidationError, NonFiniteInputError
-from dkrr.estimators._random_features import build_random_feature_map
+from dkrr.features import build_random_feature_map
 from dkrr.linalg import (
     as_row_chunked,
     default_chunk_rows,

@@ -9,7 +9,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_input, check_n_features
 from ..errors import InvalidParameterError
 from ..features import MAP_OPTION_NAMES, FeatureMap, RandomFeatureMap, build_feature_map
-from ..features import build_random_feature_map  # noqa: F401  (pipelines import it from here)
 from ..features._blockwise import transform_array
 from ..linalg._memory import check_feature_map_budget
 
