@@ -16,7 +16,7 @@ from .errors import DkrrError
 from .estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from .io._model import load_model, save_model
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "DkrrError",

@@ -23,7 +23,6 @@ __all__ = [
     "check_choice",
     "check_gamma",
     "check_int",
-    "check_kernel",
     "check_options",
 ]
 
@@ -63,13 +62,6 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
     return bool(value)
-
-
-def check_kernel(kernel: Any) -> str:
-    """One of :data:`dkrr.features.KERNELS`."""
-    from .features._nonlinear import KERNELS
-
-    return check_choice(kernel, "kernel", list(KERNELS))
 
 
 def check_gamma(gamma: Any, kernel: str) -> float:

@@ -14,7 +14,7 @@ from typing import Any
 
 import dask
 
-__all__ = ["active_client", "compute", "progress_enabled", "set_progress"]
+__all__ = ["active_client", "compute", "compute_limited", "progress_enabled", "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
@@ -76,3 +76,22 @@ def compute(*collections: Any, label: str = "computing", **kwargs) -> tuple:
     except BaseException:  # Ctrl-C or a failed task: stop the rest of the work now
         client.cancel(futures)
         raise
+
+
+def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None):
+    """``dask.compute`` (with dkrr's optional progress bar) that keeps BLAS at one thread
+    per dask thread when no distributed Client is active.
+
+    ``n_tasks``: how many tasks can run at once; when they are fewer than the threaded
+    scheduler's threads, each gets ``threads // n_tasks`` BLAS threads instead of one
+    (a fit of one block uses every core).
+    """
+    if active_client() is not None:
+        return compute(*collections, label=label)
+    from dask.system import CPU_COUNT
+
+    from ._blas import limit_blas_threads
+
+    blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
+    with limit_blas_threads(blas_threads):
+        return compute(*collections, label=label)

@@ -13,7 +13,7 @@ certificates, SLURM, Kubernetes) that start the clusters :func:`connect` reaches
 * :class:`ClusterOptions` holds the runtime knobs of both, so that one object can
   describe "how this job reaches Dask";
 * :func:`worker_blas_threads` reports the BLAS threads of each worker (one per Dask
-  thread, see :mod:`dkrr.linalg._blas`).
+  thread, see :mod:`dkrr._blas`).
 
 Both context managers close what they opened when the ``with`` block ends: the client,
 and for :func:`local_cluster` the cluster; never a remote cluster. Unless ``quiet``, they
@@ -30,7 +30,7 @@ from typing import Any
 
 from dkrr._connection import local_security, make_security, open_client
 from dkrr.errors import InvalidParameterError
-from dkrr.linalg._blas import limit_blas_threads, worker_blas_threads
+from ._blas import limit_blas_threads, worker_blas_threads
 
 __all__ = ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
 

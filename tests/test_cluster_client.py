@@ -24,7 +24,7 @@ import pytest
 
 from dkrr._connection import make_security, resolve_scheduler_address
 from dkrr.cluster import ClusterOptions, connect, local_cluster, worker_blas_threads
-from dkrr.linalg._blas import limit_blas_threads
+from dkrr._blas import limit_blas_threads
 from dkrr.errors import DkrrError, InvalidParameterError, SchedulerUnreachableError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,9 +298,9 @@ def test_connect_by_scheduler_file_closes_only_its_client(tmp_path):
 
 def test_docstring_examples_run():
     import dkrr.cluster
-    import dkrr.linalg._blas
+    import dkrr._blas
 
-    for module in (dkrr.cluster, dkrr.linalg._blas):
+    for module in (dkrr.cluster, dkrr._blas):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, (module.__name__, result)
 

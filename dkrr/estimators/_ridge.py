@@ -427,7 +427,7 @@ def _refuse_sparse(*arrays):
 def _materialize(a):
     """numpy version of a numpy/dask/zarr array (computes dask input)."""
     if is_dask(a):
-        from ..linalg._reduce import compute_limited
+        from .._progress import compute_limited
 
         return np.asarray(compute_limited(a, label="computing")[0])
     return np.asarray(a)

@@ -16,9 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KERNELS", "apply_nonlinearity", "exact_kernel", "output_width"]
+__all__ = ["KERNELS", "apply_nonlinearity", "check_kernel", "exact_kernel", "output_width"]
 
 KERNELS = ("gaussian", "angular", "arccos0", "arccos1")
+
+
+def check_kernel(kernel) -> str:
+    """``kernel`` if it is one of :data:`KERNELS`, else an ``InvalidParameterError``."""
+    from .._params import check_choice
+
+    return check_choice(kernel, "kernel", list(KERNELS))
 
 
 def output_width(kernel: str, n_components: int) -> int:

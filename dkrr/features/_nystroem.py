@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._params import check_kernel
+from ._nonlinear import check_kernel
 from .._validation import check_finite_rows, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ._map import FeatureMap
@@ -173,7 +173,7 @@ def fit_nystroem_map(
         raise InputValidationError("X has no rows to sample Nyström landmarks from")
     idx = np.sort(rng.choice(n, size=m, replace=False))
     if is_dask(X):
-        from ..linalg._reduce import compute_limited
+        from .._progress import compute_limited
 
         C = np.asarray(compute_limited(X[idx], label="gathering Nystroem landmarks")[0])
     else:

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .._params import check_choice, check_gamma, check_int, check_kernel, check_options
+from .._params import check_choice, check_gamma, check_int, check_options
+from ._nonlinear import check_kernel
 from .._validation import check_random_state
 from ..errors import InvalidParameterError
 from ._base import Projection

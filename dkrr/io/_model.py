@@ -178,7 +178,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from .. import __version__
+    from .._version import __version__
     from ._atomic import atomic_output
 
     if type(estimator).__name__ not in _model_classes():

@@ -237,25 +237,6 @@ def reduce_row_blocks(
     result = level[0]
     if not compute:
         return result
+    from .._progress import compute_limited
+
     return compute_limited(result, label=label, n_tasks=len(row_chunks))[0]
-
-
-def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None):
-    """``dask.compute`` (with dkrr's optional progress bar) that keeps BLAS at one thread
-    per dask thread when no distributed Client is active.
-
-    ``n_tasks``: how many tasks can run at once; when they are fewer than the threaded
-    scheduler's threads, each gets ``threads // n_tasks`` BLAS threads instead of one
-    (a fit of one block uses every core).
-    """
-    from .._progress import active_client, compute
-
-    if active_client() is not None:
-        return compute(*collections, label=label)
-    from dask.system import CPU_COUNT
-
-    from ._blas import limit_blas_threads
-
-    blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
-    with limit_blas_threads(blas_threads):
-        return compute(*collections, label=label)

@@ -11,7 +11,7 @@ With ``threads_per_worker > 1`` each worker thread still calls a single-threaded
 there is one BLAS thread per Dask thread. Workers run *inside* the client process
 (``processes=False``) do not get this environment; for them
 :func:`dkrr.cluster.local_cluster` limits BLAS with :func:`limit_blas_threads` for the
-duration of the block, and so does :func:`dkrr.linalg._reduce.compute_limited` on dask's
+duration of the block, and so does :func:`dkrr._progress.compute_limited` on dask's
 threaded scheduler.
 """
 
