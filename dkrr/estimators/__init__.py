@@ -4,9 +4,9 @@ from ._classifier import RandomFeatureRidgeClassifier
 from ._random_features import RandomFeatures
 from ._ridge import RandomFeatureRidge
 
-__all__ = ["RandomFeatureRidge", "RandomFeatureRidgeClassifier", "RandomFeatures"]
+__all__ = ["MODEL_CLASSES", "RandomFeatureRidge", "RandomFeatureRidgeClassifier", "RandomFeatures"]
 
-
-def _classes_for_model_files() -> dict[str, type]:
-    """Estimator classes that model files may name (a whitelist: nothing else loads)."""
-    return {cls.__name__: cls for cls in (RandomFeatures, RandomFeatureRidge, RandomFeatureRidgeClassifier)}
+#: the estimator classes a model file may name (a whitelist: nothing else loads)
+MODEL_CLASSES: dict[str, type] = {
+    cls.__name__: cls for cls in (RandomFeatures, RandomFeatureRidge, RandomFeatureRidgeClassifier)
+}

@@ -11,7 +11,7 @@ Layout of a model directory::
       arrays/*.npy        numeric arrays (loaded with allow_pickle=False)
 
 The loader trusts nothing in the directory. Only estimator classes in the whitelist of
-:func:`dkrr.estimators._classes_for_model_files` are built, their constructor receives
+:data:`dkrr.estimators.MODEL_CLASSES` are built, their constructor receives
 only JSON values, and only the fitted attributes listed in :data:`FITTED_ATTRIBUTES` for
 that class are set, each checked for its type, dtype, shape and finiteness and against the
 others (feature counts, coefficient shapes, number of classes). An array file must lie in

@@ -53,9 +53,9 @@ _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
 def _model_classes() -> dict[str, type]:
-    from ..estimators import _classes_for_model_files
+    from ..estimators import MODEL_CLASSES
 
-    return _classes_for_model_files()
+    return dict(MODEL_CLASSES)
 
 
 def _read_doc(meta: Path) -> dict:
