@@ -101,8 +101,9 @@ def test_cli_refuses_negative_alpha_without_a_model(tmp_path, capsys):
     capsys.readouterr()
     model = tmp_path / "model"
     code = main(["fit", str(store), "--out", str(model), "--method", "rff", "--n-components", "8",
-                 "--alpha", "-1", "--workers", "1", "--memory-limit", "1GB", "-q"])
+                 "--alpha", "-1", "--workers", "1", "--memory-limit", "1GB"])
     assert code == 1
     err = capsys.readouterr().err
     assert "alpha=-1.0" in err and ">= 0" in err and "Traceback" not in err
+    assert "LocalCluster" not in err  # refused before a cluster was started
     assert not model.exists()

@@ -218,6 +218,7 @@ def cmd_fit(args) -> int:
     from ..io._model import check_replaceable_model, save_model
 
     est = estimator_from_options(args)
+    est._check_params()  # bad values (alpha < 0, ...) are refused before a cluster starts
     out = Path(args.out)
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
