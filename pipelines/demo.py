@@ -78,8 +78,7 @@ def main(argv=None) -> dict:
           f"gamma = {gamma:.4g} (50-NN rule of thumb)")
 
     results = {"gamma": gamma, "n_train": len(y_tr), "n_test": len(y_te)}
-    with local_cluster(n_workers=2, threads_per_worker=1, memory_limit="2GB") as client:
-        print(f"dask cluster: {len(client.scheduler_info()['workers'])} workers; dashboard: {client.dashboard_link}")
+    with local_cluster(n_workers=2, threads_per_worker=1, memory_limit="2GB"):  # prints the dashboard link
         Xd = da.from_array(X_tr, chunks=(args.chunk_rows, X.shape[1]))
         yd = da.from_array(y_tr, chunks=args.chunk_rows)
         est = RandomFeatureRidge(method=method, n_components=args.n_components, gamma=gamma,
