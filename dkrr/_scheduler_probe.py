@@ -105,7 +105,7 @@ def _resolve(host: str, port: int, deadline: float):
         except OSError as exc:
             result["error"] = exc
 
-    thread = threading.Thread(target=lookup, name="dkrr-dns", daemon=True)
+    thread = threading.Thread(target=lookup, name="dkrr dns lookup", daemon=True)
     thread.start()
     thread.join(max(deadline - time.monotonic(), 0.001))
     if thread.is_alive():

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputValidationError, InvalidParameterError
+from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
 
 _MAX_NAMES_SHOWN = 20
 
@@ -63,3 +63,16 @@ def resolve_targets(
             f"every column ({n_cols}) is a target; at least one feature column is needed"
         )
     return cols, scalar
+
+
+def split_columns(
+    src, target: Any, names: list[str], n_cols: int, n_features: int | None
+) -> tuple[list[int], list[int], bool]:
+    """``(target_cols, feature_cols, scalar)`` of a table, checking ``n_features`` when given."""
+    target_cols, scalar = resolve_targets(target, names, n_cols)
+    feature_cols = [j for j in range(n_cols) if j not in target_cols]
+    if n_features is not None and len(feature_cols) != n_features:
+        raise FeatureMismatchError(
+            f"{src} has {len(feature_cols)} feature columns but n_features={n_features} was given"
+        )
+    return target_cols, feature_cols, scalar

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from ._columns import resolve_targets
+from ...errors import InputValidationError, InvalidParameterError
+from ._columns import split_columns
 from ._text import LineReader, is_missing, to_float
 from ._writer import (
     MissingRows,
@@ -171,13 +171,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
             names = [f"column_{j}" for j in range(n_cols)]
             shape_origin = f"line {head_numbers[0]}"
             pending = (head, head_numbers)
-        target_cols, scalar = resolve_targets(target, names, n_cols)
-        feature_cols = [j for j in range(n_cols) if j not in target_cols]
-        if n_features is not None and len(feature_cols) != n_features:
-            raise FeatureMismatchError(
-                f"{src} has {len(feature_cols)} feature columns but n_features="
-                f"{n_features} was given"
-            )
+        target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features)
         if target_type == "labels" and not scalar:
             raise InvalidParameterError(
                 f"target_type='labels' needs one target column, got target={target!r}"

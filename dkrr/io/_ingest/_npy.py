@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from ._columns import resolve_targets
+from ...errors import InputValidationError, InvalidParameterError
+from ._columns import split_columns
 from ._text import sniff
 from ._writer import (
     StoreWriter,
@@ -64,13 +64,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
     names = [f"column_{j}" for j in range(n_cols)]
-    target_cols, scalar = resolve_targets(target, names, n_cols)
-    feature_cols = [j for j in range(n_cols) if j not in target_cols]
-    if n_features is not None and len(feature_cols) != n_features:
-        raise FeatureMismatchError(
-            f"{src} has {len(feature_cols)} feature columns but n_features="
-            f"{n_features} was given"
-        )
+    target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features)
     x_dtype = np.dtype(dtype)
     check_row_width(len(feature_cols), x_dtype,
                     f"{src} holds a {n_rows} x {n_cols} {arr.dtype} array", n_rows,
