@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = [
     "Config",
-    "dkrr_methods_available",
+    "check_dkrr_methods",
     "dkrr_ridge_classes",
     "fmt_bytes",
     "fmt_num",
@@ -278,8 +278,8 @@ def make_dkrr_ridge(cls: type, **params) -> Any:
     return cls(**params)
 
 
-def dkrr_methods_available(cls: type, wanted: list[str], regression: bool = True) -> list[str]:
-    """``wanted``, after fitting each method on a tiny problem; a failure raises.
+def check_dkrr_methods(cls: type, methods: list[str], regression: bool = True) -> None:
+    """Fit and predict each dkrr method on a tiny problem before a suite measures it.
 
     Raises
     ------
@@ -289,7 +289,7 @@ def dkrr_methods_available(cls: type, wanted: list[str], regression: bool = True
     rng = np.random.default_rng(0)
     X = rng.standard_normal((64, 4))
     y = X[:, 0] if regression else np.where(X[:, 0] > 0, 1, -1)
-    for m in wanted:
+    for m in methods:
         try:
             est = make_dkrr_ridge(cls, method=m, n_components=8, gamma=0.5, alpha=1.0, random_state=0)
             est.fit(X, y)
@@ -297,7 +297,6 @@ def dkrr_methods_available(cls: type, wanted: list[str], regression: bool = True
         except Exception as exc:
             raise RuntimeError(f"dkrr {cls.__name__}(method={m!r}) fails on a 64 x 4 problem: "
                                f"{type(exc).__name__}: {exc}") from exc
-    return list(wanted)
 
 
 def sklearn_extra_fastfood() -> tuple[type | None, str | None]:

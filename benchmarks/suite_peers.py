@@ -32,7 +32,7 @@ import numpy as np
 
 from ._common import (
     Config,
-    dkrr_methods_available,
+    check_dkrr_methods,
     dkrr_ridge_classes,
     fmt_bytes,
     fmt_num,
@@ -262,8 +262,7 @@ def run_dataset(split: Split, widths: list[int], st: dict, cfg: Config, hp: dict
     gamma, lam = hp["gamma"], hp["lambda"]
     n = split.X_train.shape[0]
     alpha = lam * n
-    dk_ok = env["dkrr_ok_reg"] if split.task == "regression" else env["dkrr_ok_clf"]
-    factories = _model_factories(split.task, gamma, alpha, env["reg"], env["clf"], dk_ok, env["ff_cls"])
+    factories = _model_factories(split.task, gamma, alpha, env["reg"], env["clf"], DKRR_METHODS, env["ff_cls"])
     records, failures = [], {}
     for width in widths:
         for label, (family, fac) in factories.items():
@@ -306,7 +305,7 @@ def run_dataset(split: Split, widths: list[int], st: dict, cfg: Config, hp: dict
     # stage profiles at the largest width
     wmax = max(widths)
     profile = {}
-    for m in dk_ok:
+    for m in DKRR_METHODS:
         try:
             profile[f"dkrr {m}"] = _profile_dkrr(split, m, wmax, gamma, alpha, cfg.repeats, cfg.seed)
         except Exception as exc:
@@ -359,14 +358,14 @@ def _slower_notes(name, analyses, records, wmax) -> list[str]:
 def run(cfg: Config) -> dict[str, Any]:
     st = settings(cfg)
     reg, clf = dkrr_ridge_classes()
-    ok_reg = dkrr_methods_available(reg, DKRR_METHODS, regression=True)
-    ok_clf = dkrr_methods_available(clf, DKRR_METHODS, regression=False)
+    check_dkrr_methods(reg, DKRR_METHODS, regression=True)
+    check_dkrr_methods(clf, DKRR_METHODS, regression=False)
     ff_cls, ff_reason = sklearn_extra_fastfood()
-    env = {"reg": reg, "clf": clf, "dkrr_ok_reg": ok_reg, "dkrr_ok_clf": ok_clf, "ff_cls": ff_cls}
+    env = {"reg": reg, "clf": clf, "ff_cls": ff_cls}
     availability = {
         "dkrr_ridge": "available",
-        "dkrr_methods_regression": ok_reg,
-        "dkrr_methods_classification": ok_clf,
+        "dkrr_methods_regression": list(DKRR_METHODS),
+        "dkrr_methods_classification": list(DKRR_METHODS),
         "sklearn_extra_fastfood": ff_reason or "available",
     }
     datasets = []
