@@ -10,7 +10,10 @@ Suites (modules ``benchmarks/suite_<name>.py``):
 - ``approx``: kernel approximation MSE versus D for every projection (PNG plot).
 
 Writes ``report.md``, ``results.json`` (and ``approx_mse.png``) into ``--out``
-(default ``benchmarks/results/<quick|full>-<timestamp>``). A suite that fails is recorded
+(default ``benchmarks/results/<quick|full>-<timestamp>``). A run refuses to start on a busy
+machine (1-minute load above ``--max-load-per-core`` x cores) unless ``--allow-load``;
+the report states whether it may be published (quiet at start and end, committed tree;
+see ``benchmarks/_validity.py``) and says NOT FOR PUBLICATION otherwise. A suite that fails is recorded
 with its traceback; the others still run. The exit status is 0 when every suite ran.
 """
 
@@ -26,6 +29,7 @@ import traceback
 from pathlib import Path
 
 from ._common import Config, machine_info
+from ._validity import DEFAULT_MAX_LOAD_PER_CORE, LoadTooHighError, check_quiet, validity_meta
 from .report import write_results
 
 SUITES = ("peers", "roofline", "scaling", "approx")
@@ -38,6 +42,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/<mode>-<timestamp>)")
     p.add_argument("--repeats", type=int, default=None, help="timed repetitions per measurement (default 2 quick, 3 full)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-load-per-core", type=float, default=DEFAULT_MAX_LOAD_PER_CORE,
+                   help="1-minute load average per core above which a run is not publishable (default %(default)s)")
+    p.add_argument("--allow-load", action="store_true",
+                   help="run on a busy machine anyway; the report is marked NOT FOR PUBLICATION")
     args = p.parse_args(argv)
     names = [s.strip() for s in args.suites.split(",") if s.strip()]
     bad = [s for s in names if s not in SUITES]
@@ -58,6 +66,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     argv_used = sys.argv[1:] if argv is None else list(argv)
     command = "python -m benchmarks " + " ".join(shlex.quote(a) for a in argv_used)
+    try:
+        check_quiet(allow_load=args.allow_load, max_load_per_core=args.max_load_per_core)
+    except LoadTooHighError as exc:
+        print(f"[benchmarks] refused: {exc}", file=sys.stderr)
+        return 3
     cfg = Config(quick=args.quick, repeats=args.repeats, out=args.out, seed=args.seed)
     cfg.out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -92,11 +105,20 @@ def main(argv=None) -> int:
         results["suites"][name] = entry
         print(f"[benchmarks] suite {name} {entry['status']} in {entry['duration_s']:.1f} s", flush=True)
         meta["duration_s"] = time.perf_counter() - t_start
+        meta["validity"] = _validity(meta, args)
         write_results(cfg.out, results, renderers, headlines)  # keep partial results if a later suite dies
     meta["duration_s"] = time.perf_counter() - t_start
+    meta["validity"] = _validity(meta, args)
+    for problem in meta["validity"]["problems"]:
+        print(f"[benchmarks] NOT FOR PUBLICATION: {problem}", file=sys.stderr)
     jpath, rpath = write_results(cfg.out, results, renderers, headlines)
     print(f"[benchmarks] wrote {rpath} and {jpath} ({meta['duration_s']:.0f} s)")
     return 0 if all_ok else 1
+
+
+def _validity(meta: dict, args: argparse.Namespace) -> dict:
+    m = meta["machine"]
+    return validity_meta(m["load_average_at_start"], m["dkrr_commit"], max_load_per_core=args.max_load_per_core)
 
 
 if __name__ == "__main__":

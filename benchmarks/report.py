@@ -43,8 +43,14 @@ def _header(meta: dict[str, Any]) -> list[str]:
     )
     v = m["versions"]
     load = m.get("load_average_at_start")
+    validity = meta.get("validity") or {"publishable": False, "problems": ["no validity record (run still in progress?)"]}
+    load_end = validity.get("load_average_at_end")
+    stamp = (["**Publishable**: quiet at start and end, committed tree."] if validity["publishable"] else
+             ["**NOT FOR PUBLICATION**: " + "; ".join(validity["problems"]) + "."])
     return [
         "# dkrr benchmark report",
+        "",
+        *stamp,
         "",
         f"Command: `{meta['command']}`",
         "",
@@ -56,6 +62,7 @@ def _header(meta: dict[str, Any]) -> list[str]:
         f"- Python {m['python']}; numpy {v['numpy']}, scipy {v['scipy']}, scikit-learn {v['sklearn']}, dask {v['dask']}, "
         f"distributed {v['distributed']}, zarr {v['zarr']}, numba {v['numba']}, dkrr {v['dkrr']} (commit {m['dkrr_commit']}).",
         f"- Load average at start (1/5/15 min): {', '.join(f'{x:.2f}' for x in load) if load else 'n/a'} "
+        f"at end: {', '.join(f'{x:.2f}' for x in load_end) if load_end else 'n/a'} "
         "(a load above 0 means other work shared the cores: timings are noisier).",
         "",
         "Every figure is the median over repeated runs with [min-max] in brackets; ratios compare "

@@ -54,7 +54,7 @@ def _env(**extra):
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "quick"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--repeats", "1", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks", "--quick", "--repeats", "1", "--allow-load", "--out", str(out)],
         cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900,
     )
     return proc, out
@@ -100,6 +100,9 @@ def test_results_json_has_every_suite(results):
         suite = results["suites"][name]
         assert suite["status"] == "ok", suite.get("error")
         assert suite["duration_s"] > 0
+    validity = meta["validity"]  # a test run shares the cores: its report must say what it is
+    assert set(validity) >= {"publishable", "problems", "load_average_at_end", "max_load_per_core"}
+    assert validity["publishable"] is (not validity["problems"])
     roof = results["suites"]["roofline"]["result"]
     assert roof["gram"]["bare_ZtZ_gflops"] > 0 and roof["fwht"]["copy"]["GBps"] > 0
     scaling = results["suites"]["scaling"]["result"]
@@ -176,6 +179,13 @@ def test_report_md_has_every_section(quick_run):
     # only a missing real data set may be, in its DatasetUnavailableError
     bad = [ln for ln in text.splitlines() if "not available" in ln and "DatasetUnavailableError" not in ln]
     assert not bad, bad
+    meta = json.loads((out / "results.json").read_text())["meta"]
+    stamp = text.splitlines()[2]  # the first line after the title says whether it may be quoted
+    if meta["validity"]["publishable"]:
+        assert stamp.startswith("**Publishable**"), stamp
+    else:
+        assert stamp.startswith("**NOT FOR PUBLICATION**"), stamp
+        assert all(p in stamp for p in meta["validity"]["problems"])
 
 
 @needs_real_data
