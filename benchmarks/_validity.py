@@ -109,3 +109,40 @@ def validity_meta(load_start: Any, commit: str | None, *, max_load_per_core: flo
         "publishable": not problems,
         "problems": problems,
     }
+
+
+def add_load_arguments(parser) -> None:
+    """``--max-load-per-core`` and ``--allow-load`` on a benchmark script's parser."""
+    parser.add_argument("--max-load-per-core", type=float, default=DEFAULT_MAX_LOAD_PER_CORE,
+                        help="1-minute load average per core above which a run is not publishable (default %(default)s)")
+    parser.add_argument("--allow-load", action="store_true",
+                        help="run on a busy machine anyway; the results are marked NOT FOR PUBLICATION")
+
+
+def script_start(args) -> dict[str, Any]:
+    """Start of a standalone benchmark script: refuse a busy machine (unless ``--allow-load``)
+    and return the facts :func:`script_end` checks. Exits with status 3 when refused."""
+    import sys
+
+    try:
+        from ._common import _git_commit
+    except ImportError:  # run as a script from benchmarks/
+        from _common import _git_commit  # type: ignore[no-redef]
+
+    try:
+        load = check_quiet(allow_load=args.allow_load, max_load_per_core=args.max_load_per_core)
+    except LoadTooHighError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        raise SystemExit(3) from None
+    commit = _git_commit()
+    print(f"dkrr commit {commit}; load average at start {load}")
+    return {"load_average_at_start": load, "dkrr_commit": commit, "max_load_per_core": args.max_load_per_core}
+
+
+def script_end(start: dict[str, Any]) -> dict[str, Any]:
+    """Print and return the validity of a standalone script's run (see :func:`script_start`)."""
+    v = validity_meta(start["load_average_at_start"], start["dkrr_commit"], max_load_per_core=start["max_load_per_core"])
+    v.update(start)
+    print("Publishable: quiet at start and end, committed tree." if v["publishable"] else
+          "NOT FOR PUBLICATION: " + "; ".join(v["problems"]))
+    return v

@@ -43,6 +43,11 @@ import time
 import numpy as np
 import psutil
 
+try:
+    from benchmarks._validity import add_load_arguments, script_end, script_start
+except ImportError:  # run as a script from benchmarks/
+    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+
 __all__ = ["PeakRSS", "synthetic_dask", "main"]
 
 
@@ -356,7 +361,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures as JSON here")
     ap.add_argument("--quick", action="store_true", help="n=200k, mem-n 50k, sklearn-n 50k")
+    add_load_arguments(ap)
     args = ap.parse_args(argv)
+    run_start = script_start(args)
     from dkrr.linalg import DEFAULT_MAX_BLOCK_BYTES
 
     if args.quick:
@@ -454,8 +461,7 @@ def main(argv=None):
         print(f"  n={r['n']:>9,}: worker peak RSS {', '.join(w)}; client+scheduler {fmt_mb(r['client_peak'])}")
     print(f"  scikit-learn RBFSampler+Ridge at n={args.sklearn_n:,}: {sk['fit_s']:.1f} s vs dkrr {dk['fit_s']:.1f} s "
           f"(sklearn / dkrr = {sk['fit_s'] / dk['fit_s']:.2f}); sklearn peak RSS {fmt_mb(sk['peak'])}")
-    la = os.getloadavg()
-    print(f"  load average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
+    out["validity"] = script_end(run_start)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)

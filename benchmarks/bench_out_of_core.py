@@ -37,12 +37,13 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import psutil
 
 try:  # python -m benchmarks.bench_out_of_core
+    from benchmarks._validity import add_load_arguments, script_end, script_start
     from benchmarks.bench_fit_2m import PeakRSS, fmt_mb, synthetic_dask
 except ImportError:  # python benchmarks/bench_out_of_core.py
+    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
     from bench_fit_2m import PeakRSS, fmt_mb, synthetic_dask
 
 
@@ -116,7 +117,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="0.6 GB and 0.15 GB stores")
+    add_load_arguments(ap)
     args = ap.parse_args(argv)
+    run_start = script_start(args)
     if args.quick:
         args.gb = [0.6, 0.15]
     args.gamma = args.gamma or 1.0 / (2 * args.d)
@@ -161,11 +164,10 @@ def main(argv=None):
         print(f"  fit: store ratio {big['store_bytes'] / small['store_bytes']:.2f}x, largest worker peak ratio "
               f"{wb / ws:.2f}x, client peak ratio "
               f"{big['fit_memory']['client']['peak'] / small['fit_memory']['client']['peak']:.2f}x")
-    la = os.getloadavg()
-    print(f"  load average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
+    validity = script_end(run_start)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=1, default=float)
+            json.dump({"args": vars(args), "results": results, "validity": validity}, f, indent=1, default=float)
     return results
 
 
