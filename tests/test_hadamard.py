@@ -92,3 +92,19 @@ def test_pad_columns():
     np.testing.assert_array_equal(P, [[0, 1, 2, 0], [3, 4, 5, 0]])
     with pytest.raises(InvalidParameterError):
         pad_columns(X, 2)
+
+
+def test_simd_kernel_is_the_default_where_the_dependency_marker_holds():
+    """A plain install gets the SIMD FWHT wherever pyproject.toml's marker says wheels exist."""
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    (req,) = [Requirement(r) for r in doc["project"]["dependencies"] if Requirement(r).name == "fht_cpu"]
+    assert req.marker is not None, "fht_cpu must be limited to the platforms with wheels"
+    if req.marker.evaluate():
+        assert default_fwht_backend() == "fht_cpu", BACKENDS
+    else:  # elsewhere the verified numba kernel is the default
+        assert default_fwht_backend() == "numba"
