@@ -36,8 +36,9 @@ every ``Zm1(h_i)`` is a signed permutation (``skew_nonzeros=1``, any ``r``). Wit
 entries of ``M`` are exactly N(0, 1) and rows have mean 0 and covariance I, but rows of
 ``W = M H_n D_a H_n D_b`` are a Gaussian scale mixture (excess kurtosis ``O(1/(r d'))``,
 about 0.4 at ``d' = 8``, ``r = 1``). By Jensen the Gaussian-kernel estimate is then
-biased upwards by ``O(||x - y||^4 / (r d') / sigma^4)`` -- negligible for realistic
-``d'``, visible in tight tests at tiny ``d'``. That is the paper's construction; use
+biased upwards by ``exp(-a) a^2 (d' - 2) / (r d' (d' + 2))`` to second order, ``a = gamma
+||x - y||^2`` (derived in ALGORITHMS.md section 2.5; at most 0.041 / r at ``d' = 8``) --
+negligible for realistic ``d'``, visible in tight tests at tiny ``d'``. That is the paper's construction; use
 ``skew_nonzeros=1`` for exact unbiasedness.
 
 This module holds the five block families; the densification, the block loop and the
