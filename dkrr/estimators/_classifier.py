@@ -127,8 +127,16 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
 
     _labels_mode = True
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit from numpy, dask or zarr ``X`` (n, d) and 1-D labels ``y`` in one pass.
+
+        Parameters
+        ----------
+        X : array-like, dask array or zarr array of shape (n, d)
+        y : array-like, dask array or zarr array of shape (n,)
+        sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
+            Row weights on the ``+-1`` targets (as ``RidgeClassifier``): see
+            :meth:`RandomFeatureRidge.fit`.
 
         Raises
         ------
@@ -142,7 +150,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y = _check_label_kind(y)
-        beta, intercept = self._fit_streamed(X, y)
+        beta, intercept = self._fit_streamed(X, y, sample_weight)
         # as RidgeClassifier: (p,) for two classes, (n_classes, p) otherwise
         self.coef_ = beta[:, 0].copy() if beta.shape[1] == 1 else np.ascontiguousarray(beta.T)
         self.intercept_ = np.asarray(intercept, dtype=np.float64) if self.fit_intercept else 0.0

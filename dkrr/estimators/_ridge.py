@@ -19,11 +19,11 @@ from ..linalg import (
     check_alphas,
     cross_validate_statistics,
     ridge_coefficients,
-    select_alpha,
     streamed_statistics,
 )
-from ..linalg._cv import check_folds
+from ..linalg._cv import check_folds, check_gammas, score_grid
 from ..linalg._memory import check_fit_memory
+from ..linalg._weighted import check_sample_weight, check_weight_total, streamed_statistics_maps
 from ._random_features import draw_feature_map
 
 __all__ = ["RandomFeatureRidge"]
@@ -93,6 +93,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         solver="auto",
         sampling=None,
         n_candidates=None,
+        gammas=None,
     ):
         self.kernel = kernel
         self.method = method
@@ -114,6 +115,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.solver = solver
         self.sampling = sampling
         self.n_candidates = n_candidates
+        self.gammas = gammas
 
     # ---------------------------------------------------------------- validation
     def _check_params(self):
@@ -150,7 +152,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         return fmap, fold_seed, rng
 
     # ---------------------------------------------------------------- fitting
-    def _fit_streamed(self, X, y):
+    def _fit_streamed(self, X, y, sample_weight=None):
         """Validate, make the one pass, cross-validate and solve. Returns (beta, intercept)."""
         if y is None:
             raise InputValidationError(
@@ -158,9 +160,16 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             )
         _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
+        gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=K, sampling=self.sampling)
         Xd, yd = as_row_chunked(
             X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
         )
+        wd = check_sample_weight(sample_weight, Xd)
+        if wd is not None and self.sampling is not None:
+            raise InvalidParameterError(
+                f"sample_weight cannot be combined with sampling={self.sampling!r} (the leverage "
+                "scores are unweighted); drop one of them."
+            )
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
@@ -168,6 +177,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             Xd, yd, kernel=self.kernel, method=self.method, n_components=self.n_components, n_folds=K,
             split_every=self.split_every, max_block_bytes=self.max_block_bytes,
             displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
+            n_gammas=1 if gammas is None else len(gammas),
         )
         fmap, fold_seed, rng = self._draw_map(Xd)
         if self.sampling is not None:  # two passes: candidate scores, then statistics
@@ -182,7 +192,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             )
             fmap = fit.maps.feature_map
             stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
-        else:
+        elif gammas is None and wd is None:
             stats = streamed_statistics(
                 Xd, yd, fmap, n_folds=K, fold_seed=fold_seed,
                 max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
@@ -192,22 +202,31 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             if K > 1:
                 fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
                 fold_sizes = stats.n.copy()
+        else:  # one pass for every gamma of the grid, weighted or not
+            maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
+            every = streamed_statistics_maps(
+                Xd, yd, maps, sample_weight=wd, n_folds=K, fold_seed=fold_seed,
+                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+                labels_mode=self._labels_mode,
+            )
+            every = [self._targets_from_statistics(s) for s in every]
+            check_weight_total(every[0])
+            stats = every[0]
+            if K > 1:
+                fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
+                fold_sizes = stats.n.copy()
+                fold_mse = fold_mse if gammas is not None else fold_mse[0]
+        if K > 1:
+            fold_weights = fold_sizes if wd is None else stats.weights()
+            gidx, idx, self.cv_results_, self.best_score_ = score_grid(
+                alphas, gammas, fold_mse, fold_sizes, fold_weights)
+            alpha = float(alphas[idx])
+            if gammas is not None:  # the chosen gamma's map and statistics
+                stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
         self.feature_map_ = fmap
         self.n_features_in_ = fmap.n_features_in
         self.n_output_features_ = fmap.n_output_features
         self.fold_seed_ = fold_seed
-        if K > 1:
-            mse = fold_mse
-            idx, mean, std = select_alpha(alphas, mse, fold_sizes)
-            alpha = float(alphas[idx])
-            self.cv_results_ = {
-                "alphas": alphas,
-                "fold_mse": mse,
-                "mean_mse": mean,
-                "std_mse": std,
-                "fold_sizes": fold_sizes,
-            }
-            self.best_score_ = float(-mean[idx])
         self.alpha_ = alpha
         solver = "cholesky" if self.solver == "auto" else self.solver
         beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), solver)
@@ -361,8 +380,18 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     ((128,), True)
     """
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit from numpy, dask or zarr ``X`` (n, d) and ``y`` (n,) or (n, t) in one pass.
+
+        Parameters
+        ----------
+        X : array-like, dask array or zarr array of shape (n, d)
+        y : array-like, dask array or zarr array of shape (n,) or (n, t)
+        sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
+            Row weights, scikit-learn's ``Ridge`` convention: minimise ``sum_i w_i (y_i -
+            z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with
+            ``cv`` the fold errors are weighted MSEs). Finite and ``>= 0``, not all zero;
+            streamed with X (dask/zarr weights are checked block by block).
 
         Raises
         ------
@@ -376,7 +405,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
-        beta, intercept = self._fit_streamed(X, y)
+        beta, intercept = self._fit_streamed(X, y, sample_weight)
         if y_ndim == 1:
             self.coef_ = beta[:, 0].copy()
             self.intercept_ = float(intercept[0])

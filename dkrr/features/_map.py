@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from ._base import Projection
 from ._nonlinear import apply_nonlinearity, output_width
 
@@ -47,6 +48,13 @@ class FeatureMap:
     def from_state(cls, state: dict[str, Any]) -> "FeatureMap":
         """Inverse of :meth:`get_state`."""
         raise NotImplementedError
+
+    def with_gamma(self, gamma: float) -> "FeatureMap":
+        """The same draw for the gaussian kernel of width ``gamma`` (a gamma grid scores
+        one draw at several widths). Maps that cannot be rescaled raise
+        :class:`~dkrr.errors.InvalidParameterError`."""
+        raise InvalidParameterError(f"a {type(self).__name__} cannot be rebuilt for another gamma")
+
 
 
 @dataclasses.dataclass(eq=False)
@@ -84,6 +92,18 @@ class RandomFeatureMap(FeatureMap):
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         P = self.projection.project(X)
         return apply_nonlinearity(self.kernel, P, self.weights, out=out)
+
+    def with_gamma(self, gamma: float) -> "RandomFeatureMap":
+        """The map with ``W`` rescaled to the gaussian width ``gamma``: ``W = sqrt(2 gamma)
+        W_unit`` with the same unit draw, so it equals the map drawn with ``gamma`` and the
+        same random state."""
+        if self.kernel != "gaussian" or self.weights is not None or type(self) is not RandomFeatureMap:
+            raise InvalidParameterError(
+                f"only an unweighted gaussian RandomFeatureMap can be rescaled to another gamma, "
+                f"not a {type(self).__name__} of kernel {self.kernel!r}"
+            )
+        projection = dataclasses.replace(self.projection, scale=float(np.sqrt(2.0 * float(gamma))))
+        return RandomFeatureMap(self.kernel, projection)
 
     def get_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {

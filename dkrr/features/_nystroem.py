@@ -110,6 +110,14 @@ class NystroemMap(FeatureMap):
             out[...] = Kx @ self.normalizer
         return out
 
+    def with_gamma(self, gamma: float) -> "NystroemMap":
+        """The map of the same landmarks for the gaussian width ``gamma`` (its normalizer
+        recomputed): the map :func:`fit_nystroem_map` builds with ``gamma`` and the same rng."""
+        if self.kernel != "gaussian":
+            raise InvalidParameterError(f"only a gaussian Nystroem map has a gamma, not kernel {self.kernel!r}")
+        K_cc = exact_kernel(self.kernel, self.landmarks, self.landmarks, float(gamma))
+        return NystroemMap(self.kernel, float(gamma), self.landmarks, nystroem_normalizer(K_cc))
+
     def get_state(self) -> dict[str, Any]:
         return {
             "map_type": self.map_type,

@@ -39,7 +39,7 @@ _LABEL_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 _RIDGE = {
     "feature_map_": "ridge_map", "n_features_in_": "count", "n_output_features_": "count",
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
-    "cv_results_": "cv_results", "best_score_": "score",
+    "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -48,7 +48,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"cv_results_", "best_score_", "store_classes_"}
+_OPTIONAL = {"cv_results_", "best_score_", "store_classes_", "gamma_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -303,11 +303,20 @@ class _Reader:
             raise self.bad(where, f"must be a finite real number or a float array, got {v!r}")
         return v
 
+    def _f_gamma(self, v, where):
+        if not _is_real(v) or not math.isfinite(v) or v <= 0:
+            raise self.bad(where, f"must be a finite real number > 0, got {v!r}")
+        return v
+
     def _f_cv_results(self, v, where):
-        if not isinstance(v, dict) or set(v) != set(_CV_KEYS):
-            raise self.bad(where, f"must have exactly the keys {list(_CV_KEYS)}")
-        dims = {"alphas": (1,), "fold_mse": (2,), "mean_mse": (1,), "std_mse": (1,), "fold_sizes": (1,)}
-        return {k: self.array(v[k], f"{where}.{k}", ndim=dims[k], finite=False) for k in _CV_KEYS}
+        # a gamma grid adds "gammas" and a leading gamma axis to the MSE arrays
+        keys = _CV_KEYS + ("gammas",) if isinstance(v, dict) and "gammas" in v else _CV_KEYS
+        if not isinstance(v, dict) or set(v) != set(keys):
+            raise self.bad(where, f"must have exactly the keys {list(_CV_KEYS)} (and 'gammas' with a gamma grid)")
+        g = int("gammas" in v)
+        dims = {"alphas": (1,), "fold_mse": (2 + g,), "mean_mse": (1 + g,), "std_mse": (1 + g,), "fold_sizes": (1,),
+                "gammas": (1,)}
+        return {k: self.array(v[k], f"{where}.{k}", ndim=dims[k], finite=False) for k in keys}
 
     def _f_labels(self, v, where):
         if isinstance(v, dict) and "__ndarray__" in v:

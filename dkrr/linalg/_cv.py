@@ -11,7 +11,12 @@ the validation rows are centred with the *training* means, since
     yy'_k = yy_k - 2 ybar ysum_k + n_k ybar^2
     SSE_k(alpha) = yy'_k - 2 beta^T c'_k + beta^T G'_k beta     (per target)
 
-No second pass over the data is needed, for any number of alphas.
+No second pass over the data is needed, for any number of alphas. With sample weights
+``n`` is the weight sum ``wsum`` everywhere above and the fold's MSE is its weighted SSE
+over ``wsum_k * t`` (scikit-learn's weighted mean squared error).
+
+A grid of gammas (:func:`select_gamma_alpha`) scores one statistics object per gamma from
+the same pass; the best (gamma, alpha) pair has the least mean MSE.
 """
 
 from __future__ import annotations
@@ -21,7 +26,16 @@ import numpy as np
 from ..errors import InputValidationError, InvalidParameterError
 from ._solve import center_statistics, eigh_gram, solve_eigh
 
-__all__ = ["check_alphas", "check_folds", "cross_validate_statistics", "select_alpha"]
+__all__ = [
+    "check_alphas",
+    "check_fold_weights",
+    "check_folds",
+    "check_gammas",
+    "cross_validate_statistics",
+    "score_grid",
+    "select_alpha",
+    "select_gamma_alpha",
+]
 
 
 def check_alphas(alphas) -> np.ndarray:
@@ -43,6 +57,41 @@ def check_alphas(alphas) -> np.ndarray:
     return arr
 
 
+def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | None:
+    """The gamma grid of an estimator: None, or a non-empty 1-D float array of finite
+    gaussian widths, each ``> 0``; only with the gaussian kernel, ``cv`` (``n_folds > 1``)
+    and no leverage ``sampling``."""
+    if gammas is None:
+        return None
+    if n_folds < 2:
+        raise InvalidParameterError(
+            f"gammas={gammas!r} is given but cv is None: a grid of gammas is scored by "
+            "K-fold cross-validation, so pass cv (e.g. cv=5), or drop gammas and set gamma."
+        )
+    if kernel != "gaussian":
+        raise InvalidParameterError(
+            f"gammas is a grid of widths of the gaussian kernel; kernel={kernel!r} has no "
+            "gamma. Drop gammas or use kernel='gaussian'."
+        )
+    if sampling is not None:
+        raise InvalidParameterError(
+            f"gammas cannot be combined with sampling={sampling!r}: leverage sampling "
+            "chooses frequencies for one kernel width. Drop sampling, or fit one gamma at a time."
+        )
+    try:
+        arr = np.asarray(gammas, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"gammas must be a sequence of positive numbers, got {gammas!r}") from None
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.size == 0 or not np.isfinite(arr).all() or (arr <= 0).any():
+        raise InvalidParameterError(
+            f"gammas must be a non-empty 1-D sequence of finite positive numbers (gaussian "
+            f"widths), got {gammas!r}"
+        )
+    return arr
+
+
 def check_folds(n_per_fold: np.ndarray) -> None:
     """Every fold needs rows, and every training set at least two."""
     K = len(n_per_fold)
@@ -55,11 +104,22 @@ def check_folds(n_per_fold: np.ndarray) -> None:
         )
 
 
+def check_fold_weights(fold_weights: np.ndarray) -> None:
+    """With sample weights every fold needs a positive weight sum (its MSE divides by it)."""
+    w = np.asarray(fold_weights, dtype=np.float64)
+    if (w <= 0).any():
+        raise InputValidationError(
+            f"a cross-validation fold has zero total sample_weight (weight per fold "
+            f"{w.tolist()}): its validation error is undefined. Use fewer folds (cv) or give "
+            "more rows a positive weight."
+        )
+
+
 def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
     """Validation mean squared error of every (fold, alpha): shape (K, n_alphas).
 
     The MSE of a fold is its sum of squared errors over rows and targets divided by
-    ``n_k * t``.
+    ``n_k * t`` (weighted statistics: the weighted SSE divided by ``wsum_k * t``).
 
     Parameters
     ----------
@@ -70,14 +130,18 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
     """
     alphas = check_alphas(alphas)
     check_folds(stats.n)
+    weights = stats.weights()
+    if stats.wsum is not None:
+        check_fold_weights(weights)
     K = stats.n_folds
     tot = stats.total()
     G, c, zs, ys = tot.G[0], tot.c[0], tot.zsum[0], tot.ysum[0]
-    n = int(tot.n[0])
+    n = int(tot.n[0]) if stats.wsum is None else float(weights.sum())
     t = c.shape[1]
     mse = np.empty((K, alphas.size))
     for k in range(K):
-        Gk, ck, zk, nk, yk, yyk = stats.G[k], stats.c[k], stats.zsum[k], int(stats.n[k]), stats.ysum[k], stats.yy[k]
+        nk = int(stats.n[k]) if stats.wsum is None else float(weights[k])
+        Gk, ck, zk, yk, yyk = stats.G[k], stats.c[k], stats.zsum[k], stats.ysum[k], stats.yy[k]
         Gtr, ctr = G - Gk, c - ck
         Gc, cc, mu, ybar = center_statistics(Gtr, ctr, zs - zk, n - nk, ys - yk, fit_intercept)
         lam, V = eigh_gram(Gc)
@@ -111,3 +175,60 @@ def select_alpha(alphas, mse, n_per_fold) -> tuple[int, np.ndarray, np.ndarray]:
     tied = np.nonzero(mean <= best + 1e-12 * abs(best))[0]
     idx = int(tied[np.argmax(alphas[tied])])
     return idx, mean, std
+
+
+def select_gamma_alpha(gammas, alphas, mse, fold_weights) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Best (gamma, alpha) pair of a grid: indices, mean MSE and std over folds.
+
+    Parameters
+    ----------
+    gammas : array (n_gammas,)
+    alphas : array (n_alphas,)
+    mse : array (n_gammas, K, n_alphas)
+        Fold MSEs of every gamma (:func:`cross_validate_statistics` per gamma).
+    fold_weights : array (K,)
+        Rows (or weight sums) per fold: the mean is weighted by them.
+
+    Returns
+    -------
+    (gamma_index, alpha_index, mean (n_gammas, n_alphas), std (n_gammas, n_alphas))
+        The least mean MSE; ties (within 1e-12 relative of the best) go to the larger
+        alpha, then to the smaller gamma (the smoother model in both).
+    """
+    gammas = np.asarray(gammas, dtype=np.float64)
+    alphas = np.asarray(alphas, dtype=np.float64)
+    w = np.asarray(fold_weights, dtype=np.float64)
+    mse = np.asarray(mse, dtype=np.float64)
+    mean = np.einsum("k,gka->ga", w, mse) / w.sum()
+    std = mse.std(axis=1)
+    best = mean.min()
+    gi, ai = np.nonzero(mean <= best + 1e-12 * abs(best))
+    order = np.lexsort((gammas[gi], -alphas[ai]))  # larger alpha first, then smaller gamma
+    return int(gi[order[0]]), int(ai[order[0]]), mean, std
+
+
+def score_grid(alphas, gammas, fold_mse, fold_sizes, fold_weights) -> tuple[int, int, dict, float]:
+    """Choose from the fold errors of an alpha grid (and a gamma grid, or None).
+
+    ``fold_mse`` is (K, n_alphas), or (n_gammas, K, n_alphas) with gammas; the means
+    are weighted by ``fold_weights`` (rows, or weight sums with sample weights).
+
+    Returns
+    -------
+    (gamma_index, alpha_index, cv_results, best_score)
+        ``gamma_index`` is 0 without gammas. ``cv_results`` holds ``gammas`` (with a
+        gamma grid), ``alphas``, ``fold_mse``, ``mean_mse``, ``std_mse`` (the MSE arrays
+        with the leading gamma axis when gammas are given) and ``fold_sizes``;
+        ``best_score`` is minus the chosen mean MSE.
+    """
+    if gammas is None:
+        gi = 0
+        ai, mean, std = select_alpha(alphas, fold_mse, fold_weights)
+        best = mean[ai]
+        results = {}
+    else:
+        gi, ai, mean, std = select_gamma_alpha(gammas, alphas, fold_mse, fold_weights)
+        best = mean[gi, ai]
+        results = {"gammas": np.asarray(gammas, dtype=np.float64)}
+    results.update(alphas=alphas, fold_mse=fold_mse, mean_mse=mean, std_mse=std, fold_sizes=fold_sizes)
+    return gi, ai, results, float(-best)

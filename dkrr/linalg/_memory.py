@@ -128,13 +128,15 @@ def ridge_memory_estimate(
     displacement_rank: int | None = None,
     sampling: str | None = None,
     n_candidates: int | None = None,
+    n_gammas: int = 1,
 ) -> MemoryEstimate:
     """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
 
     With ``sampling`` both passes are estimated (the candidates' pass with
     ``n_candidates`` frequencies, with their Gram for ridge leverage; the fit with the
     ``K + 1`` maps of surrogate leverage under ``cv``, whose partial results are one
-    one-fold and K two-fold statistics objects) and the larger of each part kept.
+    one-fold and K two-fold statistics objects) and the larger of each part kept. A grid
+    of ``n_gammas`` gammas holds that many maps and statistics objects (one pass).
 
     Returns
     -------
@@ -145,7 +147,8 @@ def ridge_memory_estimate(
     fan_in = min(DEFAULT_SPLIT_EVERY if split_every is None else int(split_every), max(1, int(n_blocks)))
     t = int(n_targets)
     # (D, gram, maps, statistics a partial result holds, extra statistics a block task holds)
-    passes = [(int(n_components), True, 1, statistics_bytes(_output_width(kernel, n_components), t, n_folds), 0)]
+    g = int(n_gammas)
+    passes = [(int(n_components), True, g, g * statistics_bytes(_output_width(kernel, n_components), t, n_folds), 0)]
     if sampling is not None:
         n_cand = int(n_candidates or 4 * n_components)
         ridge = sampling == "ridge_leverage"
@@ -294,12 +297,13 @@ def _positive_int(value) -> bool:
 
 def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_every=None,
                      max_block_bytes=64 * 2**20, displacement_rank=None, sampling=None,
-                     n_candidates=None) -> None:
+                     n_candidates=None, n_gammas=1) -> None:
     """Estimate a streamed fit on the row-chunked dask arrays ``X``, ``y`` and refuse it
     (:class:`~dkrr.errors.MemoryBudgetError`) when it cannot fit; before any compute.
 
     Parameters that are not valid yet are left to the checks that follow (nothing is
-    estimated for them).
+    estimated for them). ``n_gammas``: a gamma grid holds one map and one statistics
+    object per gamma.
     """
     if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
         return
@@ -315,6 +319,7 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
         n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,
         block_rows=int(max(X.chunks[0])), n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes),
         displacement_rank=displacement_rank, sampling=sampling, n_candidates=n_candidates,
+        n_gammas=int(n_gammas),
     )
     if sampling is not None and n_candidates is None:
         n_candidates = 4 * int(n_components)

@@ -56,7 +56,9 @@ def check_alpha(alpha, name="alpha") -> float:
 def center_statistics(G, c, zsum, n, ysum, fit_intercept: bool):
     """Centred ``(G_c, c_c, mu, ybar)``; without intercept the inputs and zero means.
 
-    ``G`` (p, p), ``c`` (p, t), ``zsum`` (p,), ``n`` scalar, ``ysum`` (t,).
+    ``G`` (p, p), ``c`` (p, t), ``zsum`` (p,), ``n`` scalar, ``ysum`` (t,). With sample
+    weights ``n`` is the weight sum and the other statistics are weighted sums: the means
+    are then the weighted means (scikit-learn's ``Ridge(sample_weight=...)``).
     """
     if not fit_intercept:
         return G, c, np.zeros(G.shape[0]), np.zeros(c.shape[1])
@@ -157,13 +159,13 @@ def ridge_coefficients(stats, alpha: float, fit_intercept: bool, solver: str = "
     Parameters
     ----------
     stats : RidgeStatistics
-        Totals (``stats.total()``).
+        Totals (``stats.total()``); weighted when it has ``wsum``.
     alpha : float
     fit_intercept : bool
     solver : {"cholesky", "eigh"}
     """
     G, c = stats.G[0], stats.c[0]
-    Gc, cc, mu, ybar = center_statistics(G, c, stats.zsum[0], stats.n[0], stats.ysum[0], fit_intercept)
+    Gc, cc, mu, ybar = center_statistics(G, c, stats.zsum[0], stats.weights()[0], stats.ysum[0], fit_intercept)
     if solver == "cholesky":
         beta = solve_cholesky(Gc, cc, alpha)
     elif solver == "eigh":

@@ -10,7 +10,9 @@ float64 and per cross-validation fold (ALGORITHMS.md section 3)::
     ysum[k] = sum y_i              (K, t)
     yy[k]   = sum y_i ** 2         (K, t)       diagonal of y^T y
 
-with the sums over the rows i of fold k. Without cross-validation K = 1. Folds come from
+with the sums over the rows i of fold k. Without cross-validation K = 1. With sample
+weights ``w`` (``sample_weight``) every sum but ``n`` is weighted (``G = sum w_i Z_i^T
+Z_i``, ...) and ``wsum[k] = sum w_i`` is kept beside the row counts ``n``. Folds come from
 a seeded hash of the *global* row index (:func:`fold_ids`), so they do not depend on the
 chunking. Z exists for one sub-block of at most ``max_block_bytes`` at a time, in one
 reused buffer.
@@ -99,6 +101,9 @@ class RidgeStatistics:
         In labels mode, the label of each column of ``c`` (sorted).
     zsq : ndarray (K, p) or None
         Column sums of squares ``sum Z**2`` (scores of eq. 12).
+    wsum : ndarray (K,) or None
+        With sample weights: ``sum w`` (the other parts are then weighted sums; ``n``
+        stays the row count, for the fold checks).
     """
 
     G: np.ndarray | None
@@ -109,18 +114,24 @@ class RidgeStatistics:
     yy: np.ndarray | None = None
     labels: np.ndarray | None = None
     zsq: np.ndarray | None = None
+    wsum: np.ndarray | None = None
 
     #: the summed parts (``labels`` is not summed)
-    PARTS: ClassVar[tuple[str, ...]] = ("G", "c", "zsum", "n", "ysum", "yy", "zsq")
+    PARTS: ClassVar[tuple[str, ...]] = ("G", "c", "zsum", "n", "ysum", "yy", "zsq", "wsum")
 
     @property
     def n_folds(self) -> int:
         return self.n.shape[0]
 
+    def weights(self) -> np.ndarray:
+        """Weight of each fold (K,) float64: ``wsum``, or the row counts without weights."""
+        return self.n.astype(np.float64) if self.wsum is None else self.wsum
+
     @classmethod
     def zeros(cls, n_folds: int, p: int, t: int, labels=None, *, with_gram: bool = True,
-              with_squares: bool = True, with_norms: bool = False) -> RidgeStatistics:
-        """Zero statistics; ``with_*`` choose the optional parts ``G``, ``yy``, ``zsq``."""
+              with_squares: bool = True, with_norms: bool = False,
+              with_weights: bool = False) -> RidgeStatistics:
+        """Zero statistics; ``with_*`` choose the optional parts ``G``, ``yy``, ``zsq``, ``wsum``."""
         return cls(
             np.zeros((n_folds, p, p)) if with_gram else None,
             np.zeros((n_folds, p, t)),
@@ -130,6 +141,7 @@ class RidgeStatistics:
             np.zeros((n_folds, t)) if with_squares else None,
             labels,
             np.zeros((n_folds, p)) if with_norms else None,
+            np.zeros(n_folds) if with_weights else None,
         )
 
     def map_parts(self, fn) -> RidgeStatistics:
@@ -183,16 +195,17 @@ class RidgeStatistics:
 
         One column per class (``+1`` for the class, ``-1`` otherwise); with two classes a
         single column, ``+1`` for ``classes[1]`` (scikit-learn's ``LabelBinarizer``
-        with ``neg_label=-1``). Uses ``Z^T (2 1[y=j] - 1) = 2 c_j - zsum``.
+        with ``neg_label=-1``). Uses ``Z^T (2 1[y=j] - 1) = 2 c_j - zsum``; with sample
+        weights the counts are weight sums and ``n`` below is ``wsum``.
         """
         src = self.aligned(np.asarray(classes))
         cols = [1] if len(classes) == 2 else list(range(len(classes)))
         c = 2.0 * src.c[:, :, cols] - src.zsum[:, :, None]
         counts = src.ysum[:, cols]
-        nn = src.n[:, None].astype(np.float64)
+        nn = src.weights()[:, None]
         ysum = 2.0 * counts - nn
         yy = np.broadcast_to(nn, ysum.shape).copy()
-        return RidgeStatistics(src.G, c, src.zsum, src.n, ysum, yy, None, src.zsq)
+        return RidgeStatistics(src.G, c, src.zsum, src.n, ysum, yy, None, src.zsq, src.wsum)
 
     def symmetrized(self) -> RidgeStatistics:
         """The statistics with each G[k] made exactly symmetric (averaged with its transpose)."""
@@ -241,8 +254,17 @@ def prepare_block(
     NonFiniteInputError
         NaN or inf in X or y; the message names the block and its global rows.
     """
+    Xf, Y, _, bounds, labels = _prepare(X, y, None, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    return Xf, Y, bounds, labels
+
+
+def _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode):
+    """:func:`prepare_block` with the block's sample weights ``w`` (or None), checked and
+    sorted like the rows: ``(Xf, Y, w, bounds, labels)``."""
     n_rows = X.shape[0]
     check_finite_rows(X, "X", block_index, row_offset)
+    if w is not None:
+        w = _check_weight_block(w, block_index, row_offset)
     if labels_mode:
         if y.dtype.kind == "f":
             check_finite_rows(y, "y", block_index, row_offset)
@@ -259,10 +281,26 @@ def prepare_block(
         order = np.argsort(folds, kind="stable")
         Xf = np.take(Xf, order, axis=0)
         Y = np.take(Y, order, axis=0)
+        w = None if w is None else np.take(w, order)
         bounds = np.searchsorted(folds[order], np.arange(n_folds + 1))
     else:
         bounds = np.array([0, n_rows])
-    return np.ascontiguousarray(Xf), np.ascontiguousarray(Y), bounds, labels
+    return np.ascontiguousarray(Xf), np.ascontiguousarray(Y), w, bounds, labels
+
+
+def _check_weight_block(w, block_index, row_offset) -> np.ndarray:
+    """A block of sample weights as float64 (rows,), finite and >= 0 (dask/zarr weights
+    are checked here, in the block task; numpy weights before the pass)."""
+    w = np.asarray(w, dtype=np.float64).reshape(-1)
+    check_finite_rows(w, "sample_weight", block_index, row_offset)
+    neg = np.nonzero(w < 0)[0]
+    if neg.size:
+        where = "" if block_index is None else f" in row block {block_index}"
+        raise InputValidationError(
+            f"sample_weight holds {neg.size} negative value(s){where}, first in row "
+            f"{row_offset + int(neg[0])} ({float(w[neg[0]])!r}); weights must be >= 0 (0 drops a row)."
+        )
+    return w
 
 
 def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int):
@@ -330,21 +368,43 @@ def block_statistics(
     NonFiniteInputError
         NaN or inf in X or y; the message names the block and its global rows.
     """
-    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    Xf, Y, _, bounds, labels = _prepare(X, y, None, row_offset, block_index, n_folds, fold_seed, labels_mode)
     stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels, with_gram=with_gram,
                                   with_squares=with_squares, with_norms=with_norms)
-    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
-        if with_gram:
+    _accumulate(stats, Xf, Y, None, bounds, fmap, max_block_bytes, labels_mode)
+    return stats
+
+
+def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode) -> None:
+    """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
+    block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
+    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one exactly symmetric product."""
+    t = Y.shape[1]
+    YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
+    for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes):
+        stats.n[k] += Zk.shape[0]
+        if w is None:
+            r = None
+            stats.zsum[k] += Zk.sum(axis=0)
+            stats.ysum[k] += Yk.sum(axis=0)
+        else:
+            wk = Yk[:, t]
+            Yk = Yk[:, :t]
+            r = np.sqrt(wk)
+            stats.wsum[k] += wk.sum()
+            stats.zsum[k] += wk @ Zk
+            stats.ysum[k] += wk @ Yk
+            if stats.yy is not None and not labels_mode:
+                stats.yy[k] += wk @ (Yk * Yk)
+            Zk *= r[:, None]
+            Yk = Yk * r[:, None]
+        if stats.G is not None:
             _add_gram(stats.G[k], Zk)
         stats.c[k] += Zk.T @ Yk
-        stats.zsum[k] += Zk.sum(axis=0)
-        stats.n[k] += Zk.shape[0]
-        stats.ysum[k] += Yk.sum(axis=0)
-        if with_squares and not labels_mode:
+        if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
-        if with_norms:
+        if stats.zsq is not None:
             stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
-    return stats
 
 
 def _add_gram(G: np.ndarray, Z: np.ndarray) -> None:
@@ -391,3 +451,4 @@ def streamed_statistics(
         label="accumulating ridge statistics",
     )
     return stats.symmetrized()
+

@@ -1,0 +1,157 @@
+"""Passes that accumulate several maps' statistics at once, and sample weights.
+
+:func:`streamed_statistics_maps` reads each row block once and adds the statistics of
+every map of a list (the maps of a gamma grid, ALGORITHMS.md section 3.6), optionally
+weighted by ``sample_weight`` (section 3.2): ``G = sum w Z^T Z``, ``c = sum w Z^T y``,
+``zsum = sum w Z``, ``ysum = sum w y``, ``yy = sum w y^2`` and ``wsum = sum w`` per fold,
+``n`` the row counts. The task body is :func:`weighted_maps_block_statistics`; the block
+checks, encoding and fold order are those of :mod:`dkrr.linalg._stats`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputValidationError, InvalidParameterError
+from ._stats import (
+    DEFAULT_MAX_BLOCK_BYTES,
+    RidgeStatistics,
+    _accumulate,
+    _check_weight_block,
+    _prepare,
+    combine_statistics,
+)
+
+__all__ = [
+    "check_sample_weight",
+    "check_weight_total",
+    "combine_statistics_maps",
+    "maps_block_statistics",
+    "streamed_statistics_maps",
+    "weighted_maps_block_statistics",
+]
+
+
+def maps_block_statistics(X, y, row_offset, block_index, fmaps, n_folds, fold_seed, max_block_bytes,
+                          labels_mode) -> tuple:
+    """Statistics of one row block for every map of ``fmaps``: a tuple, one per map.
+
+    The task body of a pass that scores several maps (a gamma grid): the block is checked,
+    encoded and sorted by fold once; each map then adds its own features' sums. The
+    signature follows :func:`dkrr.linalg.reduce_row_blocks`.
+    """
+    return weighted_maps_block_statistics(X, y, None, row_offset, block_index, fmaps, n_folds, fold_seed,
+                                          max_block_bytes, labels_mode)
+
+
+def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_folds, fold_seed,
+                                   max_block_bytes, labels_mode) -> tuple:
+    """:func:`maps_block_statistics` with the block's sample weights ``w`` (or None).
+
+    Weighted statistics (``sample_weight``): ``G = sum w Z^T Z``, ``c = sum w Z^T y``,
+    ``zsum = sum w Z``, ``ysum = sum w y``, ``yy = sum w y^2`` and ``wsum = sum w`` per
+    fold, ``n`` the row counts. Negative or non-finite weights raise
+    :class:`~dkrr.errors.InputValidationError` naming the block and the global row.
+    """
+    Xf, Y, w, bounds, labels = _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    out = []
+    for fmap in fmaps:
+        stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels,
+                                      with_weights=w is not None)
+        _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode)
+        out.append(stats)
+    return tuple(out)
+
+
+def combine_statistics_maps(parts: list) -> tuple:
+    """Sum of a list of tuples of statistics, map by map: a new tuple (inputs unchanged)."""
+    return tuple(combine_statistics([p[j] for p in parts]) for j in range(len(parts[0])))
+
+
+def streamed_statistics_maps(
+    X,
+    y,
+    fmaps,
+    *,
+    sample_weight=None,
+    n_folds: int = 1,
+    fold_seed: int = 0,
+    max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+    split_every: int | None = None,
+    labels_mode: bool = False,
+) -> list[RidgeStatistics]:
+    """One pass over the row blocks of ``X``, ``y`` (and ``sample_weight``): the summed
+    statistics of every map of ``fmaps``, in order.
+
+    Each block is read once and its task computes the features of every map (the cost
+    grows with the number of maps, the reads do not). ``sample_weight`` is a dask array
+    (n,) with X's row chunks (:func:`check_sample_weight`) or None. Each G is exactly
+    symmetric.
+    """
+    from ._reduce import reduce_row_blocks
+
+    if isinstance(max_block_bytes, bool) or not isinstance(max_block_bytes, (int, np.integer)) or max_block_bytes < 1:
+        raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {max_block_bytes!r}")
+    weighted = sample_weight is not None
+    stats = reduce_row_blocks(
+        [X, y, sample_weight] if weighted else [X, y],
+        weighted_maps_block_statistics if weighted else maps_block_statistics,
+        combine_statistics_maps,
+        split_every=split_every,
+        constants=(tuple(fmaps), int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode)),
+        label="accumulating ridge statistics",
+    )
+    return [s.symmetrized() for s in stats]
+
+
+def check_sample_weight(sample_weight, X):
+    """Validate ``sample_weight`` for the row-chunked dask ``X``: a float64 dask array (n,)
+    with X's row chunks, or None.
+
+    A number is every row's weight (as scikit-learn). numpy (and lists) are checked here,
+    before any task runs: 1-D, one weight per row, finite, ``>= 0`` and not all zero.
+    dask and zarr weights are checked for shape here and for values in the block tasks
+    (as y is).
+
+    Raises
+    ------
+    InputValidationError
+        Wrong shape or length, negative weights, all weights zero.
+    NonFiniteInputError
+        NaN or inf in numpy weights.
+    """
+    import dask.array as da
+
+    from .._validation import check_input, is_dask
+
+    if sample_weight is None:
+        return None
+    n = X.shape[0]
+    if isinstance(sample_weight, (int, float, np.integer, np.floating)) and not isinstance(sample_weight, bool):
+        sample_weight = np.full(n, float(sample_weight))
+    w = check_input(sample_weight, name="sample_weight", ndim=None, check_finite=True)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise InputValidationError(
+            f"sample_weight has shape {w.shape} but X has {n} rows; pass one weight per row, "
+            f"shape ({n},)."
+        )
+    if is_dask(w):
+        return w.astype(np.float64).rechunk({0: X.chunks[0]})
+    w = np.asarray(w, dtype=np.float64)
+    _check_weight_block(w, None, 0)
+    if not w.sum() > 0:
+        raise InputValidationError(
+            "sample_weight sums to 0: every row has weight 0, so there is nothing to fit; "
+            "give some rows a positive weight."
+        )
+    return da.from_array(w, chunks=(X.chunks[0],))
+
+
+def check_weight_total(stats: RidgeStatistics) -> None:
+    """Weighted statistics need a positive total weight (dask weights are only summed in
+    the pass; numpy weights are checked before it by :func:`check_sample_weight`)."""
+    if stats.wsum is not None and not stats.wsum.sum() > 0:
+        raise InputValidationError(
+            "sample_weight sums to 0: every row has weight 0, so there is nothing to fit; "
+            "give some rows a positive weight."
+        )

@@ -1,0 +1,188 @@
+"""A gamma grid scored jointly with the alphas by the one-pass K-fold CV (issue 13, item 3).
+
+Every gamma's statistics come from the same single read of X; the fold errors equal a
+brute-force K-fold loop of scikit-learn's Ridge on the dense features of each gamma's map.
+"""
+
+import threading
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr.errors import InvalidParameterError
+from dkrr.features import build_random_feature_map
+from dkrr.linalg import as_row_chunked, fold_ids
+from dkrr.linalg._memory import ridge_memory_estimate
+
+N, D_IN, D, K = 300, 3, 16, 3
+GAMMAS = np.array([0.05, 0.4, 3.0])
+ALPHAS = np.array([1e-3, 0.1, 10.0])
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((N, D_IN))
+    y = np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(N)
+    return X, y
+
+
+def dense_features(X, gamma, method="rff", seed=0):
+    return RandomFeatures(method=method, n_components=D, gamma=gamma, random_state=seed).fit(X).transform(X)
+
+
+def brute_force_cv(Z, y, folds, fit_intercept=True):
+    """(K, n_alphas) validation MSE of sklearn Ridge, fold by fold."""
+    out = np.empty((K, ALPHAS.size))
+    for k in range(K):
+        tr, va = folds != k, folds == k
+        for j, a in enumerate(ALPHAS):
+            r = Ridge(alpha=a, fit_intercept=fit_intercept, solver="cholesky").fit(Z[tr], y[tr])
+            out[k, j] = np.mean((y[va] - r.predict(Z[va])) ** 2)
+    return out
+
+
+def test_streamed_statistics_of_every_gamma_equal_dense_numpy_sums(data):
+    from dkrr.linalg._weighted import streamed_statistics_maps
+
+    X, y = data
+    base = build_random_feature_map(kernel="gaussian", method="sorf", n_components=D, gamma=1.0,
+                                    n_features_in=D_IN, random_state=5, options={})
+    maps = [base.with_gamma(g) for g in GAMMAS]
+    Xd, yd = as_row_chunked(X, y, chunk_rows=70)
+    stats = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=11)
+    folds = fold_ids(np.arange(N), K, 11)
+    for g, s in zip(GAMMAS, stats):
+        # the rescaled map is the map drawn with this gamma and the same seed
+        Z = build_random_feature_map(kernel="gaussian", method="sorf", n_components=D, gamma=g,
+                                     n_features_in=D_IN, random_state=5, options={}).transform(X)
+        for k in range(K):
+            Zk, yk = Z[folds == k], y[folds == k]
+            np.testing.assert_allclose(s.G[k], Zk.T @ Zk, rtol=1e-12, atol=1e-12 * N)
+            np.testing.assert_allclose(s.c[k][:, 0], Zk.T @ yk, rtol=1e-12, atol=1e-12 * N)
+            np.testing.assert_allclose(s.zsum[k], Zk.sum(0), rtol=1e-12, atol=1e-12 * N)
+            assert s.n[k] == len(yk)
+            np.testing.assert_allclose(s.yy[k], [(yk**2).sum()], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_cv_error_of_every_gamma_alpha_pair_equals_brute_force_sklearn(data, fit_intercept):
+    X, y = data
+    est = RandomFeatureRidge(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
+                             fit_intercept=fit_intercept, random_state=0).fit(X, y)
+    res = est.cv_results_
+    assert res["fold_mse"].shape == (GAMMAS.size, K, ALPHAS.size)
+    assert res["mean_mse"].shape == res["std_mse"].shape == (GAMMAS.size, ALPHAS.size)
+    np.testing.assert_array_equal(res["gammas"], GAMMAS)
+    folds = fold_ids(np.arange(N), K, est.fold_seed_)
+    sizes = np.bincount(folds, minlength=K)
+    np.testing.assert_array_equal(res["fold_sizes"], sizes)
+    brute = np.stack([brute_force_cv(dense_features(X, g), y, folds, fit_intercept) for g in GAMMAS])
+    np.testing.assert_allclose(res["fold_mse"], brute, rtol=1e-8)
+    mean = np.einsum("k,gka->ga", sizes, brute) / N
+    np.testing.assert_allclose(res["mean_mse"], mean, rtol=1e-8)
+    gi, ai = np.unravel_index(np.argmin(mean), mean.shape)
+    assert (est.gamma_, est.alpha_) == (GAMMAS[gi], ALPHAS[ai])
+    assert est.best_score_ == pytest.approx(-mean[gi, ai], rel=1e-8)
+    # the final model is the chosen gamma's map, refitted on all rows with the chosen alpha
+    Z = dense_features(X, GAMMAS[gi])
+    np.testing.assert_array_equal(est.feature_map_.transform(X), Z)
+    ref = Ridge(alpha=ALPHAS[ai], fit_intercept=fit_intercept, solver="cholesky").fit(Z, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(Z), rtol=1e-8, atol=1e-10)
+
+
+def test_gamma_grid_is_independent_of_the_chunking(data):
+    X, y = data
+    kw = dict(method="sorf", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K, random_state=2)
+    a = RandomFeatureRidge(chunk_rows=37, **kw).fit(X, y)
+    b = RandomFeatureRidge(chunk_rows=300, split_every=2, **kw).fit(da.from_array(X, chunks=(91, D_IN)), y)
+    np.testing.assert_allclose(a.cv_results_["fold_mse"], b.cv_results_["fold_mse"], rtol=1e-10)
+    assert (a.gamma_, a.alpha_) == (b.gamma_, b.alpha_)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_x_is_read_once_whatever_the_number_of_gammas(data):
+    X, y = data
+    lock, reads = threading.Lock(), []
+
+    def counted(block, block_info=None):
+        with lock:
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    Xd = da.from_array(X, chunks=(60, D_IN)).map_blocks(counted, dtype=X.dtype, meta=np.empty((0, 0)))
+    est = RandomFeatureRidge(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
+                             random_state=0).fit(Xd, y)
+    assert sorted(reads) == list(range(5))  # 5 blocks, each read once, for 3 gammas
+    assert est.cv_results_["fold_mse"].shape[0] == 3
+
+
+def test_classifier_gamma_grid_scores_the_plus_minus_one_targets(data):
+    X, y = data
+    labels = np.where(y > np.median(y), "hi", "lo")
+    kw = dict(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K, random_state=4)
+    clf = RandomFeatureRidgeClassifier(**kw).fit(X, labels)
+    reg = RandomFeatureRidge(**kw).fit(X, np.where(labels == "lo", 1.0, -1.0))  # classes_[1] = "lo"
+    np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)
+    assert (clf.gamma_, clf.alpha_) == (reg.gamma_, reg.alpha_)
+    np.testing.assert_allclose(clf.decision_function(X), reg.predict(X), rtol=1e-9, atol=1e-12)
+
+
+def test_ties_go_to_the_larger_alpha_then_the_smaller_gamma():
+    from dkrr.linalg._cv import select_gamma_alpha
+
+    mse = np.ones((3, 2, 4))
+    mse[:, :, 0] = 0.5  # the best mean, tied over every gamma, at the smallest alpha
+    gi, ai, mean, std = select_gamma_alpha([2.0, 0.5, 1.0], [0.1, 1.0, 10.0, 100.0], mse, [10, 30])
+    assert (gi, ai) == (1, 0) and mean.shape == (3, 4) and np.all(std == 0)
+    mse[:, :, 2] = 0.5  # now tied at alpha 10 too: the larger alpha wins first
+    assert select_gamma_alpha([2.0, 0.5, 1.0], [0.1, 1.0, 10.0, 100.0], mse, [10, 30])[:2] == (1, 2)
+
+
+def test_memory_estimate_holds_one_statistics_object_and_map_per_gamma():
+    kw = dict(kernel="gaussian", method="rff", n_features_in=10, n_components=64, n_folds=5, block_rows=1000)
+    one, three = ridge_memory_estimate(**kw), ridge_memory_estimate(n_gammas=3, **kw)
+    assert three.statistics == 3 * one.statistics
+    assert three.feature_map == 3 * one.feature_map
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(gammas=[0.1, 1.0], alphas=[1.0]), "cv is None"),
+    (dict(gammas=[0.1, -1.0], cv=3), "positive"),
+    (dict(gammas=[], cv=3), "non-empty"),
+    (dict(gammas=[0.1, np.nan], cv=3), "finite"),
+    (dict(gammas=[0.1, 1.0], cv=3, kernel="angular"), "kernel='angular'"),
+    (dict(gammas=[0.1, 1.0], cv=3, sampling="surrogate_leverage"), "sampling"),
+])
+def test_invalid_gamma_grids_are_refused_before_any_task(data, params, match):
+    X, y = data
+    reads = []
+    Xd = da.from_array(X, chunks=(100, D_IN)).map_blocks(lambda b: reads.append(1) or b, dtype=X.dtype,
+                                                         meta=np.empty((0, 0)))
+    with pytest.raises(InvalidParameterError, match=match):
+        RandomFeatureRidge(method="rff", n_components=D, random_state=0, **params).fit(Xd, y)
+    assert reads == []
+
+
+def test_gamma_grid_model_survives_save_and_load(data, tmp_path):
+    from dkrr.io._model import load_model, save_model
+
+    X, y = data
+    est = RandomFeatureRidge(method="sorf", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
+                             random_state=0).fit(X, y)
+    back = load_model(save_model(est, tmp_path / "m"))
+    assert back.gamma_ == est.gamma_ and back.alpha_ == est.alpha_
+    for key in ("gammas", "fold_mse", "mean_mse", "std_mse"):
+        np.testing.assert_array_equal(back.cv_results_[key], est.cv_results_[key])
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_without_gammas_the_cv_results_keep_their_shapes(data):
+    X, y = data
+    est = RandomFeatureRidge(method="rff", n_components=D, alphas=ALPHAS, cv=K, random_state=0).fit(X, y)
+    assert "gammas" not in est.cv_results_
+    assert est.cv_results_["fold_mse"].shape == (K, ALPHAS.size)
+    assert est.cv_results_["mean_mse"].shape == (ALPHAS.size,)

@@ -1,0 +1,191 @@
+"""``fit(X, y, sample_weight)``: scikit-learn's weighted ``Ridge``, streamed like y.
+
+The weighted statistics equal dense numpy sums; the fits equal ``Ridge(sample_weight)``
+on the same dense features; integer weights equal repeated rows, zero weights dropped
+rows; the weighted K-fold CV equals a brute-force loop; bad weights are refused before
+any task runs.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from sklearn.linear_model import Ridge
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr.errors import InputValidationError, InvalidParameterError, NonFiniteInputError
+from dkrr.features import build_random_feature_map
+from dkrr.linalg import as_row_chunked, fold_ids
+
+N, D_IN, D, K = 240, 3, 16, 3
+ALPHAS = np.array([1e-3, 0.1, 10.0])
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((N, D_IN))
+    y = np.sin(2.0 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(N)
+    w = rng.uniform(0.0, 3.0, N)
+    w[::17] = 0.0
+    return X, y, w
+
+
+def features(X, gamma=0.5, seed=0):
+    return RandomFeatures(method="rff", n_components=D, gamma=gamma, random_state=seed).fit(X).transform(X)
+
+
+def ridge(**kw):
+    return RandomFeatureRidge(method="rff", n_components=D, gamma=0.5, random_state=0, **kw)
+
+
+def test_weighted_statistics_equal_dense_weighted_sums(data):
+    from dkrr.linalg._weighted import check_sample_weight, streamed_statistics_maps
+
+    X, y, w = data
+    Y = np.column_stack([y, y**2])
+    fmap = build_random_feature_map(kernel="gaussian", method="rff", n_components=D, gamma=0.5,
+                                    n_features_in=D_IN, random_state=0, options={})
+    Xd, Yd = as_row_chunked(X, Y, chunk_rows=50)
+    (s,) = streamed_statistics_maps(Xd, Yd, [fmap], sample_weight=check_sample_weight(w, Xd),
+                                    n_folds=K, fold_seed=4)
+    Z = fmap.transform(X)
+    folds = fold_ids(np.arange(N), K, 4)
+    for k in range(K):
+        m = folds == k
+        Zk, Yk, wk = Z[m], Y[m], w[m]
+        np.testing.assert_allclose(s.G[k], (Zk * wk[:, None]).T @ Zk, rtol=1e-12, atol=1e-12 * N)
+        assert np.array_equal(s.G[k], s.G[k].T)
+        np.testing.assert_allclose(s.c[k], (Zk * wk[:, None]).T @ Yk, rtol=1e-12, atol=1e-12 * N)
+        np.testing.assert_allclose(s.zsum[k], wk @ Zk, rtol=1e-12, atol=1e-12 * N)
+        np.testing.assert_allclose(s.ysum[k], wk @ Yk, rtol=1e-12)
+        np.testing.assert_allclose(s.yy[k], wk @ Yk**2, rtol=1e-12)
+        np.testing.assert_allclose(s.wsum[k], wk.sum(), rtol=1e-12)
+        assert s.n[k] == m.sum()  # row counts, not weights
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("multi", [False, True])
+def test_fit_equals_sklearn_ridge_with_sample_weight(data, fit_intercept, multi):
+    X, y, w = data
+    Y = np.column_stack([y, np.cos(X[:, 2])]) if multi else y
+    est = ridge(alpha=0.3, fit_intercept=fit_intercept, chunk_rows=64).fit(X, Y, sample_weight=w)
+    ref = Ridge(alpha=0.3, fit_intercept=fit_intercept, solver="cholesky").fit(features(X), Y, sample_weight=w)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-8, atol=1e-10)
+
+
+def test_weights_of_ones_equal_no_weights(data):
+    X, y, _ = data
+    a = ridge(alpha=0.1, alphas=ALPHAS, cv=K).fit(X, y, sample_weight=np.ones(N))
+    b = ridge(alpha=0.1, alphas=ALPHAS, cv=K).fit(X, y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-12)
+    np.testing.assert_allclose(a.cv_results_["fold_mse"], b.cv_results_["fold_mse"], rtol=1e-12)
+
+
+def test_integer_weights_equal_repeated_rows_and_zero_weights_dropped_rows(data):
+    X, y, _ = data
+    counts = np.random.default_rng(1).integers(0, 4, N)
+    rep = ridge(alpha=0.2).fit(np.repeat(X, counts, axis=0), np.repeat(y, counts))
+    wtd = ridge(alpha=0.2).fit(X, y, sample_weight=counts)
+    np.testing.assert_allclose(wtd.coef_, rep.coef_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(wtd.intercept_, rep.intercept_, rtol=1e-9)
+    labels = np.where(y > 0, "pos", "neg")
+    crep = RandomFeatureRidgeClassifier(method="rff", n_components=D, gamma=0.5, random_state=0).fit(
+        np.repeat(X, counts, axis=0), np.repeat(labels, counts))
+    cwtd = RandomFeatureRidgeClassifier(method="rff", n_components=D, gamma=0.5, random_state=0).fit(
+        X, labels, sample_weight=counts)
+    np.testing.assert_allclose(cwtd.coef_, crep.coef_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(cwtd.intercept_, crep.intercept_, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("use_gammas", [False, True])
+def test_weighted_cv_equals_brute_force_weighted_mse(data, use_gammas):
+    X, y, w = data
+    gammas = [0.2, 2.0] if use_gammas else [0.5]
+    extra = {"gammas": gammas} if use_gammas else {}
+    est = ridge(alphas=ALPHAS, cv=K, chunk_rows=45, **extra).fit(X, y, sample_weight=w)
+    folds = fold_ids(np.arange(N), K, est.fold_seed_)
+    brute = np.empty((len(gammas), K, ALPHAS.size))
+    for g, gamma in enumerate(gammas):
+        Z = features(X, gamma)
+        for k in range(K):
+            tr, va = folds != k, folds == k
+            for j, a in enumerate(ALPHAS):
+                r = Ridge(alpha=a, solver="cholesky").fit(Z[tr], y[tr], sample_weight=w[tr])
+                brute[g, k, j] = np.average((y[va] - r.predict(Z[va])) ** 2, weights=w[va])
+    fold_w = np.array([w[folds == k].sum() for k in range(K)])
+    mean = np.einsum("k,gka->ga", fold_w, brute) / w.sum()
+    res = est.cv_results_
+    np.testing.assert_allclose(res["fold_mse"], brute if use_gammas else brute[0], rtol=1e-8)
+    np.testing.assert_allclose(res["mean_mse"], mean if use_gammas else mean[0], rtol=1e-8)
+    np.testing.assert_array_equal(res["fold_sizes"], np.bincount(folds, minlength=K))  # rows
+    gi, ai = np.unravel_index(np.argmin(mean), mean.shape)
+    assert est.alpha_ == ALPHAS[ai] and (not use_gammas or est.gamma_ == gammas[gi])
+
+
+def test_classifier_weights_the_plus_minus_one_targets(data):
+    X, y, w = data
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))  # three classes
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=D, gamma=0.5, alpha=0.2,
+                                       random_state=0).fit(X, labels, sample_weight=w)
+    T = np.where(labels[:, None] == np.arange(3)[None, :], 1.0, -1.0)
+    ref = Ridge(alpha=0.2, solver="cholesky").fit(features(X), T, sample_weight=w)
+    np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-8, atol=1e-10)
+
+
+def test_dask_and_zarr_weights_are_streamed_like_y(data, tmp_path):
+    X, y, w = data
+    ref = ridge(alpha=0.3).fit(X, y, sample_weight=w)
+    z = zarr.open_array(str(tmp_path / "w.zarr"), mode="w", shape=(N,), chunks=(70,), dtype="f8")
+    z[:] = w
+    for weights in (da.from_array(w, chunks=33), z, list(w)):
+        est = ridge(alpha=0.3, chunk_rows=50).fit(da.from_array(X, chunks=(60, D_IN)), y, sample_weight=weights)
+        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (-1.0, InputValidationError, "negative value"),
+    (np.nan, NonFiniteInputError, "non-finite"),
+    ("short", InputValidationError, "one weight per row"),
+    ("2d", InputValidationError, "one weight per row"),
+    ("zeros", InputValidationError, "sums to 0"),
+])
+def test_invalid_weights_are_refused_before_any_task(data, bad, error, match):
+    X, y, w = data
+    reads = []
+    Xd = da.from_array(X, chunks=(60, D_IN)).map_blocks(lambda b: reads.append(1) or b, dtype=X.dtype,
+                                                        meta=np.empty((0, 0)))
+    weights = {"short": w[:-1], "2d": np.column_stack([w, w]), "zeros": np.zeros(N)}.get(bad)
+    if weights is None:
+        weights = w.copy()
+        weights[7] = bad
+    with pytest.raises(error, match=match):
+        ridge().fit(Xd, y, sample_weight=weights)
+    assert reads == []
+
+
+def test_bad_dask_weights_are_named_by_block_in_the_pass(data):
+    X, y, w = data
+    bad = w.copy()
+    bad[130] = -2.0
+    with pytest.raises(InputValidationError, match="row block 2.*row 130"):
+        ridge(chunk_rows=60).fit(X, y, sample_weight=da.from_array(bad, chunks=100))
+    with pytest.raises(InputValidationError, match="sample_weight sums to 0"):
+        ridge(chunk_rows=60).fit(X, y, sample_weight=da.zeros(N, chunks=100))
+
+
+def test_a_fold_without_weight_is_refused(data):
+    X, y, _ = data
+    est = ridge(alphas=ALPHAS, cv=K)
+    folds = fold_ids(np.arange(N), K, ridge(alphas=ALPHAS, cv=K).fit(X, y).fold_seed_)
+    with pytest.raises(InputValidationError, match="zero total sample_weight"):
+        est.fit(X, y, sample_weight=(folds != 1).astype(float))
+
+
+def test_weights_with_leverage_sampling_are_refused(data):
+    X, y, w = data
+    with pytest.raises(InvalidParameterError, match="sample_weight cannot be combined with sampling"):
+        ridge(sampling="surrogate_leverage").fit(X, y, sample_weight=w)
