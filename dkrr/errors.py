@@ -15,6 +15,7 @@ __all__ = [
     "DatasetUnavailableError",
     "DkrrError",
     "FeatureMismatchError",
+    "GridEdgeWarning",
     "InputNotFoundError",
     "InputValidationError",
     "InvalidParameterError",
@@ -121,3 +122,8 @@ class ChecksumMismatchError(DkrrError, OSError):
 
 class MemoryBudgetError(DkrrError, MemoryError):
     """A request needs more memory than a worker or this machine has (refused up front)."""
+
+
+class GridEdgeWarning(UserWarning):
+    """A value chosen by cross-validation lies on the edge of its grid (the best value may
+    lie beyond it). A warning, not an error: the fit is done."""

@@ -186,3 +186,32 @@ def test_without_gammas_the_cv_results_keep_their_shapes(data):
     assert "gammas" not in est.cv_results_
     assert est.cv_results_["fold_mse"].shape == (K, ALPHAS.size)
     assert est.cv_results_["mean_mse"].shape == (ALPHAS.size,)
+
+
+def test_a_gamma_on_the_edge_of_its_grid_warns_and_an_inner_one_does_not(data):
+    import warnings
+
+    from dkrr.errors import GridEdgeWarning
+
+    X, y = data
+    with pytest.warns(GridEdgeWarning, match=r"gamma=0\.001 is the largest value of gammas"):
+        est = RandomFeatureRidge(method="rff", n_components=D, gammas=[1e-4, 1e-3], alphas=ALPHAS, cv=K,
+                                 random_state=0).fit(X, y)
+    assert est.gamma_ == 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        est = RandomFeatureRidge(method="rff", n_components=D, gammas=[1e-4, 0.5, 300.0], alphas=ALPHAS,
+                                 cv=K, random_state=0).fit(X, y)
+    assert est.gamma_ == 0.5
+
+
+def test_nystroem_gamma_grid_rebuilds_the_landmarks_map_for_each_gamma(data):
+    X, y = data
+    est = RandomFeatureRidge(method="nystroem", n_components=20, gammas=[0.1, 1.0], alphas=ALPHAS, cv=K,
+                             random_state=1).fit(X, y)
+    ref = RandomFeatures(method="nystroem", n_components=20, gamma=est.gamma_, random_state=1).fit(X)
+    np.testing.assert_array_equal(est.feature_map_.transform(X), ref.transform(X))
+    folds = fold_ids(np.arange(N), K, est.fold_seed_)
+    brute = brute_force_cv(ref.transform(X), y, folds)
+    gi = [0.1, 1.0].index(est.gamma_)
+    np.testing.assert_allclose(est.cv_results_["fold_mse"][gi], brute, rtol=1e-7)

@@ -21,7 +21,7 @@ from ..linalg import (
     ridge_coefficients,
     streamed_statistics,
 )
-from ..linalg._cv import check_folds, check_gammas, score_grid
+from ..linalg._cv import check_folds, check_gammas, score_grid, warn_grid_edge
 from ..linalg._memory import check_fit_memory
 from ..linalg._weighted import check_sample_weight, check_weight_total, streamed_statistics_maps
 from ._random_features import draw_feature_map
@@ -223,6 +223,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             alpha = float(alphas[idx])
             if gammas is not None:  # the chosen gamma's map and statistics
                 stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
+                warn_grid_edge("gamma", gammas, self.gamma_)
         self.feature_map_ = fmap
         self.n_features_in_ = fmap.n_features_in
         self.n_output_features_ = fmap.n_output_features

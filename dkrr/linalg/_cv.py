@@ -21,9 +21,11 @@ the same pass; the best (gamma, alpha) pair has the least mean MSE.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import InputValidationError, InvalidParameterError
+from ..errors import GridEdgeWarning, InputValidationError, InvalidParameterError
 from ._solve import center_statistics, eigh_gram, solve_eigh
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "score_grid",
     "select_alpha",
     "select_gamma_alpha",
+    "warn_grid_edge",
 ]
 
 
@@ -232,3 +235,29 @@ def score_grid(alphas, gammas, fold_mse, fold_sizes, fold_weights) -> tuple[int,
         results = {"gammas": np.asarray(gammas, dtype=np.float64)}
     results.update(alphas=alphas, fold_mse=fold_mse, mean_mse=mean, std_mse=std, fold_sizes=fold_sizes)
     return gi, ai, results, float(-best)
+
+
+def warn_grid_edge(name: str, grid, chosen) -> None:
+    """Warn (:class:`~dkrr.errors.GridEdgeWarning`) when ``chosen`` is the smallest or the
+    largest of at least two distinct grid values: the best value may lie beyond the grid.
+
+    Parameters
+    ----------
+    name : str
+        The parameter (``"alpha"``, ``"gamma"``), as the user passes its grid (``name + "s"``).
+    grid : array-like of float
+    chosen : float
+    """
+    values = np.unique(np.asarray(grid, dtype=np.float64))
+    if values.size < 2 or values[0] < chosen < values[-1]:
+        return
+    low = chosen <= values[0]
+    if low and chosen <= 0:  # alpha = 0 (least squares) has nothing below it
+        return
+    warnings.warn(
+        f"the chosen {name}={float(chosen)!r} is the {'smallest' if low else 'largest'} value of "
+        f"{name}s={values.tolist()}: the best {name} may lie beyond the grid. Extend {name}s "
+        f"{'below' if low else 'above'} it (e.g. add {float(chosen) * (0.1 if low else 10.0)!r}).",
+        GridEdgeWarning,
+        stacklevel=4,
+    )
