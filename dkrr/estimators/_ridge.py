@@ -334,6 +334,15 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     n_candidates : int, default=None
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.
+    gammas : array-like of float, default=None
+        Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
+        one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
+        ``gamma`` is then not used). X is read once: one map is drawn and rescaled to each
+        gamma (``W = sqrt(2 gamma) W_unit``, the map that ``gamma`` and the same
+        ``random_state`` would draw; Nystroem keeps its landmarks), and every block task
+        accumulates one statistics object per gamma, so the cost grows with the number
+        of gammas and the reads do not. A chosen gamma on the edge of the grid warns
+        (:class:`~dkrr.errors.GridEdgeWarning`).
 
     Attributes
     ----------
@@ -355,10 +364,17 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     cv_results_ : dict
         With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation mean squared
         errors (averaged over targets), ``mean_mse`` (weighted by fold size),
-        ``std_mse`` (unweighted over folds) and ``fold_sizes``.
+        ``std_mse`` (unweighted over folds) and ``fold_sizes`` (rows). With
+        ``gammas`` also ``gammas`` (n_gammas,), and the MSE arrays gain a leading gamma
+        axis: ``fold_mse`` (n_gammas, K, n_alphas), ``mean_mse`` and ``std_mse``
+        (n_gammas, n_alphas). With ``sample_weight`` the fold errors are weighted MSEs
+        and the mean is weighted by the folds' weight sums.
     best_score_ : float
-        With ``cv``: minus the mean validation MSE of ``alpha_`` (higher is better).
-        Ties of the mean go to the larger alpha.
+        With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``)
+        (higher is better). Ties of the mean go to the larger alpha, then to the
+        smaller gamma.
+    gamma_ : float
+        With ``gammas``: the chosen gamma (``feature_map_`` is its map).
     fold_seed_ : int
         Seed of the fold hash.
 
