@@ -15,6 +15,7 @@ import numpy as np
 from .errors import (
     ChunkingError,
     FeatureMismatchError,
+    InputTypeError,
     InputValidationError,
     InvalidParameterError,
     NonFiniteInputError,
@@ -51,7 +52,8 @@ def as_float_dtype(dtype: np.dtype, name: str = "X") -> np.dtype:
     """The floating dtype dkrr computes in for input ``dtype``.
 
     float32 stays float32, float64 stays float64, float16 becomes float32, integers and
-    booleans become float64; anything else (complex, strings, objects) is refused.
+    booleans become float64; anything else (complex, strings, objects) is refused
+    (:func:`check_input` converts numeric object arrays before it gets here).
     """
     dtype = np.dtype(dtype)
     if dtype == np.float32 or dtype == np.float64:
@@ -60,6 +62,12 @@ def as_float_dtype(dtype: np.dtype, name: str = "X") -> np.dtype:
         return np.dtype(np.float32)
     if dtype.kind in "biu":
         return np.dtype(np.float64)
+    if dtype.kind == "c":  # scikit-learn's wording, which its estimator checks look for
+        raise InputValidationError(
+            f"Complex data not supported: {name} has dtype {dtype}; dkrr needs real numeric "
+            f"data. Keep the real part ({name}.real) or split real and imaginary parts into "
+            "columns."
+        )
     raise InputValidationError(
         f"{name} has dtype {dtype}; dkrr needs real numeric data (float32, float64, "
         f"integer or bool). Convert it first, e.g. {name}.astype('float64')."
@@ -132,7 +140,17 @@ def check_input(
     Raises
     ------
     InputValidationError, ChunkingError, NonFiniteInputError
+        Messages contain scikit-learn's phrases for the same problems ("Reshape your
+        data", "0 sample(s)", "Complex data not supported", ...).
+    InputTypeError
+        An object array holds a value that is not a number (also a ``TypeError``).
+
+    Notes
+    -----
+    scipy sparse input is refused (random features are dense); a numpy object array of
+    numbers (e.g. from pandas) is converted to float64, as scikit-learn does.
     """
+    _refuse_sparse_input(X, name)
     if _is_zarr(X):
         import dask.array as da
 
@@ -160,6 +178,8 @@ def check_input(
             f"{type(X).__name__}"
         )
     _check_shape(arr.shape, name, ndim)
+    if arr.dtype == object:
+        arr = _object_to_float(arr, name)
     dtype = as_float_dtype(arr.dtype, name)
     arr = np.ascontiguousarray(arr, dtype=dtype)
     if check_finite:
@@ -167,23 +187,68 @@ def check_input(
     return arr
 
 
+def _refuse_sparse_input(X: Any, name: str) -> None:
+    import scipy.sparse
+
+    if scipy.sparse.issparse(X):
+        raise InputValidationError(
+            f"{name} is a scipy sparse {X.format} array: sparse input is not supported, as "
+            f"random features are dense. Convert with {name}.toarray() (or stream dense row "
+            "blocks from a dask/zarr array)."
+        )
+
+
+def _object_to_float(arr: np.ndarray, name: str) -> np.ndarray:
+    """A numpy object array of numbers as float64 (scikit-learn converts them too)."""
+    fix = f"make every value a number, e.g. {name}.astype('float64') after fixing or dropping the others"
+    try:
+        return arr.astype(np.float64)
+    except TypeError as exc:  # numpy: "float() argument must be a string or a real number, not 'dict'"
+        raise InputTypeError(f"{name} has dtype object and holds a value that is not a number: {exc}; {fix}.") from exc
+    except ValueError as exc:  # numpy: "could not convert string to float: 'abc'"
+        raise InputValidationError(f"{name} has dtype object and holds a value that is not a number: {exc}; {fix}.") from exc
+
+
 def _check_shape(shape: tuple, name: str, ndim: int | None) -> None:
     allowed = (1, 2) if ndim is None else (ndim,)
     if len(shape) not in allowed:
-        hint = " Reshape a single feature with X.reshape(-1, 1)." if len(shape) == 1 else ""
+        hint = ""
+        if len(shape) == 1 and 2 in allowed:  # scikit-learn's words, which its checks look for
+            hint = (
+                f" Reshape your data: {name}.reshape(-1, 1) if it holds a single feature, "
+                f"{name}.reshape(1, -1) if it is a single sample."
+            )
         raise InputValidationError(
             f"{name} must be {' or '.join(map(str, allowed))}-dimensional, got shape "
             f"{shape}.{hint}"
         )
-    if any(s == 0 for s in shape):
-        raise InputValidationError(f"{name} is empty (shape {shape}); it needs at least one row and column")
+    # scikit-learn's phrases ("0 sample(s) (shape=...) while a minimum of 1 is required")
+    if shape[0] == 0:
+        raise InputValidationError(
+            f"{name} is empty: 0 sample(s) (shape={shape}) while a minimum of 1 is required; "
+            "pass at least one row."
+        )
+    if len(shape) == 2 and shape[1] == 0:
+        raise InputValidationError(
+            f"{name} is empty: 0 feature(s) (shape={shape}) while a minimum of 1 is required; "
+            "pass at least one column."
+        )
 
 
-def check_n_features(X_shape: tuple, expected: int, name: str = "X") -> None:
-    """Raise :class:`FeatureMismatchError` when the column count differs from fit time."""
+def check_n_features(X_shape: tuple, expected: int, name: str = "X", estimator: Any = None) -> None:
+    """Raise :class:`FeatureMismatchError` when the column count differs from fit time.
+
+    With ``estimator`` (an instance or a name) the message also carries scikit-learn's
+    phrase ``"X has 3 features, but Est is expecting 4 features as input"``.
+    """
     if X_shape[1] != expected:
+        head = ""
+        if estimator is not None:
+            est_name = estimator if isinstance(estimator, str) else type(estimator).__name__
+            head = f"{name} has {X_shape[1]} features, but {est_name} is expecting {expected} features as input: "
         raise FeatureMismatchError(
-            f"{name} has {X_shape[1]} columns but the model was fitted with {expected}"
+            f"{head}{name} has {X_shape[1]} columns but the model was fitted with {expected}; "
+            "pass the same columns, in the same order, as in fit."
         )
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "FeatureMismatchError",
     "GridEdgeWarning",
     "InputNotFoundError",
+    "InputTypeError",
     "InputValidationError",
     "InvalidParameterError",
     "MemoryBudgetError",
@@ -51,6 +52,13 @@ class InvalidParameterError(DkrrError):
 
 class InputValidationError(DkrrError):
     """Input data has the wrong type, shape, dtype or layout."""
+
+
+class InputTypeError(InputValidationError, TypeError):
+    """Input data holds values that are not numbers (e.g. a dict in an object array).
+
+    Also a ``TypeError``, as the error numpy and scikit-learn raise for the same input.
+    """
 
 
 class NonFiniteInputError(InputValidationError):

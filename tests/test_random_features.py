@@ -143,16 +143,18 @@ def test_wrong_number_of_columns():
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_numpy(bad):
     X = np.ones((6, 3))
-    X[4, 1] = bad
     rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(X)
+    X[4, 1] = bad
     with pytest.raises(NonFiniteInputError, match="1 non-finite value.*row 4"):
         rf.transform(X)
+    with pytest.raises(NonFiniteInputError, match="1 non-finite value.*row 4"):
+        RandomFeatures(method="rff", n_components=4, random_state=0).fit(X)  # as scikit-learn
 
 
 def test_non_finite_dask_names_block():
     X = np.ones((20, 3))
     X[13, 0] = np.nan
-    rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(X)
+    rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(da.from_array(X, chunks=(5, 3)))
     Z = rf.transform(da.from_array(X, chunks=(5, 3)))  # lazy: no error yet
     with pytest.raises(NonFiniteInputError, match="row block 2"):
         Z.compute(scheduler="threads")

@@ -127,11 +127,12 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Draw the random map for inputs with ``X.shape[1]`` columns.
 
-        For the random projection methods the data values are not read and dask input is
-        not computed. ``method="nystroem"`` samples its landmarks from the rows of X (for
-        dask input only those rows are computed).
+        For the random projection methods dask input is not computed (its NaN/inf are
+        found by ``transform``, block by block); in-memory X is checked for NaN/inf now.
+        ``method="nystroem"`` samples its landmarks from the rows of X (for dask input
+        only those rows are computed).
         """
-        X = check_input(X, check_finite=False)
+        X = check_input(X)
         check_feature_map_budget(  # before the map is allocated
             self.method, X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
         )
@@ -147,7 +148,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "feature_map_")
         X = check_input(X)
-        check_n_features(X.shape, self.n_features_in_)
+        check_n_features(X.shape, self.n_features_in_, estimator=self)
         return transform_array(self.feature_map_, X)
 
     def projection_matrix(self) -> np.ndarray:

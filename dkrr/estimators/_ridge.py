@@ -247,7 +247,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         check_is_fitted(self, "coef_")
         _refuse_sparse(X)
         Xv = check_input(X, name="X")
-        check_n_features(Xv.shape, self.n_features_in_)
+        check_n_features(Xv.shape, self.n_features_in_, estimator=self)
         model = self._model()
         t = model.W.shape[1]
         if not is_dask(Xv):
