@@ -44,11 +44,13 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "angular", "arccos0", "arccos1"}, default="gaussian"
+    kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
         Kernel to approximate (ALGORITHMS.md section 1). ``gaussian`` outputs
-        ``[cos(X W^T), sin(X W^T)] / sqrt(D)`` (cos block first).
+        ``[cos(X W^T), sin(X W^T)] / sqrt(D)`` (cos block first); ``linear`` (the dot
+        product ``x^T y``) outputs ``X W^T / sqrt(D)``, a random projection (JLT) with
+        ``Z Z^T`` unbiased for ``X X^T``.
     method : str, default="sorf"
-        Construction of W: ``"rff"``, ``"orf"``, ``"sorf"``, ``"fastfood"``,
+        Construction of W: ``"rff"``, ``"orf"``, ``"sorf"``, ``"rom"``, ``"fastfood"``,
         ``"circulant"``, ``"skew_circulant"``, ``"toeplitz"``, ``"hankel"``,
         ``"toeplitz_like"``, ``"qmc"``; or ``"nystroem"``: data-dependent Nyström
         features ``k(x, C) K_CC^(-1/2)`` with ``n_components`` landmarks C sampled
@@ -56,15 +58,15 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         for every kernel, and there is no W).
     n_components : int, default=256
         D, the number of random frequencies (rows of W), as in the papers. The output
-        width is ``n_output_features_``: ``2 * D`` for the gaussian kernel, ``D``
-        otherwise. (scikit-learn's ``RBFSampler`` counts output columns instead.)
+        width is ``n_output_features_``: ``2 * D`` for the gaussian kernel and for a
+        complex ROM (``[Re, Im]`` columns), ``D`` otherwise. (scikit-learn's ``RBFSampler`` counts output columns instead.)
     gamma : float, default=1.0
         Gaussian kernel ``k(x, y) = exp(-gamma ||x - y||^2)`` as in scikit-learn. Only for
         ``kernel="gaussian"``.
     random_state : int, numpy Generator or None, default=None
         Determines every random draw of the map.
     n_hd_blocks : int, optional
-        SORF only: number of ``H D`` factors (default 3).
+        SORF and ROM only: number of ``H D`` factors (default 3).
     row_norms : {"chi", "fixed"}, optional
         ORF/SORF only: chi(d) row norms or fixed ``sqrt(d)`` (defaults: ORF chi, SORF fixed).
     displacement_rank : int, optional
@@ -77,6 +79,13 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         docs/ALGORITHMS.md section 2.5); ``1`` is exactly unbiased.
     sequence : {"halton", "sobol"}, optional
         ``qmc`` only: low-discrepancy sequence (default halton).
+    rom_diagonal : {"rademacher", "complex4", "unit_circle"}, optional
+        ``rom`` only: law of the diagonals of ``W = sqrt(d') prod H_n D_i`` (default
+        rademacher, which is SORF with fixed row norms). The complex laws need
+        ``kernel="linear"``; their output is ``[Re, Im]`` of width ``2 D``.
+    row_sampling : {"first", "with_replacement", "without_replacement"}, optional
+        ``sorf`` and ``rom`` only: which rows of the last partial ``d' x d'`` block
+        (all of W when ``D < d'``) are kept (default first).
 
     Attributes
     ----------
@@ -112,6 +121,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         displacement_rank=None,
         skew_nonzeros=None,
         sequence=None,
+        rom_diagonal=None,
+        row_sampling=None,
     ):
         self.kernel = kernel
         self.method = method
@@ -123,6 +134,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         self.displacement_rank = displacement_rank
         self.skew_nonzeros = skew_nonzeros
         self.sequence = sequence
+        self.rom_diagonal = rom_diagonal
+        self.row_sampling = row_sampling
 
     def fit(self, X, y=None):
         """Draw the random map for inputs with ``X.shape[1]`` columns.
@@ -153,6 +166,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     def projection_matrix(self) -> np.ndarray:
         """Dense ``W`` (n_components, n_features_in_) float64: features are ``f(X @ W.T)``.
+
+        For a complex ROM (``rom_diagonal`` complex) W is complex128 and the features
+        are ``[X @ W.real.T, X @ W.imag.T] / sqrt(D)``.
 
         For P-model maps W includes the densifying pre-multiplication. Formed explicitly
         (for checks and small problems); the transform never uses it.

@@ -87,6 +87,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         displacement_rank=None,
         skew_nonzeros=None,
         sequence=None,
+        rom_diagonal=None,
+        row_sampling=None,
         chunk_rows=None,
         max_block_bytes=DEFAULT_MAX_BLOCK_BYTES,
         split_every=None,
@@ -109,6 +111,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.displacement_rank = displacement_rank
         self.skew_nonzeros = skew_nonzeros
         self.sequence = sequence
+        self.rom_diagonal = rom_diagonal
+        self.row_sampling = row_sampling
         self.chunk_rows = chunk_rows
         self.max_block_bytes = max_block_bytes
         self.split_every = split_every
@@ -284,7 +288,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
 
     Parameters
     ----------
-    kernel : {"gaussian", "angular", "arccos0", "arccos1"}, default="gaussian"
+    kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
+        ``"linear"``: ridge on a random projection (JLT sketch) of X, ``k(x, y) = x^T y``.
     method : str, default="sorf"
         Construction of the projection (see :class:`dkrr.RandomFeatures`).
     n_components : int, default=256
@@ -308,7 +313,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     random_state : int, numpy Generator or None, default=None
         One generator is made from it; the feature map is drawn first (exactly as
         ``RandomFeatures(random_state=...)`` draws it), then the fold seed.
-    n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence : optional
+    n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence, rom_diagonal, row_sampling : optional
         Options of the projection methods (see :class:`dkrr.RandomFeatures`).
     chunk_rows : int, default=None
         Rows per block. numpy input is cut into blocks of this size (default: about

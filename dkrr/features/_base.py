@@ -79,6 +79,12 @@ class Projection:
         """The draw itself, with every option of :attr:`options` given."""
         raise NotImplementedError
 
+    @property
+    def is_complex(self) -> bool:
+        """Whether ``W`` is complex: then :meth:`project` returns ``2 * n_components``
+        real columns ``[Re(X W^T), Im(X W^T)]`` (complex ROMs only)."""
+        return False
+
     # -- application --------------------------------------------------------------
     def project(self, X: np.ndarray) -> np.ndarray:
         """Return ``X @ W.T`` with the fast path, in the dtype of ``X``.

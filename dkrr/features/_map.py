@@ -56,7 +56,6 @@ class FeatureMap:
         raise InvalidParameterError(f"a {type(self).__name__} cannot be rebuilt for another gamma")
 
 
-
 @dataclasses.dataclass(eq=False)
 class RandomFeatureMap(FeatureMap):
     """``phi(x) = f(W x)`` for a kernel nonlinearity ``f`` and a random projection ``W``.
@@ -64,7 +63,7 @@ class RandomFeatureMap(FeatureMap):
     Parameters
     ----------
     kernel : str
-        One of ``gaussian``, ``angular``, ``arccos0``, ``arccos1``.
+        One of ``gaussian``, ``angular``, ``arccos0``, ``arccos1``, ``linear``.
     projection : Projection
         The linear part.
     weights : ndarray of shape (n_components,) or None
@@ -87,11 +86,11 @@ class RandomFeatureMap(FeatureMap):
 
     @property
     def n_output_features(self) -> int:  # type: ignore[override]
-        return output_width(self.kernel, self.projection.n_components)
+        return output_width(self.kernel, self.projection.n_components, self.projection.is_complex)
 
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         P = self.projection.project(X)
-        return apply_nonlinearity(self.kernel, P, self.weights, out=out)
+        return apply_nonlinearity(self.kernel, P, self.weights, out=out, n_components=self.projection.n_components)
 
     def with_gamma(self, gamma: float) -> "RandomFeatureMap":
         """The map with ``W`` rescaled to the gaussian width ``gamma``: ``W = sqrt(2 gamma)

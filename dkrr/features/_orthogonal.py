@@ -29,14 +29,36 @@ __all__ = [
     "ORFProjection",
     "SORFProjection",
     "haar_orthogonal",
+    "ROW_SAMPLING",
+    "draw_block_rows",
     "prefer_dense",
 ]
 
 _ROW_NORMS = ("chi", "fixed")
+#: rules that pick the rows of a partial block (ALGORITHMS.md section 2.8, [CRW17])
+ROW_SAMPLING = ("first", "with_replacement", "without_replacement")
 
 
 def _check_row_norms(value: Any) -> str:
     return str(check_choice(value, "row_norms", list(_ROW_NORMS)))
+
+
+def draw_block_rows(row_sampling: Any, n_components: int, padded: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows kept from the last, partial ``d' x d'`` block under a row-sampling rule.
+
+    Full blocks keep all their ``d'`` rows; the partial block (``r = D mod d'`` rows,
+    the whole map when ``D < d'``) keeps ``r`` of its ``d'`` rows: the first ``r``
+    (``"first"``: no draw, an empty array is returned), ``r`` uniform with repetitions
+    (``"with_replacement"``) or ``r`` distinct uniform rows, sorted
+    (``"without_replacement"``). Nothing is drawn when ``D`` is a multiple of ``d'``.
+    """
+    rule = check_choice(row_sampling, "row_sampling", list(ROW_SAMPLING))
+    r = int(n_components) % int(padded)
+    if rule == "first" or r == 0:
+        return np.empty(0, dtype=np.int64)
+    if rule == "with_replacement":
+        return rng.integers(0, padded, size=r, dtype=np.int64)
+    return np.sort(rng.choice(padded, size=r, replace=False)).astype(np.int64)
 
 
 def haar_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -154,6 +176,31 @@ class HadamardBlockProjection(Projection):
     def _n_passes(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _check_rows(self) -> None:
+        """Validate the ``rows`` field (row sampling) of a subclass that has one."""
+        self.rows = np.ascontiguousarray(self.rows, dtype=np.int64)
+        self.row_sampling = str(check_choice(self.row_sampling, "row_sampling", list(ROW_SAMPLING)))
+        r = self.n_components % self.padded_features
+        if self.rows.size and (self.rows.ndim != 1 or self.rows.size != r or self.rows.min() < 0
+                               or self.rows.max() >= self.padded_features):
+            raise InvalidParameterError(
+                f"rows must hold {r} row indices in [0, {self.padded_features}) for the partial "
+                f"block, got {self.rows!r}"
+            )
+
+    def _kept_rows(self) -> np.ndarray | None:
+        """Indices of the kept rows among the ``n_blocks * d'`` block rows (``None``: the
+        first ``D``)."""
+        if not self.rows.size:
+            return None
+        full = (self.n_blocks - 1) * self.padded_features
+        return np.concatenate([np.arange(full, dtype=np.int64), full + self.rows])
+
+    def _select_rows(self, out: np.ndarray) -> np.ndarray:
+        """The kept columns of block outputs ``out`` (n, n_blocks * d')."""
+        kept = self._kept_rows()
+        return out[:, : self.n_components] if kept is None else out[:, kept]
+
     def _cast(self, name: str, dtype: np.dtype) -> np.ndarray:
         key = (name, np.dtype(dtype))
         arr = self._cast_cache.get(key)
@@ -243,6 +290,10 @@ class SORFProjection(HadamardBlockProjection):
         (beyond the paper): row ``i`` is rescaled to norm ``s_i * scale`` with ``s_i``
         i.i.d. chi(d'), the norm law of a Gaussian row in the padded dimension
         ``d'`` -- the analogue of ORF versus ORF'.
+    row_sampling : {"first", "with_replacement", "without_replacement"}, default "first"
+        Which rows of the last, partial block are kept (all of the map when ``D < d'``):
+        the first ``D mod d'``, or as many drawn uniformly with or without repetitions
+        ([CRW17]; see :func:`draw_block_rows`). ``"first"`` draws nothing.
 
     Attributes
     ----------
@@ -251,13 +302,17 @@ class SORFProjection(HadamardBlockProjection):
         applied last).
     norms : ndarray of float64, shape (n_blocks * d',) or (0,)
         The chi row norms ``s_i`` (empty for ``row_norms="fixed"``).
+    rows : ndarray of int64, shape (D mod d',) or (0,)
+        Kept rows of the partial block (empty: the first ones).
     """
 
     method = "sorf"
-    options = {"n_hd_blocks": 3, "row_norms": "fixed"}
+    options = {"n_hd_blocks": 3, "row_norms": "fixed", "row_sampling": "first"}
 
     signs: np.ndarray = dataclasses.field(default_factory=lambda: np.ones((0, 0, 0), np.int8))
     norms: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    row_sampling: str = "first"
+    rows: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -275,6 +330,24 @@ class SORFProjection(HadamardBlockProjection):
             raise InvalidParameterError(
                 f"SORF norms must have {self.n_blocks * dp} entries or none, got {self.norms.size}"
             )
+        self._check_rows()
+
+    def get_state(self) -> dict[str, Any]:
+        """Fields as plain data; ``row_sampling``/``rows`` only when the rule is not
+        ``"first"``, so default SORF states (and model files) are those of before."""
+        state = super().get_state()
+        if self.row_sampling == "first":
+            del state["row_sampling"], state["rows"]
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "SORFProjection":
+        """Inverse of :meth:`get_state`; a state without ``row_sampling``/``rows`` is
+        the ``"first"`` rule."""
+        state = dict(state)
+        if "row_sampling" not in state and "rows" not in state:
+            state.update(row_sampling="first", rows=np.empty(0, np.int64))
+        return super().from_state(state)
 
     @property
     def n_hd_blocks(self) -> int:
@@ -287,7 +360,7 @@ class SORFProjection(HadamardBlockProjection):
         return "chi" if self.norms.size else "fixed"
 
     @classmethod
-    def _draw(cls, n_features_in, n_components, scale, rng, *, n_hd_blocks, row_norms):
+    def _draw(cls, n_features_in, n_components, scale, rng, *, n_hd_blocks, row_norms, row_sampling):
         k = check_int(n_hd_blocks, "n_hd_blocks")
         row_norms = _check_row_norms(row_norms)
         d, D = n_features_in, n_components
@@ -297,7 +370,8 @@ class SORFProjection(HadamardBlockProjection):
             norms = np.sqrt(rng.chisquare(dp, size=n_blocks * dp))
         else:
             norms = np.empty(0)
-        return cls(d, D, scale, signs, norms)
+        rows = draw_block_rows(row_sampling, D, dp, rng)  # after the SORF draws: "first" draws nothing
+        return cls(d, D, scale, signs, norms, row_sampling, rows)
 
     def _n_passes(self) -> float:
         # k transforms of log2(d') stages, k sign flips, padding copy and final scaling.
@@ -314,7 +388,8 @@ class SORFProjection(HadamardBlockProjection):
 
     def _float_field(self, name: str) -> np.ndarray:
         if name == "factors":
-            return self._row_factors()[: self.n_components]
+            kept = self._kept_rows()
+            return self._row_factors()[: self.n_components] if kept is None else self._row_factors()[kept]
         return super()._float_field(name)
 
     def _project_fast(self, X: np.ndarray) -> np.ndarray:
@@ -328,7 +403,7 @@ class SORFProjection(HadamardBlockProjection):
         for j in range(k - 2, -1, -1):
             Y *= signs[None, :, j, :]
             fwht(flat)
-        out = Y.reshape(n, nb * dp)[:, : self.n_components]
+        out = self._select_rows(Y.reshape(n, nb * dp))
         return np.multiply(out, self._cast("factors", X.dtype))
 
     def matrix(self) -> np.ndarray:
@@ -344,4 +419,4 @@ class SORFProjection(HadamardBlockProjection):
             else:
                 M = np.sqrt(dp) * M
             blocks.append(self.scale * M)
-        return np.concatenate(blocks, axis=0)[: self.n_components, :d]
+        return self._select_rows(np.concatenate(blocks, axis=0).T).T[:, :d]

@@ -29,6 +29,7 @@ from ._nystroem import NystroemMap, fit_nystroem_map
 from ._orthogonal import ORFProjection, SORFProjection
 from ._qmc import QMCProjection
 from ._rff import RFFProjection
+from ._rom import ROMProjection
 from ._sampled import SampledFeatureMap
 from ._structured import (
     CirculantProjection,
@@ -66,6 +67,7 @@ PROJECTIONS: dict[str, type[Projection]] = _by_name("method", (
     RFFProjection,
     ORFProjection,
     SORFProjection,
+    ROMProjection,
     FastfoodProjection,
     CirculantProjection,
     SkewCirculantProjection,
@@ -118,6 +120,12 @@ def _checked(kernel, method, n_components, gamma, options: dict) -> tuple[str, s
     n_components = check_int(n_components, "n_components")
     check_gamma(gamma, kernel)
     given = {k: v for k, v in options.items() if v is not None}
+    if given.get("rom_diagonal", "rademacher") != "rademacher" and kernel != "linear":
+        raise InvalidParameterError(
+            f"rom_diagonal={given['rom_diagonal']!r} makes W complex, which only kernel='linear' "
+            f"takes (features [Re, Im] estimating Re <Wx, Wy>), not kernel={kernel!r}; use "
+            "rom_diagonal='rademacher' (the default) with this kernel"
+        )
     if method in DATA_DEPENDENT_METHODS:
         if given:
             raise InvalidParameterError(

@@ -169,6 +169,12 @@ def fit_sampled_feature_map(
     l = candidate_map.n_components
     if n_components > l:
         check_sampling(sampling, l, n_components)  # raises with the explanation
+    if candidate_map.projection.is_complex:
+        raise InvalidParameterError(
+            f"sampling={sampling!r} resamples rows of a real W, but rom_diagonal="
+            f"{candidate_map.projection.rom_diagonal!r} makes W complex; use rom_diagonal='rademacher' "
+            "or sampling=None"
+        )
     ridge = sampling == "ridge_leverage"
     stats = streamed_score_statistics(
         X, y, candidate_map, n_folds=1 if ridge else n_folds, fold_seed=fold_seed, labels_mode=labels_mode,
