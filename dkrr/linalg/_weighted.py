@@ -141,7 +141,7 @@ def check_sample_weight(sample_weight, X):
     _check_weight_block(w, None, 0)
     if not w.sum() > 0:
         raise InputValidationError(
-            "sample_weight sums to 0: every row has weight 0, so there is nothing to fit; "
+            "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
             "give some rows a positive weight."
         )
     return da.from_array(w, chunks=(X.chunks[0],))
@@ -152,6 +152,6 @@ def check_weight_total(stats: RidgeStatistics) -> None:
     the pass; numpy weights are checked before it by :func:`check_sample_weight`)."""
     if stats.wsum is not None and not stats.wsum.sum() > 0:
         raise InputValidationError(
-            "sample_weight sums to 0: every row has weight 0, so there is nothing to fit; "
+            "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
             "give some rows a positive weight."
         )
