@@ -202,7 +202,7 @@ def test_run_fails_when_dkrr_cannot_be_imported(tmp_path):
     out = tmp_path / "broken"
     code = ("import sys; sys.modules['dkrr'] = None  # any `import dkrr` now raises ImportError\n"
             "from benchmarks.__main__ import main\n"
-            f"sys.exit(main(['--quick', '--repeats', '1', '--suites', 'peers,scaling,approx', '--out', {str(out)!r}]))")
+            f"sys.exit(main(['--quick', '--repeats', '1', '--allow-load', '--suites', 'peers,scaling,approx', '--out', {str(out)!r}]))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
