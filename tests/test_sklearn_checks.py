@@ -1,7 +1,7 @@
 """scikit-learn conformance: the three estimators pass ``parametrize_with_checks``.
 
-The instances are small (``method="rff"``, few components) so that the ~150 checks stay
-fast; they exercise the same validation and fitting code as the defaults. The second half
+The instances are small (few components) so that the ~200 checks stay fast; they exercise
+the same validation and fitting code as the defaults. The second half
 checks the dkrr side of the same validation: messages that name the problem, the value
 and the fix, and dask input that stays lazy.
 """
@@ -25,6 +25,8 @@ from dkrr.errors import (
 # d = 2 in check_classifiers_train): the kernel width scikit-learn's gamma="scale" picks.
 ESTIMATORS = [
     RandomFeatures(method="rff", n_components=16, random_state=0),
+    RandomFeatures(method="sorf", n_components=16, random_state=0),  # the default method
+    RandomFeatures(method="nystroem", n_components=5, random_state=0),  # fit reads rows of X
     RandomFeatureRidge(method="rff", n_components=32, gamma=0.1, random_state=0),
     RandomFeatureRidgeClassifier(method="rff", n_components=32, gamma=0.5, random_state=0),
 ]
