@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dkrr"
 LAYERS = {
     "errors": 0, "_validation": 0, "_params": 0, "_progress": 0, "_blas": 0, "_version": 0,
     "features": 1,
-    "linalg": 2,
+    "linalg": 2, "bandwidth": 2,
     "sampling": 3,
     "estimators": 4,
     "io": 5,
@@ -23,7 +23,7 @@ LAYERS = {
 }
 #: beside the layers: they may import the base and each other, and only the CLI (and the
 #: package's own __init__) imports them
-SIDE = {"cluster", "_connection", "_scheduler_probe", "datasets", "bandwidth"}
+SIDE = {"cluster", "_connection", "_scheduler_probe", "datasets"}
 MAX_LINES = 500
 
 

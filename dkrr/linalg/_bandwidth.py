@@ -1,5 +1,8 @@
 """Data-driven Gaussian bandwidths: the 50-NN rule of thumb and scikit-learn's ``"scale"``.
 
+The implementation behind the public :mod:`dkrr.bandwidth` (which re-exports it); it sits
+in the linalg layer so that the estimators' ``gamma="median"`` / ``"scale"`` use it.
+
 The Gaussian kernel is ``exp(-gamma ||x - y||^2)``; ``gamma = 1 / (2 sigma^2)`` for a
 length scale ``sigma``. Two rules pick it from the data:
 
@@ -27,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_input, check_random_state, is_dask
-from .errors import InputValidationError, InvalidParameterError, NonFiniteInputError
+from .._validation import check_input, check_random_state, is_dask
+from ..errors import InputValidationError, InvalidParameterError, NonFiniteInputError
 
 __all__ = ["knn_gamma", "knn_sigma", "scale_gamma"]
 
