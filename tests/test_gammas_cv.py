@@ -96,7 +96,7 @@ def test_cv_error_of_every_gamma_alpha_pair_equals_brute_force_sklearn(data, fit
 
 def test_gamma_grid_is_independent_of_the_chunking(data):
     X, y = data
-    kw = dict(method="sorf", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K, random_state=2)
+    kw = {"method": "sorf", "n_components": D, "gammas": GAMMAS, "alphas": ALPHAS, "cv": K, "random_state": 2}
     a = RandomFeatureRidge(chunk_rows=37, **kw).fit(X, y)
     b = RandomFeatureRidge(chunk_rows=300, split_every=2, **kw).fit(da.from_array(X, chunks=(91, D_IN)), y)
     np.testing.assert_allclose(a.cv_results_["fold_mse"], b.cv_results_["fold_mse"], rtol=1e-10)
@@ -123,7 +123,7 @@ def test_x_is_read_once_whatever_the_number_of_gammas(data):
 def test_classifier_gamma_grid_scores_the_plus_minus_one_targets(data):
     X, y = data
     labels = np.where(y > np.median(y), "hi", "lo")
-    kw = dict(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K, random_state=4)
+    kw = {"method": "rff", "n_components": D, "gammas": GAMMAS, "alphas": ALPHAS, "cv": K, "random_state": 4}
     clf = RandomFeatureRidgeClassifier(**kw).fit(X, labels)
     reg = RandomFeatureRidge(**kw).fit(X, np.where(labels == "lo", 1.0, -1.0))  # classes_[1] = "lo"
     np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)
@@ -143,19 +143,19 @@ def test_ties_go_to_the_larger_alpha_then_the_smaller_gamma():
 
 
 def test_memory_estimate_holds_one_statistics_object_and_map_per_gamma():
-    kw = dict(kernel="gaussian", method="rff", n_features_in=10, n_components=64, n_folds=5, block_rows=1000)
+    kw = {"kernel": "gaussian", "method": "rff", "n_features_in": 10, "n_components": 64, "n_folds": 5, "block_rows": 1000}
     one, three = ridge_memory_estimate(**kw), ridge_memory_estimate(n_gammas=3, **kw)
     assert three.statistics == 3 * one.statistics
     assert three.feature_map == 3 * one.feature_map
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(gammas=[0.1, 1.0], alphas=[1.0]), "cv is None"),
-    (dict(gammas=[0.1, -1.0], cv=3), "positive"),
-    (dict(gammas=[], cv=3), "non-empty"),
-    (dict(gammas=[0.1, np.nan], cv=3), "finite"),
-    (dict(gammas=[0.1, 1.0], cv=3, kernel="angular"), "kernel='angular'"),
-    (dict(gammas=[0.1, 1.0], cv=3, sampling="surrogate_leverage"), "sampling"),
+    ({"gammas": [0.1, 1.0], "alphas": [1.0]}, "cv is None"),
+    ({"gammas": [0.1, -1.0], "cv": 3}, "positive"),
+    ({"gammas": [], "cv": 3}, "non-empty"),
+    ({"gammas": [0.1, np.nan], "cv": 3}, "finite"),
+    ({"gammas": [0.1, 1.0], "cv": 3, "kernel": "angular"}, "kernel='angular'"),
+    ({"gammas": [0.1, 1.0], "cv": 3, "sampling": "surrogate_leverage"}, "sampling"),
 ])
 def test_invalid_gamma_grids_are_refused_before_any_task(data, params, match):
     X, y = data

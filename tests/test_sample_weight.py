@@ -194,7 +194,7 @@ def test_weights_with_leverage_sampling_are_refused(data):
 def test_weighted_classifier_cv_equals_weighted_regression_on_plus_minus_one(data):
     X, y, w = data
     labels = np.where(y > 0.3, 7, 3)
-    kw = dict(method="rff", n_components=D, gamma=0.5, alphas=ALPHAS, cv=K, random_state=0)
+    kw = {"method": "rff", "n_components": D, "gamma": 0.5, "alphas": ALPHAS, "cv": K, "random_state": 0}
     clf = RandomFeatureRidgeClassifier(**kw).fit(X, labels, sample_weight=w)
     reg = RandomFeatureRidge(**kw).fit(X, np.where(labels == 7, 1.0, -1.0), sample_weight=w)
     np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)

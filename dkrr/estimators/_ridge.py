@@ -23,7 +23,11 @@ from ..linalg import (
 )
 from ..linalg._cv import check_folds, check_gammas, score_grid, warn_grid_edge
 from ..linalg._memory import check_fit_memory
-from ..linalg._weighted import check_sample_weight, check_weight_total, streamed_statistics_maps
+from ..linalg._weighted import (
+    check_sample_weight,
+    check_weight_total,
+    streamed_statistics_maps,
+)
 from ._random_features import draw_feature_map
 
 __all__ = ["RandomFeatureRidge"]
