@@ -105,8 +105,10 @@ def test_errors():
         rf.projection_matrix()
     Xbad = X.copy()
     Xbad[:, 1] = np.nan
-    with pytest.raises(NonFiniteInputError, match="landmark"):
+    with pytest.raises(NonFiniteInputError, match="X contains 20 non-finite"):  # numpy: checked up front
         RandomFeatures(method="nystroem", n_components=5, random_state=0).fit(Xbad)
+    with pytest.raises(NonFiniteInputError, match="landmark"):  # dask: only the landmark rows are read
+        RandomFeatures(method="nystroem", n_components=5, random_state=0).fit(da.from_array(Xbad, chunks=(5, -1)))
     assert np.all(nystroem_normalizer(np.zeros((3, 3))) == 0)
 
 
