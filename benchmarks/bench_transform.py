@@ -9,6 +9,11 @@ transforms after one warm-up. BLAS and the FWHT kernel run on one thread: the la
 dask worker thread. ::
 
     python benchmarks/bench_transform.py [--d 64 256 1024 4096] [--repeats 3] [--methods ...]
+        [--kernel linear --methods rff sorf rom rom:complex4 rom:unit_circle]
+
+``--kernel`` picks the kernel (``linear``: the JLT sketch ``X W^T / sqrt(D)``); a method
+``rom:<diagonal>`` is ``method="rom"`` with that ``rom_diagonal`` (complex ones need
+``--kernel linear``; their output has 2D columns).
 
 The structured maps store O(D) numbers and apply FWHTs (SORF, Fastfood) or FFTs
 (circulant family) once d' (d padded to a power of two) passes the measured crossover;
@@ -42,11 +47,14 @@ def _median_time(fn, repeats):
     return float(np.median(times))
 
 
-def measure(d: int, method: str, dtype, repeats: int, seed: int = 0) -> tuple[int, float]:
+def measure(d: int, method: str, dtype, repeats: int, seed: int = 0, kernel: str = "gaussian") -> tuple[int, float]:
     D = 4 * d
     rows = max(256, OUTPUT_BYTES // (2 * D * np.dtype(dtype).itemsize))
     X = np.random.default_rng(seed).standard_normal((rows, d)).astype(dtype)
-    rf = RandomFeatures(kernel="gaussian", method=method, n_components=D, gamma=1.0 / d, random_state=seed).fit(X)
+    method, _, diagonal = method.partition(":")
+    opts = {"rom_diagonal": diagonal} if diagonal else {}
+    gamma = {"gamma": 1.0 / d} if kernel == "gaussian" else {}
+    rf = RandomFeatures(kernel=kernel, method=method, n_components=D, random_state=seed, **gamma, **opts).fit(X)
     return rows, _median_time(lambda: rf.transform(X), repeats)
 
 
@@ -55,6 +63,7 @@ def main(argv=None):
     ap.add_argument("--d", type=int, nargs="+", default=[64, 256, 1024, 4096])
     ap.add_argument("--methods", nargs="+", default=list(PROJECTIONS))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kernel", default="gaussian")
     args = ap.parse_args(argv)
     methods = ["rff"] + [m for m in args.methods if m != "rff"]
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; BLAS and FWHT on 1 thread")
@@ -65,7 +74,7 @@ def main(argv=None):
             for dtype in (np.float32, np.float64):
                 t_rff = None
                 for m in methods:
-                    rows, t = measure(d, m, dtype, args.repeats)
+                    rows, t = measure(d, m, dtype, args.repeats, kernel=args.kernel)
                     if m == "rff":
                         t_rff = t
                     speed = t_rff / t  # > 1: faster than RFF

@@ -7,6 +7,13 @@ to the 50th nearest neighbour within the sample (ALGORITHMS.md section 5), the M
 ``dkrr.features.PROJECTIONS`` at D = d' x {1, 2, 4, 8(, 16)} (d' = d padded to a power of
 two). Each point is the median over independent draws of the map (new seed each), with
 the min-max spread; the table also gives the ratio to RFF's median at the same D.
+
+A second table per data set (ALGORITHMS.md section 2.8, [CRW17]): the ``linear`` kernel
+(``x^T y``, a JLT sketch) and the ``angular`` kernel for RFF, ORF, SORF and the ROM
+variants (real / complex4 / unit-circle diagonals, first rows or rows sampled without
+repetitions) at D = d'/4, d'/2 (where row sampling acts on a partial block; one draw in
+the quick run), and d', 2 d' in the full run. A complex ROM has ``2 D`` output columns at
+D rows.
 """
 
 from __future__ import annotations
@@ -28,6 +35,50 @@ def settings(cfg: Config) -> dict[str, Any]:
     if cfg.quick:
         return {"datasets": ["usps", "cal_housing"], "rows": 300, "multiples": [1, 2, 4], "draws": 3}
     return {"datasets": ["usps", "letter", "cal_housing"], "rows": 1000, "multiples": [1, 2, 4, 8], "draws": max(10, cfg.repeats)}
+
+
+#: (label, method, options) of the linear/angular table; complex diagonals are linear only
+ROM_VARIANTS = [
+    ("rff", "rff", {}),
+    ("orf", "orf", {}),
+    ("sorf", "sorf", {}),
+    ("rom", "rom", {}),
+    ("rom without_replacement", "rom", {"row_sampling": "without_replacement"}),
+    ("rom complex4", "rom", {"rom_diagonal": "complex4"}),
+    ("rom unit_circle", "rom", {"rom_diagonal": "unit_circle"}),
+    ("rom complex4 without_replacement", "rom", {"rom_diagonal": "complex4", "row_sampling": "without_replacement"}),
+]
+
+
+def _rom_table(X: np.ndarray, dp: int, st: dict, seed0: int, quick: bool) -> dict[str, Any]:
+    """Linear- and angular-kernel MSE over distinct pairs for :data:`ROM_VARIANTS`."""
+    from dkrr import RandomFeatures
+    from dkrr.features import exact_kernel
+
+    n = X.shape[0]
+    iu = np.triu_indices(n, k=1)
+    # quick: the partial-block sizes only (where row sampling acts), one draw
+    Ds = [max(1, dp // 4), max(1, dp // 2)] + ([] if quick else [dp, 2 * dp])
+    draws = 1 if quick else st["draws"]
+    table: dict[str, Any] = {"D": Ds, "linear": {}, "angular": {}, "failures": {}}
+    for kernel in ("linear", "angular"):
+        K = exact_kernel(kernel, X, X)
+        for label, method, opts in ROM_VARIANTS:
+            if kernel != "linear" and opts.get("rom_diagonal", "rademacher") != "rademacher":
+                continue
+            table[kernel][label] = []
+            for D in Ds:
+                vals = []
+                try:
+                    for r in range(draws):
+                        rf = RandomFeatures(kernel=kernel, method=method, n_components=D,
+                                            random_state=seed0 + 7919 * r + D, **opts)
+                        A = (lambda Z: Z @ Z.T)(rf.fit_transform(X))
+                        vals.append(float(np.mean((A[iu] - K[iu]) ** 2)))
+                except Exception as exc:
+                    table["failures"][f"{kernel} {label} D={D}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                table[kernel][label].append(summarize(vals))
+    return table
 
 
 def _sample(name: str, rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -81,6 +132,7 @@ def run(cfg: Config) -> dict[str, Any]:
                     except Exception as exc:
                         res["failures"][f"{m} D={D}"] = f"{type(exc).__name__}: {str(exc)[:200]}"
                     res["mse"][m].append(summarize(vals))
+            res["rom"] = _rom_table(X, dp, st, cfg.seed, cfg.quick)
             out["datasets"].append(res)
         except Exception:
             out["datasets"].append({"dataset": name, "error": traceback.format_exc(limit=5)})
@@ -167,9 +219,32 @@ def render(res: dict[str, Any]) -> str:
         if d["failures"]:
             L += ["", "Failures: " + "; ".join(f"{k}: {v}" for k, v in d["failures"].items())]
         L.append("")
+        if d.get("rom"):
+            L += _render_rom(d["dataset"], d["rom"])
     if res.get("notes"):
         L += [f"- {n}" for n in res["notes"]] + [""]
     return "\n".join(L)
+
+
+def _render_rom(name: str, t: dict[str, Any]) -> list[str]:
+    L = []
+    for kernel in ("linear", "angular"):
+        L += [f"{name}, kernel={kernel} (ROMs, ALGORITHMS.md 2.8): MSE over distinct pairs, median [min-max] "
+              "over draws", "",
+              "| method | " + " | ".join(f"D={D}" for D in t["D"]) + " |", "|---|" + "---|" * len(t["D"])]
+        rff = t[kernel].get("rff")
+        for label, stats in t[kernel].items():
+            cells = []
+            for i, s in enumerate(stats):
+                c = fmt_stat(s)
+                if rff and rff[i]["median"] and s["median"] is not None and label != "rff":
+                    c += f" ({s['median'] / rff[i]['median']:.2f} x RFF)"
+                cells.append(c)
+            L.append(f"| {label} | " + " | ".join(cells) + " |")
+        L.append("")
+    if t["failures"]:
+        L += ["Failures: " + "; ".join(f"{k}: {v}" for k, v in t["failures"].items()), ""]
+    return L
 
 
 def headline(res: dict[str, Any]) -> list[str]:

@@ -173,18 +173,21 @@ class ROMProjection(HadamardBlockProjection):
         R[1] = self._signed_padded_input(X, im[:, k - 1, :])
         flat = R.reshape(2 * n * nb, dp)
         fwht(flat)
+        as_, bs = (np.empty_like(R[0]) for _ in range(2)) if k > 1 else (None, None)
         for j in range(k - 2, -1, -1):
             c, s = re[None, :, j, :], im[None, :, j, :]
-            a = R[0] * s  # (a + i b)(c + i s) = (a c - b s) + i (a s + b c)
+            # (a + i b)(c + i s) = (a c - b s) + i (a s + b c)
+            np.multiply(R[0], s, out=as_)
+            np.multiply(R[1], s, out=bs)
             R[0] *= c
-            R[0] -= R[1] * s
+            R[0] -= bs
             R[1] *= c
-            R[1] += a
+            R[1] += as_
             fwht(flat)
-        out = np.concatenate(
-            [self._select_rows(R[0].reshape(n, nb * dp)), self._select_rows(R[1].reshape(n, nb * dp))], axis=1
-        )
-        out *= factor
+        D = self.n_components
+        out = np.empty((n, 2 * D), dtype=X.dtype)
+        np.multiply(self._select_rows(R[0].reshape(n, nb * dp)), factor, out=out[:, :D])
+        np.multiply(self._select_rows(R[1].reshape(n, nb * dp)), factor, out=out[:, D:])
         return out
 
     def matrix(self) -> np.ndarray:
