@@ -211,6 +211,22 @@ def test_bad_options_are_refused():
                            sampling="surrogate_leverage").fit(np.ones((20, 3)), np.arange(20.0))
 
 
+def test_tampered_rom_state_is_refused():
+    good = ROMProjection.generate(6, 5, 1.0, np.random.default_rng(0), rom_diagonal="complex4",
+                                  row_sampling="without_replacement")
+    for field, value, message in [
+        ("signs", np.full_like(good.signs, 4), r"complex4 diagonals must hold only \[0, 1, 2, 3\], got values \[4\]"),
+        ("rows", np.array([0, 1, 2, 3, 99]), r"rows must hold 5 row indices in \[0, 8\)"),
+        ("rom_diagonal", "gaussian", r"rom_diagonal must be one of"),
+    ]:
+        state = {**good.get_state(), field: value}
+        with pytest.raises(InvalidParameterError, match=message):
+            ROMProjection.from_state(state)
+    state = {**good.get_state(), "rom_diagonal": "rademacher"}  # codes 0..3 are not signs
+    with pytest.raises(InvalidParameterError, match=r"rademacher diagonals must hold only \[-1, 1\]"):
+        ROMProjection.from_state(state)
+
+
 # -- row sampling -------------------------------------------------------------------------
 def test_row_sampling_rules():
     rng = np.random.default_rng(0)

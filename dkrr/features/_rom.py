@@ -93,6 +93,14 @@ class ROMProjection(HadamardBlockProjection):
                 f"ROM diagonals ({'angles' if self.rom_diagonal == 'unit_circle' else 'signs'}) must "
                 f"have shape (n_blocks={self.n_blocks}, k >= 1, d'={dp}), got {stored.shape}"
             )
+        allowed = {"rademacher": (-1, 1), "complex4": (0, 1, 2, 3)}.get(self.rom_diagonal)
+        if allowed is not None and not np.isin(self.signs, allowed).all():
+            raise InvalidParameterError(
+                f"ROM {self.rom_diagonal} diagonals must hold only {list(allowed)}, got values "
+                f"{sorted(set(np.unique(self.signs).tolist()) - set(allowed))}"
+            )
+        if allowed is None and (self.signs.size or not np.isfinite(self.angles).all()):
+            raise InvalidParameterError("ROM unit_circle diagonals are finite angles (and no signs)")
         self._check_rows()
 
     @property
