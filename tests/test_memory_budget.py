@@ -93,29 +93,31 @@ def test_huge_n_components_is_refused_before_any_compute(cls, scheduler):
 
 
 def test_worker_memory_limit_bounds_the_reduction(local_cluster):
-    """p = 4000: one Gram is 122 MiB, a combine of 8 of them (+ its output) 1.1 GiB > 1 GiB."""
+    """p = 6800: one Gram is 370 MB; a chain step holds two of them and a p x p temporary
+    (1.1 GB > 1 GiB). p = 4000 (122 MiB a Gram) now fits where the plain tree, a combine
+    of 8 of them plus its output (1.1 GiB), did not."""
     import distributed
 
     X, y = _data(n=64)
     with distributed.Client(local_cluster) as client:
-        est = RandomFeatureRidge(method="rff", n_components=2000, chunk_rows=8, random_state=0)  # 8 blocks
+        est = RandomFeatureRidge(method="rff", n_components=3400, chunk_rows=8, random_state=0)  # 8 blocks
         with distributed.get_task_stream(client) as stream, pytest.raises(MemoryBudgetError) as excinfo:
             est.fit(X, y)
         assert stream.data == []
     message = str(excinfo.value)
-    assert "a smaller split_every" in message and "(1.00 GiB)" in message
-    estimate = ridge_memory_estimate(
-        kernel="gaussian", method="rff", n_features_in=3, n_components=2000, split_every=8,
-        block_rows=8, n_blocks=8,
-    )
-    assert estimate.statistics == 8 * (4000 * 4000 + 4000 + 4000 + 1 + 2)
-    assert estimate.reduction_task == 9 * estimate.statistics > GiB
-    assert estimate.task == estimate.reduction_task
-    two = ridge_memory_estimate(
-        kernel="gaussian", method="rff", n_features_in=3, n_components=2000, split_every=2,
-        block_rows=8, n_blocks=8,
-    )
-    assert two.task < GiB  # what the message suggests does fit
+    assert "runs a chain step holding two of them" in message and "(1.00 GiB)" in message
+    kw = dict(kernel="gaussian", method="rff", n_features_in=3, split_every=8, block_rows=8, n_blocks=8,
+              threads=1)
+    estimate = ridge_memory_estimate(n_components=3400, n_chains=2, **kw)
+    S = estimate.statistics
+    assert S == 8 * (6800 * 6800 + 6800 + 6800 + 1 + 2)
+    assert estimate.worker == estimate.block_task > 3 * S > GiB
+    assert estimate.reduction_task == 3 * S + 2**20  # the tree over 2 chains (+ 1 MiB a task)
+    chains = ridge_memory_estimate(n_components=2000, n_chains=2, **kw)
+    assert chains.worker < GiB
+    tree = ridge_memory_estimate(n_components=2000, n_chains=8, **kw)  # one chain per block
+    assert tree.reduction_task == 9 * tree.statistics + 2**20 > GiB
+    assert tree.worker == tree.reduction_task
 
 
 def test_cv_folds_multiply_the_statistics():

@@ -4,8 +4,10 @@ A random-feature ridge fit holds, per task, a few objects whose size follows fro
 parameters alone (ALGORITHMS.md section 3; float64 everywhere, 8 bytes a number). With
 ``d`` input columns, ``D = n_components``, ``p`` output features (``2 D`` for the gaussian
 kernel, else ``D``), ``t`` targets (a classifier's classes are unknown before the pass:
-``t = 1`` is assumed), ``K`` folds (1 without ``cv``), ``s = split_every``
-and ``r`` rows per block:
+``t = 1`` is assumed), ``K`` folds (1 without ``cv``), ``s = split_every``, ``r`` rows
+per block, ``T`` threads per worker and ``C`` chains of the reduction
+(:func:`~dkrr.linalg.reduce_row_blocks`; by default the total threads, at most the
+number of blocks):
 
 * the statistics object (:class:`~dkrr.linalg.RidgeStatistics`):
   ``8 K (p^2 + p t + p + 2 t) + 8 K`` bytes - ``G``, ``c``, ``zsum``, ``ysum``, ``yy`` and
@@ -16,15 +18,24 @@ and ``r`` rows per block:
   up to whole ``d' x d'`` blocks, ``d'`` the next power of two >= d, ``r_d`` the
   displacement rank); ``8 (D d + 3 D^2)`` for Nystroem (landmarks, ``K_CC``, its
   eigenvectors and ``K_CC^(-1/2)``);
-* a block task: its statistics, the feature buffer of ``b = min(r, max(1,
+* a block task (a step of a chain): two statistics objects (the running sum it receives
+  and the block's, into which that sum is added), the ``p x p`` temporary of ``Z^T Z``
+  (``8 p^2`` when a Gram is accumulated), the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
-  map and the blocks of X and y (``8 r (d + t)``);
-* a combine task of the tree reduction: ``min(s, n_blocks) + 1`` statistics objects
-  (its inputs and its output);
+  map, the blocks of X and y and their copy sorted by fold (``16 r (d + t)``) and 1 MiB
+  of interpreter and scheduler objects;
+* a combine task of the tree over the chains' sums: ``min(s, C) + 1`` statistics
+  objects (its inputs and its output) and the 1 MiB of a task;
+* a worker (:attr:`MemoryEstimate.worker`): ``max(T (block task - map) + map,
+  min(T, ceil(C / s)) x combine task)``: while the chains run each thread holds one
+  chain step (the map is shared), and only the ``ceil(C / s)`` combines of the tree's
+  first level can run at once. With ``S`` a statistics object, ``B`` a block's buffers
+  and ``F`` the map, and the default ``C = T x workers <= s``: ``max(T (2 S + B) + F,
+  (C + 1) S)``, independent of the number of blocks;
 * the client: the reduced statistics, four ``p x p`` matrices of the solve (the total
   Gram, ``G + alpha I``, its factor or eigenvectors, a work copy) and the map.
 
-:func:`check_memory_budget` compares the largest task with the memory limit of the
+:func:`check_memory_budget` compares the worker's part with the memory limit of the
 smallest Dask worker when a distributed ``Client`` is active (else with the available
 memory of this machine), and the client's part with this machine's available memory,
 and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
@@ -50,6 +61,8 @@ __all__ = [
 
 _DENSE_METHODS = ("rff", "orf", "qmc")
 _GiB = 2**30
+#: interpreter and scheduler objects of a task, beyond its arrays (measured: ~0.1 MiB)
+_TASK_OVERHEAD = 2**20
 
 
 def _output_width(kernel: str, n_components: int) -> int:
@@ -98,6 +111,11 @@ class MemoryEstimate:
     feature_map, statistics, block_task, reduction_task, client : int
         The map, one statistics object, the largest block task, the largest combine task
         and the client's part.
+    threads : int
+        ``T``, threads per worker.
+    tree_tasks : int
+        Combines of the tree's first level that can run at once on a worker,
+        ``min(T, ceil(C / s))``.
     """
 
     p: int
@@ -106,11 +124,19 @@ class MemoryEstimate:
     block_task: int
     reduction_task: int
     client: int
+    threads: int = 1
+    tree_tasks: int = 1
 
     @property
     def task(self) -> int:
         """The largest task (what one worker thread must hold at once)."""
         return max(self.block_task, self.reduction_task)
+
+    @property
+    def worker(self) -> int:
+        """What one worker holds at most: ``max(T (block - map) + map, tree_tasks x combine)``."""
+        chains = self.threads * (self.block_task - self.feature_map) + self.feature_map
+        return max(chains, self.tree_tasks * self.reduction_task)
 
 
 def ridge_memory_estimate(
@@ -129,6 +155,8 @@ def ridge_memory_estimate(
     sampling: str | None = None,
     n_candidates: int | None = None,
     n_gammas: int = 1,
+    n_chains: int | None = None,
+    threads: int | None = None,
 ) -> MemoryEstimate:
     """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
 
@@ -137,14 +165,20 @@ def ridge_memory_estimate(
     ``K + 1`` maps of surrogate leverage under ``cv``, whose partial results are one
     one-fold and K two-fold statistics objects) and the larger of each part kept. A grid
     of ``n_gammas`` gammas holds that many maps and statistics objects (one pass).
+    ``n_chains`` (``C``) and ``threads`` (``T`` per worker) default to what the active
+    scheduler gives (:func:`~dkrr.linalg._reduce.default_n_chains`, :func:`threads_per_worker`).
 
     Returns
     -------
     MemoryEstimate
     """
-    from ._reduce import DEFAULT_SPLIT_EVERY
+    from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
 
-    fan_in = min(DEFAULT_SPLIT_EVERY if split_every is None else int(split_every), max(1, int(n_blocks)))
+    n_chains = min(int(default_n_chains() if n_chains is None else n_chains), max(1, int(n_blocks)))
+    threads = int(threads_per_worker() if threads is None else threads)
+    split = DEFAULT_SPLIT_EVERY if split_every is None else int(split_every)
+    fan_in = min(split, n_chains)
+    tree_tasks = min(threads, -(-n_chains // split))
     t = int(n_targets)
     # (D, gram, maps, statistics a partial result holds, extra statistics a block task holds)
     g = int(n_gammas)
@@ -165,10 +199,11 @@ def ridge_memory_estimate(
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
-        block = stats + transient + buffer + fmap + 8 * int(block_rows) * (n_features_in + t)
-        reduction = (fan_in + 1) * stats
+        block = (2 * stats + transient + (8 * p * p if gram else 0) + buffer + fmap
+                 + 16 * int(block_rows) * (n_features_in + t) + _TASK_OVERHEAD)
+        reduction = (fan_in + 1) * stats + _TASK_OVERHEAD
         client = stats + (4 * 8 * p * p if gram else 0) + fmap
-        est = MemoryEstimate(p, fmap, stats, block, reduction, client)
+        est = MemoryEstimate(p, fmap, stats, block, reduction, client, threads, tree_tasks)
         if best is None:
             best = est
         else:
@@ -199,6 +234,26 @@ def available_memory() -> tuple[int | None, int]:
     return (min(limits) if limits else None), local
 
 
+def threads_per_worker() -> int:
+    """``T``: the most threads of a worker of the active distributed Client, else the
+    threaded scheduler's pool (dask's ``num_workers`` or the CPU count; 1 when dask is
+    set to the synchronous scheduler)."""
+    import dask
+    from dask.system import CPU_COUNT
+
+    from .._progress import active_client
+
+    client = active_client()
+    if client is not None:
+        try:
+            return max([1, *(int(t) for t in client.nthreads().values())])
+        except Exception:  # noqa: BLE001 - an unreachable scheduler fails later, clearly
+            return 1
+    if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
+        return 1
+    return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
+
+
 def _gib(n: int) -> str:
     return f"{n / _GiB:.2f} GiB" if n < 1000 * _GiB else f"{n / _GiB:.0f} GiB"
 
@@ -224,24 +279,29 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
     worker_limit, local = available_memory() if limits is None else limits
     checks = []
     if worker_limit is not None:
-        checks.append((estimate.task, worker_limit, "the memory limit of a Dask worker", "task"))
+        checks.append((estimate.worker, worker_limit, "the memory limit of a Dask worker", "task"))
         checks.append((estimate.client, local, "the available memory of this machine", "client"))
     else:
-        checks.append((max(estimate.task, estimate.client), local, "the available memory of this machine", "all"))
+        checks.append((max(estimate.worker, estimate.client), local, "the available memory of this machine", "all"))
     for need, limit, where, kind in checks:
         if need <= limit:
             continue
         p, K = estimate.p, int(n_folds)
         fan = "8 by default" if split_every is None else f"now {split_every}"
-        if kind == "client" or (kind == "all" and estimate.client >= estimate.task):
+        held = estimate.reduction_task // max(1, estimate.statistics)
+        T = estimate.threads
+        if kind == "client" or (kind == "all" and estimate.client >= estimate.worker):
             part = "the solve on this machine holds the statistics and 4 p x p matrices"
             fixes = "fewer cv folds, or a machine with more memory"
-        elif estimate.reduction_task >= estimate.block_task:
-            part = f"a combine task of the reduction holds split_every ({fan}) + 1 of them"
-            fixes = "a smaller split_every (2 holds 3 of them), fewer cv folds, or workers with more memory"
+        elif estimate.tree_tasks * estimate.reduction_task >= estimate.worker:
+            part = (f"a combine task of the tree over the chains' sums holds min(split_every ({fan}), "
+                    f"chains) + 1 = {held} of them")
+            fixes = ("a smaller split_every (2 holds 3 of them), " if held > 3 else "") + \
+                "fewer cv folds, or workers with more memory"
         else:
-            part = "a block task holds one of them, the feature buffer and the map"
-            fixes = "fewer cv folds, a smaller max_block_bytes, or workers with more memory"
+            part = (f"each of a worker's {T} thread(s) runs a chain step holding two of them (the "
+                    "running sum and the block's), the feature buffer and the map")
+            fixes = "fewer cv folds, fewer threads per worker, a smaller max_block_bytes, or workers with more memory"
         per_d = 2 if kernel == "gaussian" else 1
         d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
         name, value = "n_components", n_components
@@ -297,13 +357,14 @@ def _positive_int(value) -> bool:
 
 def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_every=None,
                      max_block_bytes=64 * 2**20, displacement_rank=None, sampling=None,
-                     n_candidates=None, n_gammas=1) -> None:
+                     n_candidates=None, n_gammas=1, solver=None, pcg_rank=256) -> None:
     """Estimate a streamed fit on the row-chunked dask arrays ``X``, ``y`` and refuse it
     (:class:`~dkrr.errors.MemoryBudgetError`) when it cannot fit; before any compute.
 
     Parameters that are not valid yet are left to the checks that follow (nothing is
     estimated for them). ``n_gammas``: a gamma grid holds one map and one statistics
-    object per gamma.
+    object per gamma. ``solver="pcg"`` (rank ``pcg_rank``) has no p x p term
+    (:func:`dkrr.linalg._pcg.pcg_memory_estimate`).
     """
     if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
         return
@@ -314,6 +375,15 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
     if method == "nystroem" and n_components > X.shape[0]:
         return  # refused with its own message (landmarks are rows of X)
     n_targets = 1 if y is None or y.ndim == 1 else int(y.shape[1])
+    if solver == "pcg":
+        from ._pcg import pcg_memory_estimate
+
+        estimate = pcg_memory_estimate(
+            kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
+            n_targets=n_targets, rank=int(pcg_rank), split_every=split_every, block_rows=int(max(X.chunks[0])),
+            n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes), displacement_rank=displacement_rank,
+        )
+        return check_memory_budget(estimate, kernel=kernel, n_components=int(n_components))
     estimate = ridge_memory_estimate(
         kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
         n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,

@@ -1,11 +1,24 @@
-"""A generic tree reduction over the row blocks of row-chunked dask arrays.
+"""A generic chain-then-tree reduction over the row blocks of row-chunked dask arrays.
 
-:func:`reduce_row_blocks` is the streaming engine of dkrr: one task per row block turns
-the block (of X, and of y when given) into a small object of partial sums, and a tree of
-combine tasks merges those into one result. Only the row blocks of the inputs are data
-dependencies, so every block is loaded exactly once per reduction, and the reduction
-runs on whatever dask scheduler is active (a distributed ``Client`` when one is the
-default, else the threaded scheduler).
+:func:`reduce_row_blocks` is the streaming engine of dkrr: each row block (of X, and of
+y when given) is turned into a small object of partial sums, and those are merged into
+one result. The blocks are cut into ``C`` contiguous *chains* (``C`` = ``n_chains``, by
+default the number of threads that run tasks): along a chain one task per block computes
+the block's partial result and adds the running sum of the chain's earlier blocks into
+it (a fused step, so only running sums outlive their task), and a tree of combine tasks
+of fan-in ``split_every`` merges the ``C`` chain sums. A thread thus holds about two
+partial results at a time (the running sum it received and the one it builds) instead of
+the ``split_every + 1`` of a combine over block results. ``n_chains >= n_blocks`` gives
+the plain tree over the blocks. Only the row blocks of the inputs are data dependencies,
+so every block is loaded exactly once per reduction, and the reduction runs on whatever
+dask scheduler is active (a distributed ``Client`` when one is the default, else the
+threaded scheduler).
+
+The order of the sums depends on the chains (hence, by default, on the thread count)
+and on the chunking: results agree across them up to float rounding (relative
+differences of a few ulps times log of the number of blocks in each summed number; the
+tests hold them to ``rtol=1e-12``). Pass ``n_chains`` explicitly for bitwise
+reproducibility across machines.
 
 :func:`as_row_chunked` converts numpy/zarr/dask inputs into dask arrays whose row
 chunks agree, which is what the reduction needs.
@@ -21,7 +34,7 @@ import numpy as np
 from .._validation import check_input, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 
-__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "reduce_row_blocks"]
+__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "default_n_chains", "reduce_row_blocks"]
 
 #: fan-in of the combine tree when ``split_every`` is not given
 DEFAULT_SPLIT_EVERY = 8
@@ -37,6 +50,78 @@ MIN_BLOCKS = 8
 #: ``rows x p^2`` flops for the Gram itself, so small blocks waste time. Measurement:
 #: benchmarks/README.md, "Measurements behind the code's constants".
 MIN_BLOCK_ROWS = 4096
+
+
+def default_n_chains() -> int:
+    """Chains of a reduction when ``n_chains`` is not given: the threads that run tasks.
+
+    With an active distributed Client the total threads of its workers, else dask's
+    ``num_workers`` setting or the CPU count (the threaded scheduler's pool); 1 for the
+    synchronous scheduler.
+    """
+    import dask
+    from dask.system import CPU_COUNT
+
+    from .._progress import active_client
+
+    client = active_client()
+    if client is not None:
+        try:
+            return max(1, int(sum(client.nthreads().values())))
+        except Exception:  # noqa: BLE001 - an unreachable scheduler fails later, clearly
+            return 1
+    if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
+        return 1
+    return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
+
+
+def _summable(part, acc) -> bool:
+    """Whether ``acc`` can be added into ``part`` part by part (see :func:`_accumulate_into`)."""
+    names = getattr(type(part), "PARTS", None)
+    if names is None or type(acc) is not type(part):
+        return False
+    la, lp = getattr(acc, "labels", None), getattr(part, "labels", None)
+    if (la is None) != (lp is None) or (la is not None and not np.array_equal(la, lp)):
+        return False
+    for k in names:
+        a, b = getattr(part, k), getattr(acc, k)
+        if (a is None) != (b is None) or (a is not None and a.shape != b.shape):
+            return False
+    return True
+
+
+def _accumulate_into(part, acc, combine_fn):
+    """``part + acc`` where ``part`` was just made by this task (and is its to change).
+
+    Partial results that declare their summed array parts (``type(part).PARTS``, as
+    :class:`~dkrr.linalg.RidgeStatistics` does), or lists/tuples of them summed element
+    by element, with the same parts present, the same shapes and the same ``labels`` get
+    ``acc`` added into ``part`` in place: no third object. Anything else goes through
+    ``combine_fn([acc, part])`` (earlier blocks first). ``acc`` is never changed: a
+    scheduler may hold it for a retry.
+    """
+    if isinstance(part, (list, tuple)):
+        pairs = list(zip(part, acc)) if isinstance(acc, (list, tuple)) and len(acc) == len(part) else None
+    else:
+        pairs = [(part, acc)]
+    if pairs and all(_summable(a, b) for a, b in pairs):
+        for a, b in pairs:
+            for k in type(a).PARTS:
+                x = getattr(a, k)
+                if x is not None:
+                    x += getattr(b, k)
+        return part
+    return combine_fn([acc, part])
+
+
+def _chain_step(block_fn, combine_fn, acc, *args):
+    """One fused step of a chain: the block's partial result plus the running sum."""
+    return _accumulate_into(block_fn(*args), acc, combine_fn)
+
+
+def _chain_bounds(n_blocks: int, n_chains: int) -> np.ndarray:
+    """First block of each of ``n_chains`` contiguous chains of near-equal length, and n_blocks."""
+    return np.linspace(0, n_blocks, n_chains + 1).round().astype(int)
 
 
 def default_chunk_rows(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
@@ -148,8 +233,9 @@ def reduce_row_blocks(
     constants: Sequence[Any] = (),
     compute: bool = True,
     label: str = "reducing row blocks",
+    n_chains: int | None = None,
 ):
-    """Map every row block to partial results and merge them with a tree of combines.
+    """Reduce the row blocks to one result: chains of fused block steps, then a tree.
 
     Parameters
     ----------
@@ -166,8 +252,8 @@ def reduce_row_blocks(
         kind. It must be pure: leave its inputs unchanged (a retried task, or a partial
         a scheduler holds for another consumer, would otherwise be summed twice).
     split_every : int, optional
-        Fan-in of the combine tree (default :data:`DEFAULT_SPLIT_EVERY`); ``2`` makes
-        the deepest tree.
+        Fan-in of the combine tree over the chains' sums (default
+        :data:`DEFAULT_SPLIT_EVERY`); ``2`` makes the deepest tree.
     constants : sequence
         Objects every block task needs (a feature map, ...). Each is embedded once in
         the graph (``dask.delayed(obj, pure=True)``) rather than once per task.
@@ -175,6 +261,14 @@ def reduce_row_blocks(
         Compute and return the result, or return the ``dask.delayed`` object.
     label : str
         Label of the progress bar (see :mod:`dkrr._progress`).
+    n_chains : int, optional
+        ``C``, the chains the blocks are cut into (contiguous runs of near-equal length;
+        at most one per block). Default :func:`default_n_chains`, the threads that run
+        tasks. A chain task calls ``block_fn`` and adds the running sum it receives into
+        the new partial result (in place for partials with ``PARTS``, see
+        :func:`_accumulate_into`; else ``combine_fn([running, new])``), so a thread
+        holds two partial results at a time; the tree then merges the ``C`` chain sums.
+        ``n_chains >= n_blocks`` is the plain tree over block results.
 
     Returns
     -------
@@ -193,6 +287,11 @@ def reduce_row_blocks(
     split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
     if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
         raise InvalidParameterError(f"split_every must be an integer >= 2, got {split_every!r}")
+    if n_chains is not None and (isinstance(n_chains, bool) or not isinstance(n_chains, (int, np.integer))
+                                 or n_chains < 1):
+        raise InvalidParameterError(
+            f"n_chains must be a positive integer or None (one chain per thread), got {n_chains!r}"
+        )
     if not arrays:
         raise InvalidParameterError("reduce_row_blocks needs at least one array")
     row_chunks = arrays[0].chunks[0]
@@ -211,19 +310,28 @@ def reduce_row_blocks(
     blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
     consts = [dask.delayed(c, pure=True) for c in constants]
     offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
+    n_blocks = len(row_chunks)
+    n_chains = min(int(default_n_chains() if n_chains is None else n_chains), n_blocks)
     # keys are the identity of the result: the input arrays' names, the constants' contents
-    # (a pure delayed's key is the token of its value), both functions and the tree shape
+    # (a pure delayed's key is the token of its value), both functions and the reduction's
+    # shape (chains and tree fan-in: they set the order of the float sums)
     token = dask.base.tokenize(
-        *(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn, int(split_every)
+        *(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn, int(split_every),
+        n_chains,
     )
     name = getattr(block_fn, "__name__", "block").strip("_")
-    level = [
-        dask.delayed(block_fn, pure=True)(
-            *(b[i] for b in blocks), int(offsets[i]), i, *consts,
-            dask_key_name=f"dkrr-{name}-{token}-{i}",
-        )
-        for i in range(len(row_chunks))
-    ]
+    bounds = _chain_bounds(n_blocks, n_chains)
+    level = []
+    for c in range(n_chains):
+        acc = None
+        for i in range(bounds[c], bounds[c + 1]):
+            args = (*(b[i] for b in blocks), int(offsets[i]), int(i), *consts)
+            key = f"dkrr-{name}-{token}-{i}"  # the chain's sum up to block i
+            if acc is None:
+                acc = dask.delayed(block_fn, pure=True)(*args, dask_key_name=key)
+            else:
+                acc = dask.delayed(_chain_step, pure=True)(block_fn, combine_fn, acc, *args, dask_key_name=key)
+        level.append(acc)
     depth = 0
     while True:
         groups = [level[j : j + split_every] for j in range(0, len(level), split_every)]
@@ -239,4 +347,4 @@ def reduce_row_blocks(
         return result
     from .._progress import compute_limited
 
-    return compute_limited(result, label=label, n_tasks=len(row_chunks))[0]
+    return compute_limited(result, label=label, n_tasks=n_chains)[0]
