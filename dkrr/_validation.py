@@ -18,6 +18,7 @@ from .errors import (
     InputTypeError,
     InputValidationError,
     InvalidParameterError,
+    MissingValueError,
     NonFiniteInputError,
 )
 
@@ -203,7 +204,15 @@ def _object_to_float(arr: np.ndarray, name: str) -> np.ndarray:
     fix = f"make every value a number, e.g. {name}.astype('float64') after fixing or dropping the others"
     try:
         return arr.astype(np.float64)
-    except TypeError as exc:  # numpy: "float() argument must be a string or a real number, not 'dict'"
+    except TypeError as exc:
+        # None and pandas' NA (nullable Int64/boolean columns) are missing cells, not types
+        missing = np.array([v is None or type(v).__name__ == "NAType" for v in arr.ravel()]).reshape(arr.shape)
+        if missing.any():
+            rows = np.nonzero(missing.reshape(arr.shape[0], -1).any(axis=1))[0]
+            raise MissingValueError(
+                f"{name} holds {int(missing.sum())} missing value(s) (None or pandas NA), first in "
+                f"row {int(rows[0])}; impute them or drop those rows before fitting or predicting."
+            ) from exc  # numpy: "float() argument must be a string or a real number, not 'dict'"
         raise InputTypeError(f"{name} has dtype object and holds a value that is not a number: {exc}; {fix}.") from exc
     except ValueError as exc:  # numpy: "could not convert string to float: 'abc'"
         raise InputValidationError(f"{name} has dtype object and holds a value that is not a number: {exc}; {fix}.") from exc
