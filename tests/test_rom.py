@@ -246,6 +246,21 @@ def test_row_sampling_rules():
     assert p.rows.shape == (3,) and p._kept_rows()[:16].tolist() == list(range(16))
 
 
+@pytest.mark.parametrize("row_sampling", ROW_SAMPLING)
+@pytest.mark.parametrize("d, D", [(5, 3), (12, 21), (16, 40)])
+def test_sorf_row_sampling_with_chi_norms_is_the_dense_matrix(row_sampling, d, D):
+    p = SORFProjection.generate(d, D, 0.7, np.random.default_rng(8), row_norms="chi", row_sampling=row_sampling)
+    X = np.random.default_rng(9).standard_normal((6, d))
+    W = p.matrix()
+    assert W.shape == (D, d)
+    for path in ("fast", "dense"):
+        np.testing.assert_allclose(p.project(X, path=path), X @ W.T, rtol=1e-10, atol=1e-12)
+    # the kept rows are rows of the full stack of blocks, with their own chi norms
+    full = SORFProjection(d, p.n_blocks * p.padded_features, 0.7, p.signs, p.norms)
+    kept = p._kept_rows() if p.rows.size else np.arange(D)
+    np.testing.assert_array_equal(W, full.matrix()[kept])
+
+
 def test_sorf_default_draws_and_state_are_unchanged():
     a = SORFProjection.generate(12, 9, 0.5, np.random.default_rng(4))
     b = SORFProjection.generate(12, 9, 0.5, np.random.default_rng(4), row_sampling="first")
