@@ -9,6 +9,7 @@ import pytest
 import zarr
 
 from dkrr.datasets import load_casp, load_magic04
+from dkrr import load_model
 from dkrr.io import open_dataset
 
 pytestmark = pytest.mark.cluster
@@ -42,23 +43,31 @@ def _cli_common():
     return ["--workers", 2, "--threads-per-worker", 1, "--memory-limit", "2GB"]
 
 
-def test_fit_predict_evaluate_match_python(casp_store):
-    from dkrr import RandomFeatureRidge
+def _reference(*args):
+    """The estimator ``dkrr fit`` builds from these flags (whatever the CLI defaults are)."""
+    from dkrr.cli._options import build_parser
+    from dkrr.cli._commands import estimator_from_options
 
+    return estimator_from_options(build_parser().parse_args(["fit", "s", "--out", "m", *map(str, args)]))
+
+
+def test_fit_predict_evaluate_match_python(casp_store):
     store, model, pred = casp_store / "store", casp_store / "model", casp_store / "pred"
-    out = dkrr("fit", store, "--out", model, "--method", "sorf", "--n-components", 64, "--gamma", 0.1,
-               "--alphas", "0.1,1,10", "--cv", 3, "--random-state", 7, *_cli_common())
-    summary = json.loads(out.stdout.strip().splitlines()[-1])
-    assert summary["n_rows"] == 3000 and summary["alpha"] in (0.1, 1.0, 10.0)
-    assert "dashboard" in out.stderr.lower() or "http://" in out.stderr
+    flags = ["--method", "sorf", "--n-components", 64, "--gamma", 0.1, "--alphas", "0.1,1,10",
+             "--cv", 3, "--random-state", 7]
+    out = dkrr("fit", store, "--out", model, *flags, *_cli_common())
+    # a person reads the table and the choice; the dashboard link is printed once
+    assert "3-fold cross-validated mean squared error" in out.stdout, out.stdout
+    assert "chosen: alpha_ = " in out.stdout and "Traceback" not in out.stderr
+    assert out.stderr.count("dashboard at http://") == 1, out.stderr
+    assert out.stderr.lower().count("dashboard") == 1, out.stderr
     dkrr("predict", model, store, "--out", pred, *_cli_common(), "-q")
     y_cli = zarr.open_group(str(pred), mode="r")["y_pred"][:]
 
     data = open_dataset(store)
     X, y = data.X.compute(), data.y.compute()
-    est = RandomFeatureRidge(method="sorf", n_components=64, gamma=0.1, alphas=[0.1, 1, 10], cv=3,
-                             random_state=7).fit(X, y)
-    assert est.alpha_ == summary["alpha"]
+    est = _reference(*flags).fit(X, y)
+    assert f"chosen: alpha_ = {est.alpha_:.4g}, gamma_ = 0.1 " in out.stdout, out.stdout
     np.testing.assert_allclose(y_cli, est.predict(X), rtol=1e-8, atol=1e-8)
 
     ev = dkrr("evaluate", model, store, "--json", "-q", *_cli_common())
@@ -93,7 +102,9 @@ def test_classifier_on_text_labels(tmp_path):
     g = zarr.open_group(str(tmp_path / "p"), mode="r")
     assert list(g.attrs["classes"]) == ["g", "h"]
     data = open_dataset(tmp_path / "s")
-    est = RandomFeatureRidgeClassifier(method="rff", n_components=32, gamma=0.001, random_state=0)
+    est = _reference("--classifier", "--method", "rff", "--n-components", 32, "--gamma", 0.001,
+                     "--random-state", 0)
+    assert isinstance(est, RandomFeatureRidgeClassifier)
     est.fit(data.X.compute(), data.y.compute())
     np.testing.assert_array_equal(g["y_pred"][:], est.predict(data.X.compute()))
     ev = json.loads(dkrr("evaluate", tmp_path / "m", tmp_path / "s", "--json", "-q", *_cli_common()).stdout)
@@ -143,3 +154,204 @@ def test_non_numeric_csv_cell_reports_line(tmp_path):
     p = dkrr("ingest", csv, "--out", tmp_path / "s", "-q", check=False)
     assert p.returncode == 1 and "line 3" in p.stderr
     assert not (tmp_path / "s").exists()
+
+
+# --- what fit and evaluate print: the CV table, the choice, rounded metrics, --json ---------
+
+def _small_casp(n=600, seed=0):
+    X, y = load_casp()
+    idx = np.random.default_rng(seed).permutation(len(y))[:n]
+    X = X[idx]
+    return (X - X.mean(0)) / X.std(0), y[idx]
+
+
+def _cells(lines):
+    """{(row, column): (mean, std, marked)} of a table from dkrr.cli._report.cv_table."""
+    cells = {}
+    for r, line in enumerate(lines[1:]):
+        parts = line.split()
+        body = parts[1:]
+        c = 0
+        i = 0
+        while i < len(body):
+            mean, _, std = body[i:i + 3]
+            marked = i + 3 < len(body) and body[i + 3] == "*"
+            cells[r, c] = (float(mean), float(std), marked)
+            i += 4 if marked else 3
+            c += 1
+    return cells
+
+
+def test_cv_table_one_column_without_gammas():
+    from dkrr import RandomFeatureRidge
+    from dkrr.cli._report import cv_table
+
+    X, y = _small_casp()
+    est = RandomFeatureRidge(method="rff", n_components=32, gamma=0.1, alphas=[0.01, 1, 100], cv=3,
+                             random_state=0).fit(X, y)
+    lines = cv_table(est.cv_results_, alpha=est.alpha_, gamma=0.1)
+    assert lines[0].split() == ["alpha", "gamma=0.1"]
+    assert [line.split()[0] for line in lines[1:]] == ["0.01", "1", "100"]
+    cells = _cells(lines)
+    assert len(cells) == 3 and sum(m for *_, m in cells.values()) == 1
+    chosen = list(est.cv_results_["alphas"]).index(est.alpha_)
+    for (r, c), (mean, std, marked) in cells.items():
+        assert c == 0 and marked == (r == chosen)
+        assert mean == float(f"{est.cv_results_['mean_mse'][r]:.4g}")
+        assert std == float(f"{est.cv_results_['std_mse'][r]:.3g}")
+
+
+def test_cv_table_alpha_rows_gamma_columns():
+    from dkrr import RandomFeatureRidge
+    from dkrr.cli._report import cv_table
+
+    X, y = _small_casp()
+    est = RandomFeatureRidge(method="rff", n_components=32, gammas=[0.01, 0.1, 1.0], alphas=[0.01, 1, 100],
+                             cv=3, random_state=0).fit(X, y)
+    lines = cv_table(est.cv_results_, alpha=est.alpha_, gamma=est.gamma_, pm="+-")
+    assert lines[0].split() == ["alpha", "gamma=0.01", "gamma=0.1", "gamma=1"]
+    cells = _cells(lines)
+    assert len(cells) == 9
+    (marked,) = [rc for rc, (*_, m) in cells.items() if m]
+    res = est.cv_results_
+    assert marked == (list(res["alphas"]).index(est.alpha_), list(res["gammas"]).index(est.gamma_))
+    for (r, c), (mean, std, _) in cells.items():  # rows alpha, columns gamma; mean_mse is (gamma, alpha)
+        assert mean == float(f"{res['mean_mse'][c, r]:.4g}")
+        assert std == float(f"{res['std_mse'][c, r]:.3g}")
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    import dask
+    import dask.array as da
+
+    from dkrr.io import write_dataset
+
+    X, y = _small_casp(800, seed=3)
+    path = tmp_path_factory.mktemp("small") / "store"
+    with dask.config.set(scheduler="threads"):
+        write_dataset(da.from_array(X, chunks=(200, 9)), da.from_array(y, chunks=200), path)
+    return path, X, y
+
+
+def _main(capsys, *args):
+    from dkrr.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+GRID = ["--method", "rff", "--n-components", 32, "--alphas", "0.001,0.1,10", "--gammas", "0.01,0.1,1",
+        "--cv", 3, "--random-state", 2]
+
+
+def test_fit_json_keeps_full_precision_with_gammas(small_store, tmp_path, capsys, local_cluster):
+    store, X, y = small_store
+    code, out, err = _main(capsys, "fit", store, "--out", tmp_path / "m", *GRID, "--json",
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    doc = json.loads(out)
+    est = _reference(*GRID).fit(X, y)
+    assert est.gammas == [0.01, 0.1, 1.0]  # --gammas reaches the estimator
+    assert doc["alpha"] == est.alpha_ and doc["gamma"] == est.gamma_
+    res = doc["cv_results"]
+    assert res["gammas"] == [0.01, 0.1, 1.0] and res["alphas"] == [0.001, 0.1, 10.0]
+    saved = load_model(tmp_path / "m")
+    for key in ("mean_mse", "std_mse", "fold_mse"):
+        # every digit: JSON floats round-trip exactly (the in-process fit sums in another order)
+        np.testing.assert_array_equal(np.array(res[key]), saved.cv_results_[key])
+        np.testing.assert_allclose(np.array(res[key]), est.cv_results_[key], rtol=1e-9)
+    assert doc["best_score"] == saved.best_score_ == pytest.approx(est.best_score_, rel=1e-9)
+    assert "mean squared error" in doc["cv_error"]
+
+
+def test_fit_prints_table_and_choice(small_store, tmp_path, capsys, local_cluster):
+    store, X, y = small_store
+    code, out, err = _main(capsys, "fit", store, "--out", tmp_path / "m", *GRID,
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    est = _reference(*GRID).fit(X, y)
+    lines = out.splitlines()
+    head = lines.index(next(line for line in lines if "cross-validated" in line))
+    assert lines[head].startswith("3-fold cross-validated mean squared error;")
+    table = lines[head + 1:head + 5]
+    assert table[0].split() == ["alpha", "gamma=0.01", "gamma=0.1", "gamma=1"]
+    (marked,) = [rc for rc, (*_, m) in _cells(table).items() if m]
+    assert marked == ([0.001, 0.1, 10.0].index(est.alpha_), [0.01, 0.1, 1.0].index(est.gamma_))
+    best = -est.best_score_
+    assert lines[head + 5] == (f"chosen: alpha_ = {est.alpha_:.4g}, gamma_ = {est.gamma_:.4g} "
+                               f"(CV MSE {best:.4g}, RMSE {np.sqrt(best):.4g})")
+    assert "wrote " in lines[-1] and "800 rows x 9 features" in lines[-1]
+
+
+def test_fit_warns_once_for_a_grid_edge(small_store, tmp_path, capsys, local_cluster):
+    store, _, _ = small_store  # any choice from a two-value grid is on its edge
+    code, out, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--method", "rff",
+                           "--n-components", 16, "--gammas", "0.05,0.5", "--cv", 3, "--random-state", 0,
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    assert err.count("dkrr fit: warning: the chosen gamma=") == 1, err
+    assert "GridEdgeWarning" not in err and "warnings.warn" not in err, err
+
+
+def test_classifier_table_names_its_error_honestly(tmp_path, capsys, local_cluster):
+    import dask
+    import dask.array as da
+
+    from dkrr.io import write_dataset
+
+    X, y = load_magic04()
+    idx = np.random.default_rng(0).permutation(len(y))[:600]
+    labels = (np.asarray(y)[idx] == "g").astype(np.int32)
+    with dask.config.set(scheduler="threads"):
+        write_dataset(da.from_array(X[idx], chunks=(200, 10)), da.from_array(labels, chunks=200),
+                      tmp_path / "s")
+    code, out, err = _main(capsys, "fit", tmp_path / "s", "--out", tmp_path / "m", "--classifier",
+                           "--method", "rff", "--n-components", 16, "--gamma", 0.001,
+                           "--alphas", "0.1,1,10", "--cv", 3, "--random-state", 0,
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    assert "mean squared error of the +-1 class targets" in out and "not the misclassification rate" in out
+    assert "RMSE" not in out  # an RMSE of +-1 targets would read like a regression error
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "s",
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    code_j, out_j, _ = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "s", "--json",
+                             "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == code_j == 0, err
+    acc = json.loads(out_j)["accuracy"]
+    assert out.splitlines() == [f"accuracy: {acc:.4f}", "n_rows: 600"]
+
+
+def test_evaluate_rounds_regression_metrics(small_store, tmp_path, capsys, local_cluster):
+    store, _, _ = small_store
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--method", "rff",
+                         "--n-components", 16, "--gamma", 0.1, "--random-state", 0, *addr)
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", store, *addr)
+    _, out_j, _ = _main(capsys, "evaluate", tmp_path / "m", store, "--json", *addr)
+    m = json.loads(out_j)
+    assert code == 0, err
+    assert out.splitlines() == [f"r2: {m['r2']:.4f}", f"rmse: {m['rmse']:.4g}", f"mse: {m['mse']:.4g}",
+                                "n_rows: 800"]
+    assert len(repr(m["rmse"])) > 8  # the JSON keeps every digit
+
+
+def test_gammas_flag_and_config(small_store, tmp_path, capsys):
+    store, _, _ = small_store
+    with pytest.raises(SystemExit) as exc:
+        _main(capsys, "fit", store, "--out", tmp_path / "m", "--gammas", "0.1,-1", "-q")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--gammas" in err and "> 0" in err, err
+    cfg = tmp_path / "fit.toml"
+    cfg.write_text("gammas = [0.5, 2]\ncv = 3\n")
+    from dkrr.cli._options import build_parser
+    from dkrr.cli._commands import estimator_from_options
+
+    est = estimator_from_options(build_parser().parse_args(["fit", str(store), "--out", "m", "--config", str(cfg)]))
+    assert est.gammas == [0.5, 2.0] and est.cv == 3
+    cfg.write_text('gammas = "0.5,x"\n')
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--config", cfg, "-q")
+    assert code == 1 and "gammas" in err and str(cfg) in err, err
+    assert not (tmp_path / "m").exists()

@@ -131,8 +131,8 @@ def test_fit_on_tcp_cluster_matches_in_process(tcp_cluster, casp_store, tmp_path
     model = tmp_path / "model"
     out = dkrr("fit", casp_store, "--out", model, "--scheduler", tcp_cluster["address"],
                "--method", "sorf", "--n-components", 64, "--gamma", 0.1, "--alphas", "0.1,1,10",
-               "--cv", 3, "--random-state", 7, "--timeout", 20, "-q")
-    summary = json.loads(out.stdout.strip().splitlines()[-1])
+               "--cv", 3, "--random-state", 7, "--timeout", 20, "-q", "--json")
+    summary = json.loads(out.stdout)
     assert summary["n_rows"] == 4000 and summary["n_features"] == 9
 
     after = _executed_per_worker(tcp_cluster)

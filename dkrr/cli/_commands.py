@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._options import ESTIMATOR_OPTIONS, _parse_alphas
+from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
+from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -131,14 +132,14 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
 
     if dest in ("classifier", "fit_intercept"):
         return "true or false", lambda v: v if isinstance(v, bool) else None
-    if dest == "alphas":
-        def alphas(v):
+    if dest in GRID_PARSERS:
+        def grid(v):
             if isinstance(v, str):
                 return v
             if isinstance(v, list) and v and all(number(a) is not None for a in v):
                 return v
             return None
-        return "a list of numbers or a comma-separated string", alphas
+        return "a list of numbers or a comma-separated string", grid
     if typ is int:
         return "an integer", lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
     if typ is float:
@@ -182,9 +183,9 @@ def _load_config(path: str | None) -> dict:
                 f"config file {path!r}: {key} must be {what}, got {value!r} "
                 f"({type(value).__name__})"
             )
-        if dest == "alphas":
+        if dest in GRID_PARSERS:
             try:
-                checked = _parse_alphas(checked)
+                checked = GRID_PARSERS[dest](checked)
             except Exception as exc:  # noqa: BLE001 - argparse's error type, a bad number
                 raise InvalidParameterError(f"config file {path!r}: {key}: {exc}") from None
         config[dest] = checked
@@ -223,19 +224,40 @@ def cmd_fit(args) -> int:
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
     y = data.y
-    with _client(args):
+    with _client(args), _grid_warnings_as_lines():
         t0 = time.perf_counter()
         est.fit(data.X, y)
         elapsed = time.perf_counter() - t0
     if "classes" in data.attrs and hasattr(est, "classes_"):
         est.store_classes_ = np.asarray(data.attrs["classes"])
     save_model(est, out, overwrite=args.overwrite)
-    summary = {"model": str(out), "estimator": type(est).__name__, "fit_seconds": round(elapsed, 3),
-               "n_rows": int(data.X.shape[0]), "n_features": int(data.X.shape[1])}
-    if getattr(est, "alpha_", None) is not None:
-        summary["alpha"] = float(est.alpha_)
-    print(json.dumps(summary))
+    shape = {"n_rows": int(data.X.shape[0]), "n_features": int(data.X.shape[1])}
+    if getattr(args, "json", False):
+        print(json.dumps(fit_json(est, out=out, seconds=elapsed, **shape), allow_nan=False))
+    else:
+        print("\n".join(fit_lines(est, out=out, seconds=elapsed, pm=plus_minus(sys.stdout), **shape)))
     return 0
+
+
+@contextlib.contextmanager
+def _grid_warnings_as_lines():
+    """A chosen value on the edge of its grid is said in one line on stderr
+    (``dkrr fit: warning: ...``), not as a Python warning with a source line; other
+    warnings pass as they are."""
+    import warnings
+
+    from ..errors import GridEdgeWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GridEdgeWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, GridEdgeWarning):
+                    print(f"dkrr fit: warning: {w.message}", file=sys.stderr, flush=True)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _load(model_dir):
@@ -313,9 +335,7 @@ def cmd_evaluate(args) -> int:
                 print(f"dkrr evaluate: note: {key} = {value} is not a finite number (r2 is "
                       "undefined for a constant target); written as null in the JSON output",
                       file=sys.stderr)
-                metrics[key] = None
-        print(json.dumps(metrics, allow_nan=False))
+        print(json.dumps(json_ready(metrics), allow_nan=False))
     else:
-        for k, v in metrics.items():
-            print(f"{k}: {v}")
+        print("\n".join(metric_lines(metrics)))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["ESTIMATOR_OPTIONS", "build_parser"]
+__all__ = ["ESTIMATOR_OPTIONS", "GRID_PARSERS", "build_parser"]
 
 #: estimator options: (flag, dest, type, help); also the keys a TOML config may hold
 ESTIMATOR_OPTIONS = [
@@ -16,6 +16,8 @@ ESTIMATOR_OPTIONS = [
     ("--gamma", "gamma", float, "Gaussian kernel exp(-gamma ||x-y||^2) (default 1.0)"),
     ("--alpha", "alpha", float, "ridge penalty (default 1.0)"),
     ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation"),
+    ("--gammas", "gammas", None, "comma-separated gamma grid scored jointly with the alphas by "
+                                 "the same one-pass cross-validation (gaussian kernel; needs --cv)"),
     ("--cv", "cv", int, "number of folds for one-pass cross-validation"),
     ("--random-state", "random_state", int, "seed that determines every random draw"),
     ("--sampling", "sampling", str, "surrogate_leverage or ridge_leverage (data-dependent features)"),
@@ -26,18 +28,36 @@ ESTIMATOR_OPTIONS = [
 ]
 
 
-def _parse_alphas(text) -> list[float]:
+def _parse_grid(text, flag: str) -> list[float]:
     if isinstance(text, (list, tuple)):
         return [float(a) for a in text]
     try:
-        alphas = [float(a) for a in str(text).split(",") if a.strip()]
+        return [float(a) for a in str(text).split(",") if a.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--alphas must be comma-separated numbers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"{flag} must be comma-separated numbers, got {text!r}")
+
+
+def _parse_alphas(text) -> list[float]:
+    alphas = _parse_grid(text, "--alphas")
     if any(a < 0 for a in alphas):
         raise argparse.ArgumentTypeError(
             f"--alphas {text!r} contains a negative value: every ridge penalty must be >= 0"
         )
     return alphas
+
+
+def _parse_gammas(text) -> list[float]:
+    gammas = _parse_grid(text, "--gammas")
+    if not all(g > 0 for g in gammas):  # also refuses nan
+        raise argparse.ArgumentTypeError(
+            f"--gammas {text!r} contains a value that is not > 0: every Gaussian width must be "
+            "a positive number, e.g. --gammas 0.01,0.1,1"
+        )
+    return gammas
+
+
+#: options whose value is a comma-separated grid, and their parsers
+GRID_PARSERS = {"alphas": _parse_alphas, "gammas": _parse_gammas}
 
 
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:
@@ -90,11 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-intercept", dest="fit_intercept", action="store_false", default=None,
                    help="fit without an intercept")
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
-        if dest == "alphas":
-            p.add_argument(flag, dest=dest, type=_parse_alphas, help=help_)
-        else:
-            p.add_argument(flag, dest=dest, type=typ, help=help_)
+        p.add_argument(flag, dest=dest, type=GRID_PARSERS.get(dest, typ), help=help_)
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
+    p.add_argument("--json", action="store_true",
+                   help="print the summary and the cross-validation results as JSON, at full "
+                        "precision (default: a table rounded for reading)")
     _add_cluster_options(p)
 
     p = sub.add_parser("predict", help="predict a store with a saved model, write a Zarr store")
@@ -107,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="score a saved model on a store with X and y")
     p.add_argument("model", help="model directory written by `dkrr fit`")
     p.add_argument("store", help="Zarr store with arrays X and y")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the metrics as JSON, at full precision (default: rounded for reading)")
     _add_cluster_options(p)
     return parser

@@ -1,0 +1,187 @@
+"""What ``dkrr fit`` and ``dkrr evaluate`` print: the cross-validation table, the choice,
+the metrics, rounded for a person to read; and the ``--json`` documents at full precision.
+
+Everything here is a pure function of a fitted estimator or a metrics dict, returning
+text lines or a JSON-ready dict; the commands (:mod:`._commands`) do the printing.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["cv_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "significant"]
+
+#: significant digits of a CV error (mean) and of its spread (std) in the table
+MEAN_DIGITS, STD_DIGITS = 4, 3
+
+
+def significant(x, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits (``1e-05``, ``0.1``, ``19.37``, ``1.235e+04``);
+    ``nan``/``inf`` as such."""
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def plus_minus(stream) -> str:
+    """``±`` where ``stream`` can encode it, else ``+-``."""
+    try:
+        "±".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "+-"
+    return "±"
+
+
+def gamma_used(est):
+    """The Gaussian width the fitted model uses (``gamma_``, else a numeric ``gamma``), or
+    None when the kernel has no width."""
+    gamma = getattr(est, "gamma_", None)
+    if gamma is None and getattr(est, "kernel", "gaussian") == "gaussian":
+        gamma = est.gamma if isinstance(est.gamma, numbers.Real) else None
+    return None if gamma is None else float(gamma)
+
+
+def error_name(est) -> str:
+    """What the cross-validation error of ``est`` measures, honestly worded."""
+    coef = np.atleast_2d(est.coef_)
+    if hasattr(est, "classes_"):
+        targets = "one-vs-rest +-1 targets" if len(est.classes_) > 2 else "+-1 class targets"
+        return (f"mean squared error of the {targets} (what ridge classification minimizes, "
+                "not the misclassification rate)")
+    if coef.shape[0] > 1:
+        return f"mean squared error, averaged over the {coef.shape[0]} targets"
+    return "mean squared error"
+
+
+def _chosen_index(grid, value) -> int:
+    grid = np.asarray(grid, dtype=np.float64)
+    hits = np.nonzero(grid == value)[0]
+    return int(hits[0]) if hits.size else int(np.argmin(np.abs(grid - value)))
+
+
+def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
+    """The CV errors as a table: one row per alpha, one column per gamma.
+
+    Parameters
+    ----------
+    cv_results : dict
+        ``cv_results_`` of a fitted estimator: ``alphas``, ``mean_mse``, ``std_mse``
+        ((n_alphas,) without a gamma grid; (n_gammas, n_alphas) with ``gammas``).
+    alpha : float
+        The chosen alpha (``alpha_``); its cell is marked ``*``.
+    gamma : float or None
+        The chosen gamma with a gamma grid; else the one gamma used (the column
+        header), or None for a kernel without a width.
+    pm : str
+        The plus-minus sign.
+
+    Returns
+    -------
+    list of str
+        Header and one line per alpha; cells ``mean pm std`` to 4 and 3 significant
+        digits.
+    """
+    alphas = np.asarray(cv_results["alphas"], dtype=np.float64)
+    mean = np.asarray(cv_results["mean_mse"], dtype=np.float64)
+    std = np.asarray(cv_results["std_mse"], dtype=np.float64)
+    if "gammas" in cv_results:
+        gammas = np.asarray(cv_results["gammas"], dtype=np.float64)
+        gi = _chosen_index(gammas, gamma)
+        headers = [f"gamma={significant(g)}" for g in gammas]
+    else:
+        mean, std, gi = mean[None, :], std[None, :], 0
+        headers = ["CV error" if gamma is None else f"gamma={significant(gamma)}"]
+    ai = _chosen_index(alphas, alpha)
+    cells = [[f"{significant(mean[g, a], MEAN_DIGITS)} {pm} {significant(std[g, a], STD_DIGITS)}"
+              + (" *" if (g, a) == (gi, ai) else "  ")
+              for g in range(mean.shape[0])] for a in range(alphas.size)]
+    labels = [significant(a) for a in alphas]
+    lw = max(len("alpha"), *(len(s) for s in labels))
+    widths = [max(len(h), *(len(row[g]) for row in cells)) for g, h in enumerate(headers)]
+    lines = ["  ".join([f"{'alpha':>{lw}}"] + [f"{h:>{w}}" for h, w in zip(headers, widths)])]
+    for label, row in zip(labels, cells):
+        lines.append("  ".join([f"{label:>{lw}}"] + [f"{c:>{w}}" for c, w in zip(row, widths)]))
+    return lines
+
+
+def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str = "±") -> list[str]:
+    """What ``dkrr fit`` prints: the CV table and the choice (with ``cv``), the model."""
+    gamma = gamma_used(est)
+    chosen = f"alpha_ = {significant(est.alpha_)}"
+    if gamma is not None:
+        chosen += f", gamma_ = {significant(gamma)}"
+    lines = []
+    results = getattr(est, "cv_results_", None)
+    if results is not None:
+        k = np.asarray(results["fold_mse"]).shape[-2]
+        lines.append(f"{k}-fold cross-validated {error_name(est)}; mean {pm} std over the "
+                     "folds, * = chosen:")
+        lines += ["  " + line for line in cv_table(results, alpha=est.alpha_, gamma=gamma, pm=pm)]
+        best = -float(est.best_score_)
+        score = f"CV MSE {significant(best)}"
+        if not hasattr(est, "classes_") and best >= 0:
+            score += f", RMSE {significant(math.sqrt(best))}"
+        lines.append(f"chosen: {chosen} ({score})")
+    else:
+        lines.append(f"fitted with {chosen} (no cross-validation: --cv K chooses alpha)")
+    what = type(est).__name__
+    if getattr(est, "standardize", False):
+        what += ", standardized X"
+    lines.append(f"wrote {out} ({what}; {n_rows:,} rows x {n_features} features; "
+                 f"fit {seconds:.1f} s)")
+    return lines
+
+
+def json_ready(value):
+    """``value`` with numpy arrays and scalars as lists and numbers, and non-finite floats
+    as None (JSON has no NaN or infinity)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [json_ready(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def fit_json(est, *, out, n_rows: int, n_features: int, seconds: float) -> dict:
+    """The ``dkrr fit --json`` document: the summary, the choice and, with ``cv``, every
+    array of ``cv_results_`` at full precision."""
+    doc = {"model": str(out), "estimator": type(est).__name__, "fit_seconds": round(seconds, 3),
+           "n_rows": int(n_rows), "n_features": int(n_features), "alpha": float(est.alpha_),
+           "gamma": gamma_used(est)}
+    results = getattr(est, "cv_results_", None)
+    if results is not None:
+        doc["cv_error"] = error_name(est)
+        doc["best_score"] = float(est.best_score_)
+        doc["cv_results"] = json_ready(results)
+    return json_ready(doc)
+
+
+#: how each metric of ``dkrr evaluate`` is rounded for reading
+_METRIC_FORMATS = {
+    "accuracy": lambda v: f"{v:.4f}",
+    "r2": lambda v: f"{v:.4f}",
+    "rmse": lambda v: significant(v, 4),
+    "mse": lambda v: significant(v, 4),
+}
+
+
+def metric_lines(metrics: dict) -> list[str]:
+    """``key: value`` lines of ``dkrr evaluate``: accuracy and R^2 to 4 decimals, RMSE and
+    MSE to 4 significant digits, counts as integers."""
+    lines = []
+    for key, value in metrics.items():
+        if isinstance(value, float) and math.isfinite(value) and key in _METRIC_FORMATS:
+            value = _METRIC_FORMATS[key](value)
+        lines.append(f"{key}: {value}")
+    return lines
