@@ -111,10 +111,12 @@ def test_cv_matches_brute_force_and_refits_the_best_alpha(data):
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
 
 
-def test_cv_without_alphas_scores_alpha_and_alphas_without_cv_is_an_error(data):
+def test_cv_without_alphas_scores_the_default_grid_and_alphas_without_cv_is_an_error(data):
     X, Y = data
-    est = make(alpha=2.0, cv=3).fit(X, Y[:, 0])
-    assert est.alpha_ == 2.0 and est.cv_results_["fold_mse"].shape == (3, 1)
+    est = make(alpha=2.0, cv=3).fit(X, Y[:, 0])  # alpha is not used: the default grid is (issue 13)
+    grid = est.cv_results_["alphas"]
+    assert grid.shape == (9,) and est.cv_results_["fold_mse"].shape == (3, 9) and est.alpha_ in grid
+    np.testing.assert_allclose(grid[1:] / grid[:-1], 10.0, rtol=1e-12)
     with pytest.raises(InvalidParameterError, match="cv is None.*pass cv"):
         make(alphas=[1.0, 2.0]).fit(X, Y[:, 0])
     with pytest.raises(InvalidParameterError, match="cv must be None or an integer >= 2"):

@@ -63,8 +63,8 @@ def _draw_map(est, Xd):
     from . import _random_features as rf
 
     if hasattr(rf, "draw_ridge_map"):  # standardize / gamma rules
-        Xd, _, scale, moments = rf.standardized_input(est, Xd)
-        fmap, est.gamma_, fold_seed, _ = rf.draw_ridge_map(est, Xd, moments, scale)
+        Xd, est.mean_, est.scale_, moments = rf.standardized_input(est, Xd)
+        fmap, est.gamma_, fold_seed, _ = rf.draw_ridge_map(est, Xd, moments, est.scale_)
     else:
         fmap, fold_seed, _ = est._draw_map(Xd)
     return Xd, fmap, fold_seed
@@ -89,6 +89,10 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha):
         max_iter=max_iter, seed=sketch_seed(fold_seed), max_block_bytes=int(est.max_block_bytes),
         split_every=est.split_every, labels_mode=est._labels_mode, targets_fn=est._targets_from_statistics,
     )
+    if getattr(est, "mean_", None) is not None:  # standardize: the model applies (x - mean_) / scale_
+        from ..features._standardize import StandardizedMap
+
+        fmap = StandardizedMap(fmap, est.mean_, est.scale_)
     est.feature_map_ = fmap
     est.n_features_in_ = fmap.n_features_in
     est.n_output_features_ = fmap.n_output_features

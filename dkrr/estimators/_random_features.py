@@ -6,16 +6,117 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_input, check_n_features
+from .._params import check_bool, check_gamma
+from .._validation import check_input, check_n_features, check_random_state, is_dask
 from ..errors import InvalidParameterError
 from ..features import MAP_OPTION_NAMES, FeatureMap, RandomFeatureMap, build_feature_map
 from ..features._blockwise import transform_array
+from ..features._standardize import StandardizedMap, standardize_block
 from ..linalg._memory import check_feature_map_budget
 
-__all__ = ["RandomFeatures", "draw_feature_map"]
+__all__ = ["GAMMA_RULES", "RandomFeatures", "check_gamma_param", "draw_feature_map", "draw_ridge_map", "fit_input_map",
+           "standardized_input"]
+
+#: the data-driven values of ``gamma`` (docs/ALGORITHMS.md section 5)
+GAMMA_RULES = ("median", "scale")
 
 
-def draw_feature_map(est, X, random_state, n_components: int | None = None) -> FeatureMap:
+def check_gamma_param(gamma, kernel):
+    """``gamma``: a positive number, or ``"median"`` / ``"scale"`` for the gaussian kernel."""
+    if isinstance(gamma, str):
+        if gamma not in GAMMA_RULES:
+            raise InvalidParameterError(
+                f"gamma={gamma!r} is neither a positive number nor one of {list(GAMMA_RULES)} "
+                "(the 50-NN median rule, or scikit-learn SVC's 1 / (d Var X))"
+            )
+        if kernel != "gaussian":
+            raise InvalidParameterError(
+                f"gamma={gamma!r} chooses the width of the gaussian kernel; kernel={kernel!r} has "
+                "no width, so leave gamma at its default 1.0"
+            )
+        return gamma
+    return check_gamma(gamma, kernel)
+
+
+def standardized_input(est, X):
+    """One streamed pass for what ``standardize`` and ``gamma="scale"`` need.
+
+    Returns ``(X_used, mean, scale, moments)``: X standardised lazily (dask) or now
+    (numpy) with ``mean``/``scale`` when ``est.standardize``, else X itself and None;
+    ``moments`` (:class:`~dkrr.linalg._moments.ColumnMoments`) or None when neither
+    option needs them. No pass runs for ``standardize=False`` with a numeric gamma.
+    """
+    from ..linalg._moments import column_moments
+    from ..linalg._reduce import as_row_chunked
+
+    standardize = check_bool(est.standardize, "standardize")
+    if not standardize and est.gamma != "scale":
+        return X, None, None, None
+    Xd = X if is_dask(X) else as_row_chunked(X)[0]
+    moments = column_moments(Xd, split_every=getattr(est, "split_every", None))
+    if not standardize:
+        return X, None, None, moments
+    mean, scale = moments.mean, moments.scale()
+    if not is_dask(X):
+        return standardize_block(X, mean, scale), mean, scale, moments
+    from dask.base import tokenize
+
+    Xs = X.map_blocks(
+        standardize_block, mean, scale, dtype=np.float64, meta=np.empty((0, 0)),
+        name=f"dkrr-standardize-{tokenize(standardize_block, X.name, mean, scale)}",
+    )
+    return Xs, mean, scale, moments
+
+
+def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, after_draw=None,
+                  resolve=True):
+    """Draw the map of ``est`` on (standardised) ``X`` and resolve a data-driven gamma.
+
+    The map is drawn first (with ``gamma=1.0`` when gamma is a rule: the gaussian maps
+    of every width share their draw, ``W = sqrt(2 gamma) W_unit``), then ``after_draw(rng)``
+    runs (the ridge estimators draw their fold seed there), then, for ``gamma="median"``,
+    the seed of the bandwidth's row sample is the next draw ``rng.integers(0, 2**63 - 1)``
+    and ``gamma = knn_gamma(X, random_state=seed)``; for ``gamma="scale"`` it is
+    ``1 / (d Var)`` from ``moments`` (of the standardised X when ``scale`` is given). A
+    numeric gamma draws nothing more than before. Returns ``(map, gamma, extra)`` with
+    ``extra`` what ``after_draw`` returned.
+    """
+    rule = est.gamma if isinstance(est.gamma, str) else None
+    fmap = draw_feature_map(est, X, rng, n_components=n_components, gamma=1.0 if rule else None)
+    extra = after_draw(rng) if after_draw is not None else None
+    if rule is None:
+        return fmap, float(est.gamma), extra
+    if not resolve:  # a gamma grid replaces the width
+        return fmap, None, extra
+    if rule == "median":
+        from ..linalg._bandwidth import knn_gamma
+
+        gamma = knn_gamma(X, random_state=int(rng.integers(0, 2**63 - 1)))
+    else:
+        var = moments.total_variance(scale)
+        gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    return fmap.with_gamma(gamma), float(gamma), extra
+
+
+def draw_ridge_map(est, X, moments=None, scale=None, resolve=True):
+    """A ridge estimator's draws from its one generator, in this order: the feature map
+    (the ``n_candidates`` candidates with ``sampling``), the fold seed, then (``gamma=
+    "median"``) the bandwidth sample's seed. Returns ``(map, gamma, fold_seed, rng)``;
+    ``rng`` goes on to the resampling of ``sampling``."""
+    from ..sampling import check_sampling
+
+    rng = check_random_state(est.random_state)
+    sampling, n_cand = check_sampling(est.sampling, est.n_candidates, est.n_components)
+    if sampling is not None and est.method == "nystroem":
+        raise InvalidParameterError("sampling resamples random frequencies; it does not apply to method='nystroem'")
+    fmap, gamma, fold_seed = fit_input_map(
+        est, X, rng, n_components=n_cand or est.n_components, moments=moments, scale=scale,
+        after_draw=lambda r: int(r.integers(0, 2**63 - 1)), resolve=resolve,
+    )
+    return fmap, gamma, fold_seed, rng
+
+
+def draw_feature_map(est, X, random_state, n_components: int | None = None, gamma=None) -> FeatureMap:
     """The feature map of an estimator's map parameters for inputs like ``X``.
 
     ``est`` is :class:`RandomFeatures` or a ridge estimator: anything with the parameters
@@ -23,14 +124,15 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None) -> F
     :data:`~dkrr.features.MAP_OPTION_NAMES`. ``random_state`` (a seed or a Generator that
     is advanced) and ``n_components`` (default ``est.n_components``; leverage sampling
     draws its ``n_candidates`` candidates) are given by the caller. Both estimators draw
-    their map here, so the same parameters and seed give the same map.
+    their map here, so the same parameters and seed give the same map. ``gamma`` (default
+    ``est.gamma``) overrides the width.
     """
     return build_feature_map(
         X,
         kernel=est.kernel,
         method=est.method,
         n_components=est.n_components if n_components is None else n_components,
-        gamma=est.gamma,
+        gamma=est.gamma if gamma is None else gamma,
         random_state=random_state,
         options={name: getattr(est, name) for name in MAP_OPTION_NAMES},
     )
@@ -60,9 +162,15 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         D, the number of random frequencies (rows of W), as in the papers. The output
         width is ``n_output_features_``: ``2 * D`` for the gaussian kernel and for a
         complex ROM (``[Re, Im]`` columns), ``D`` otherwise. (scikit-learn's ``RBFSampler`` counts output columns instead.)
-    gamma : float, default=1.0
+    gamma : float, "median" or "scale", default=1.0
         Gaussian kernel ``k(x, y) = exp(-gamma ||x - y||^2)`` as in scikit-learn. Only for
-        ``kernel="gaussian"``.
+        ``kernel="gaussian"``. ``"median"``: the 50-NN rule of docs/ALGORITHMS.md section
+        5, ``1 / (2 sigma^2)`` with sigma the mean distance to the 50th nearest neighbour
+        within a seeded sample of 1,000 rows (:func:`dkrr.bandwidth.knn_gamma`; the
+        sample's seed is the generator's next draw after the map). ``"scale"``:
+        scikit-learn SVC's ``1 / (d Var(X))`` (variance over every entry, from the
+        column moments). Both are computed on the standardised X with ``standardize``;
+        the value used is ``gamma_``.
     random_state : int, numpy Generator or None, default=None
         Determines every random draw of the map.
     n_hd_blocks : int, optional
@@ -86,6 +194,13 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     row_sampling : {"first", "with_replacement", "without_replacement"}, optional
         ``sorf`` and ``rom`` only: which rows of the last partial ``d' x d'`` block
         (all of W when ``D < d'``) are kept (default first).
+    standardize : bool, default=False
+        Centre and scale every column to unit variance before the map, with the column
+        means and population standard deviations of the training X (one streamed pass,
+        float64, Chan et al.'s pairwise merge of block moments). A constant column gets
+        scale 1 (as scikit-learn's ``StandardScaler``). The fitted map applies
+        ``(x - mean_) / scale_`` to every block it transforms. Off by default, as
+        scikit-learn's estimators never scale implicitly (``dkrr fit`` turns it on).
 
     Attributes
     ----------
@@ -96,7 +211,11 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         The fitted map: a :class:`~dkrr.features.RandomFeatureMap` (a projection and the
         kernel nonlinearity), or a ``NystroemMap`` for ``method="nystroem"``. Small
         plain data; what workers receive. The ridge estimators hold their map under the
-        same name and type.
+        same name and type. With ``standardize`` a ``StandardizedMap`` wrapping it.
+    mean_, scale_ : ndarray of shape (n_features_in_,) or None
+        The column means and scales of ``standardize`` (None without it).
+    gamma_ : float
+        The gaussian width used: ``gamma`` itself, or the value of its rule.
 
     Examples
     --------
@@ -123,6 +242,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         sequence=None,
         rom_diagonal=None,
         row_sampling=None,
+        standardize=False,
     ):
         self.kernel = kernel
         self.method = method
@@ -136,6 +256,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         self.sequence = sequence
         self.rom_diagonal = rom_diagonal
         self.row_sampling = row_sampling
+        self.standardize = standardize
 
     def fit(self, X, y=None):
         """Draw the random map for inputs with ``X.shape[1]`` columns.
@@ -143,13 +264,20 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         For the random projection methods dask input is not computed (its NaN/inf are
         found by ``transform``, block by block); in-memory X is checked for NaN/inf now.
         ``method="nystroem"`` samples its landmarks from the rows of X (for dask input
-        only those rows are computed).
+        only those rows are computed). ``standardize=True`` or ``gamma="scale"`` make one
+        streamed pass over X (column moments); ``gamma="median"`` reads a seeded sample
+        of at most 1,000 rows.
         """
         X = check_input(X)
+        check_gamma_param(self.gamma, self.kernel)
         check_feature_map_budget(  # before the map is allocated
             self.method, X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
         )
-        self.feature_map_ = draw_feature_map(self, X, self.random_state)
+        Xs, mean, scale, moments = standardized_input(self, X)
+        rng = check_random_state(self.random_state)
+        fmap, self.gamma_, _ = fit_input_map(self, Xs, rng, moments=moments, scale=scale)
+        self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
+        self.mean_, self.scale_ = mean, scale
         self.n_features_in_ = X.shape[1]
         self.n_output_features_ = self.feature_map_.n_output_features
         return self

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._params import check_bool, check_choice, check_int
-from .._validation import check_input, check_n_features, check_random_state, is_dask
+from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
 from ..linalg import (
@@ -21,18 +21,21 @@ from ..linalg import (
     ridge_coefficients,
     streamed_statistics,
 )
-from ..linalg._cv import check_folds, check_gammas, score_grid, warn_grid_edge
+from ..features._nonlinear import output_width
+from ..features._standardize import StandardizedMap
+from ..linalg._cv import check_folds, check_gammas, default_alphas, score_grid, warn_grid_edge
 from ..linalg._memory import check_fit_memory
 from ..linalg._weighted import (
     check_sample_weight,
     check_weight_total,
     streamed_statistics_maps,
 )
-from ._random_features import draw_feature_map
+from ._pcg_fit import fit_pcg
+from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
 
 __all__ = ["RandomFeatureRidge"]
 
-_SOLVERS = ("auto", "cholesky", "eigh")
+_SOLVERS = ("auto", "cholesky", "eigh", "pcg")
 
 
 @dataclasses.dataclass(eq=False)
@@ -100,6 +103,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         sampling=None,
         n_candidates=None,
         gammas=None,
+        pcg_rank=None, tol=1e-6, max_iter=200,
+        standardize=False,
     ):
         self.kernel = kernel
         self.method = method
@@ -124,6 +129,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.sampling = sampling
         self.n_candidates = n_candidates
         self.gammas = gammas
+        self.pcg_rank, self.tol, self.max_iter = pcg_rank, tol, max_iter
+        self.standardize = standardize
 
     # ---------------------------------------------------------------- validation
     def _check_params(self):
@@ -140,24 +147,13 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             K, alphas = 1, None
         else:
             K = check_int(self.cv, "cv", minimum=2, allow_none=True)
-            alphas = check_alphas([alpha] if self.alphas is None else self.alphas)
+            alphas = None if self.alphas is None else check_alphas(self.alphas)  # None: default grid
+        check_gamma_param(self.gamma, self.kernel)
+        check_bool(self.standardize, "standardize")
         check_choice(self.solver, "solver", _SOLVERS)
         check_bool(self.fit_intercept, "fit_intercept")
         check_int(self.max_block_bytes, "max_block_bytes")
         return alpha, K, alphas
-
-    def _draw_map(self, X):
-        """Draw the feature map (the n_candidates candidates with sampling), then the fold
-        seed, from one generator (in that order); returns the generator for resampling."""
-        from ..sampling import check_sampling
-
-        rng = check_random_state(self.random_state)
-        sampling, n_cand = check_sampling(self.sampling, self.n_candidates, self.n_components)
-        if sampling is not None and self.method == "nystroem":
-            raise InvalidParameterError("sampling resamples random frequencies; it does not apply to method='nystroem'")
-        fmap = draw_feature_map(self, X, rng, n_components=n_cand or self.n_components)
-        fold_seed = int(rng.integers(0, 2**63 - 1))
-        return fmap, fold_seed, rng
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y, sample_weight=None):
@@ -178,6 +174,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 f"sample_weight cannot be combined with sampling={self.sampling!r} (the leverage "
                 "scores are unweighted); drop one of them."
             )
+        if self.solver == "pcg":  # matrix-free: one streamed pass per CG iteration
+            return fit_pcg(self, Xd, yd, wd, K, gammas, alpha)
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
@@ -187,10 +185,13 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
             n_gammas=1 if gammas is None else len(gammas),
         )
-        fmap, fold_seed, rng = self._draw_map(Xd)
+        Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
+        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
         if self.sampling is not None:  # two passes: candidate scores, then statistics
             from ..sampling import fit_sampled_ridge_statistics
 
+            if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
+                alphas = default_alphas(None, bool(self.fit_intercept), scale=n / output_width(self.kernel, self.n_components))
             fit = fit_sampled_ridge_statistics(
                 Xd, yd, candidate_map=fmap, sampling=self.sampling,
                 n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
@@ -208,6 +209,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             )
             stats = self._targets_from_statistics(stats)
             if K > 1:
+                alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
                 fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
                 fold_sizes = stats.n.copy()
         else:  # one pass for every gamma of the grid, weighted or not
@@ -221,6 +223,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             check_weight_total(every[0])
             stats = every[0]
             if K > 1:
+                alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
                 fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
                 fold_sizes = stats.n.copy()
                 fold_mse = fold_mse if gammas is not None else fold_mse[0]
@@ -229,10 +232,12 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             gidx, idx, self.cv_results_, self.best_score_ = score_grid(
                 alphas, gammas, fold_mse, fold_sizes, fold_weights)
             alpha = float(alphas[idx])
+            warn_grid_edge("alpha", alphas, alpha)
             if gammas is not None:  # the chosen gamma's map and statistics
                 stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
                 warn_grid_edge("gamma", gammas, self.gamma_)
-        self.feature_map_ = fmap
+        self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
+        self.mean_, self.scale_ = mean, scale
         self.n_features_in_ = fmap.n_features_in
         self.n_output_features_ = fmap.n_output_features
         self.fold_seed_ = fold_seed
@@ -328,9 +333,12 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         ``rows x p x 8`` exceeds it is processed in sub-blocks.
     split_every : int, default=None
         Fan-in of the tree reduction (default 8).
-    solver : {"auto", "cholesky", "eigh"}, default="auto"
+    solver : {"auto", "cholesky", "eigh", "pcg"}, default="auto"
         Solver of the final fit (``"auto"`` is Cholesky). Cross-validation always uses
-        one eigendecomposition per fold for the whole grid.
+        one eigendecomposition per fold for the whole grid. ``"pcg"``: matrix-free CG (ALGORITHMS.md 3.9).
+    pcg_rank, tol, max_iter : int, float, int, default=None, 1e-6, 200
+        ``solver="pcg"``: rank of the Nystrom preconditioner (None: ``min(256, p)``; 0: plain
+        CG), relative residual to stop at, most iterations (then a ``ConvergenceWarning``).
     sampling : {None, "surrogate_leverage", "ridge_leverage"}, default=None
         Data-dependent frequencies (ALGORITHMS.md section 4, Liu et al. 2020): draw
         ``n_candidates`` candidates with ``method``, score them in one streamed pass
@@ -386,6 +394,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         With ``gammas``: the chosen gamma (``feature_map_`` is its map).
     fold_seed_ : int
         Seed of the fold hash.
+    solver_info_ : dict
+        ``solver="pcg"``: ``n_iter``, ``converged``, ``residuals`` (iterations x targets), ``rank``.
 
     Notes
     -----

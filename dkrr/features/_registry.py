@@ -31,6 +31,7 @@ from ._qmc import QMCProjection
 from ._rff import RFFProjection
 from ._rom import ROMProjection
 from ._sampled import SampledFeatureMap
+from ._standardize import StandardizedMap
 from ._structured import (
     CirculantProjection,
     HankelProjection,
@@ -88,6 +89,7 @@ MAP_TYPES: dict[str, type[FeatureMap]] = _by_name("map_type", (
     RandomFeatureMap,
     SampledFeatureMap,
     NystroemMap,
+    StandardizedMap,
 ))
 
 #: construction options of the projection methods (the estimators' keyword parameters)

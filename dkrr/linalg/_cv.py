@@ -34,6 +34,7 @@ __all__ = [
     "check_folds",
     "check_gammas",
     "cross_validate_statistics",
+    "default_alphas",
     "score_grid",
     "select_alpha",
     "select_gamma_alpha",
@@ -261,3 +262,25 @@ def warn_grid_edge(name: str, grid, chosen) -> None:
         GridEdgeWarning,
         stacklevel=4,
     )
+
+
+#: the default alpha grid is ``s * 10.0 ** DEFAULT_ALPHA_EXPONENTS`` (ALGORITHMS.md 3.6)
+DEFAULT_ALPHA_EXPONENTS = np.arange(-7, 2, dtype=np.float64)
+
+
+def default_alphas(stats, fit_intercept: bool, *, scale: float | None = None) -> np.ndarray:
+    """The grid scored when ``cv`` is given without ``alphas``: ``s * 10**(-7 .. 1)``.
+
+    ``s`` is the mean diagonal of the (centred, with an intercept) total Gram, ``trace(G')
+    / p``: the size of the penalty that matches the features' own scale, so the grid
+    follows the data (n, the feature width, the kernel) and costs no pass. ``scale``
+    gives ``s`` directly (leverage sampling, whose Gram is not known before its CV).
+    """
+    if scale is None:
+        tot = stats.total()
+        G, zsum, n = tot.G[0], tot.zsum[0], float(tot.weights()[0])
+        trace = float(np.trace(G)) - (float(zsum @ zsum) / n if fit_intercept and n > 0 else 0.0)
+        scale = trace / G.shape[0]
+    if not (np.isfinite(scale) and scale > 0):
+        scale = 1.0
+    return float(scale) * 10.0**DEFAULT_ALPHA_EXPONENTS
