@@ -40,6 +40,7 @@ _RIDGE = {
     "feature_map_": "ridge_map", "n_features_in_": "count", "n_output_features_": "count",
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
     "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
+    "solver_info_": "solver_info",  # solver="pcg"
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -48,7 +49,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"cv_results_", "best_score_", "store_classes_", "gamma_"}
+_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -302,6 +303,17 @@ class _Reader:
         if not _is_real(v) or not math.isfinite(v):
             raise self.bad(where, f"must be a finite real number or a float array, got {v!r}")
         return v
+
+    def _f_solver_info(self, v, where):
+        keys = {"solver", "n_iter", "converged", "residuals", "tol", "rank", "passes"}
+        if not isinstance(v, dict) or set(v) != keys or v["solver"] != "pcg":
+            raise self.bad(where, f"must be the pcg solver's record with exactly the keys {sorted(keys)}")
+        for k in ("n_iter", "rank", "passes"):
+            if not _is_int(v[k]) or not 0 <= v[k] <= 2**40:
+                raise self.bad(f"{where}.{k}", f"must be a non-negative integer, got {v[k]!r}")
+        if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
+            raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
+        return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,), finite=False)}
 
     def _f_gamma(self, v, where):
         if not _is_real(v) or not math.isfinite(v) or v <= 0:

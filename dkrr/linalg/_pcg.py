@@ -259,7 +259,7 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     the map. No term is quadratic in p.
     """
     from . import _memory as m
-    from ._reduce import DEFAULT_SPLIT_EVERY
+    from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
 
     d, D, t = int(n_features_in), int(n_components), int(n_targets)
     p = m._output_width(kernel, D)
@@ -270,6 +270,8 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     block = (2 * partial + 8 * p * rank + 8 * sub * (p + m._work_width(method, d, D) + max(rank, t)) + fmap
              + 16 * int(block_rows) * (d + t) + 2**20)
     split = DEFAULT_SPLIT_EVERY if split_every is None else int(split_every)
-    reduction = (min(split, max(1, int(n_blocks))) + 1) * partial
+    chains = min(default_n_chains(), max(1, int(n_blocks)))
+    threads = m.threads_per_worker()
+    reduction = (min(split, chains) + 1) * partial
     client = 8 * p * (7 * rank + 6 * t) + partial + fmap
-    return m.MemoryEstimate(p, fmap, partial, block, reduction, client)
+    return m.MemoryEstimate(p, fmap, partial, block, reduction, client, threads, min(threads, -(-chains // split)))
