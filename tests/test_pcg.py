@@ -205,3 +205,14 @@ def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
     assert est.solver_info_["converged"] and est.solver_info_["n_iter"] >= 5
     assert _rel(est.coef_, ref.coef_) < 1e-8
     np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-8)
+
+
+def test_pcg_with_standardize_and_gamma_rule_equals_gram_path():
+    X, Y = _data(n=800)
+    X = X * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0
+    kw = dict(MAP, gamma="scale", standardize=True, alpha=0.3)
+    ref = RandomFeatureRidge(**kw).fit(X, Y)
+    est = RandomFeatureRidge(**kw, solver="pcg", tol=1e-11).fit(X, Y)
+    assert est.gamma_ == ref.gamma_
+    np.testing.assert_array_equal(est.mean_, ref.mean_)
+    assert _rel(est.predict(X), ref.predict(X)) < 1e-6

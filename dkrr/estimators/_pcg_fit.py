@@ -58,23 +58,13 @@ def _refuse_combinations(est, alpha, n_folds, gammas, sample_weight):
         )
 
 
-def _draw_map(est, Xd):
-    """The map and fold seed drawn exactly as the Gram path draws them."""
-    from . import _random_features as rf
-
-    if hasattr(rf, "draw_ridge_map"):  # standardize / gamma rules
-        Xd, est.mean_, est.scale_, moments = rf.standardized_input(est, Xd)
-        fmap, est.gamma_, fold_seed, _ = rf.draw_ridge_map(est, Xd, moments, est.scale_)
-    else:
-        fmap, fold_seed, _ = est._draw_map(Xd)
-    return Xd, fmap, fold_seed
-
-
 def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha):
     """Fit ``est`` with the matrix-free PCG solver; sets the fitted map attributes and
     ``solver_info_``. Returns ``(beta (p, t), intercept (t,))``."""
+    from ..features._standardize import StandardizedMap
     from ..linalg._memory import check_fit_memory
     from ..linalg._pcg import pcg_ridge, sketch_seed
+    from ._random_features import draw_ridge_map, standardized_input
 
     rank, tol, max_iter = check_pcg_params(est)
     _refuse_combinations(est, alpha, n_folds, gammas, wd)
@@ -83,17 +73,15 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha):
         split_every=est.split_every, max_block_bytes=est.max_block_bytes,
         displacement_rank=est.displacement_rank, solver="pcg", pcg_rank=rank,
     )
-    Xd, fmap, fold_seed = _draw_map(est, Xd)
+    Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
+    fmap, est.gamma_, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)
     res = pcg_ridge(
         Xd, yd, fmap, alpha=alpha, fit_intercept=bool(est.fit_intercept), rank=rank, tol=tol,
         max_iter=max_iter, seed=sketch_seed(fold_seed), max_block_bytes=int(est.max_block_bytes),
         split_every=est.split_every, labels_mode=est._labels_mode, targets_fn=est._targets_from_statistics,
     )
-    if getattr(est, "mean_", None) is not None:  # standardize: the model applies (x - mean_) / scale_
-        from ..features._standardize import StandardizedMap
-
-        fmap = StandardizedMap(fmap, est.mean_, est.scale_)
-    est.feature_map_ = fmap
+    est.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)  # as the Gram path
+    est.mean_, est.scale_ = mean, scale
     est.n_features_in_ = fmap.n_features_in
     est.n_output_features_ = fmap.n_output_features
     est.fold_seed_ = fold_seed
