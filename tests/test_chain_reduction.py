@@ -201,3 +201,18 @@ def test_traced_memory_of_a_ridge_pass_is_within_the_per_worker_formula(threads)
     # two statistics objects and a Gram temporary (S / K) per thread, plus the buffers
     assert est.worker <= threads * (2 + 1 / K) * S + 4 * 2**20
     assert tree > 2 * chain, (tree / S, chain / S)
+
+
+def test_worker_estimate_counts_only_the_steps_that_can_run_at_once():
+    """64 threads but 8 blocks: at most 8 chain steps (one block each, no running sum to
+    receive) run at once, then one combine of the 8 sums."""
+    kw = dict(kernel="gaussian", method="rff", n_features_in=4, n_components=256, n_folds=5,
+              block_rows=64, n_blocks=8)
+    S = statistics_bytes(512, 1, 5)
+    wide = ridge_memory_estimate(n_chains=64, threads=64, **kw)
+    assert wide.threads == 8 and wide.tree_tasks == 1
+    step = wide.block_task - wide.feature_map
+    assert S < step < 1.5 * S  # one statistics object, the Gram temporary and buffers
+    assert wide.worker == max(8 * step + wide.feature_map, 9 * S + 2**20)
+    long = ridge_memory_estimate(n_chains=2, threads=2, **{**kw, "n_blocks": 16})
+    assert 2 * S < long.block_task - long.feature_map < 2.5 * S  # received sum + its own

@@ -19,7 +19,7 @@ number of blocks):
   displacement rank); ``8 (D d + 3 D^2)`` for Nystroem (landmarks, ``K_CC``, its
   eigenvectors and ``K_CC^(-1/2)``);
 * a block task (a step of a chain): two statistics objects (the running sum it receives
-  and the block's, into which that sum is added), the ``p x p`` temporary of ``Z^T Z``
+  and the block's, into which that sum is added; one when every chain is one block), the ``p x p`` temporary of ``Z^T Z``
   (``8 p^2`` when a Gram is accumulated), the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
   map, the blocks of X and y and their copy sorted by fold (``16 r (d + t)``) and 1 MiB
@@ -27,8 +27,8 @@ number of blocks):
 * a combine task of the tree over the chains' sums: ``min(s, C) + 1`` statistics
   objects (its inputs and its output) and the 1 MiB of a task;
 * a worker (:attr:`MemoryEstimate.worker`): ``max(T (block task - map) + map,
-  min(T, ceil(C / s)) x combine task)``: while the chains run each thread holds one
-  chain step (the map is shared), and only the ``ceil(C / s)`` combines of the tree's
+  min(T, ceil(C / s)) x combine task)`` with ``T`` at most ``C``: while the chains run
+  each thread holds one chain step (the map is shared), and only the ``ceil(C / s)`` combines of the tree's
   first level can run at once. With ``S`` a statistics object, ``B`` a block's buffers
   and ``F`` the map, and the default ``C = T x workers <= s``: ``max(T (2 S + B) + F,
   (C + 1) S)``, independent of the number of blocks;
@@ -175,7 +175,10 @@ def ridge_memory_estimate(
     from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
 
     n_chains = min(int(default_n_chains() if n_chains is None else n_chains), max(1, int(n_blocks)))
-    threads = int(threads_per_worker() if threads is None else threads)
+    # chain steps run at once on a worker: its threads, at most one per chain
+    threads = min(int(threads_per_worker() if threads is None else threads), n_chains)
+    # a chain's first step receives no running sum: one-block chains hold one object
+    held = 2 if int(n_blocks) > n_chains else 1
     split = DEFAULT_SPLIT_EVERY if split_every is None else int(split_every)
     fan_in = min(split, n_chains)
     tree_tasks = min(threads, -(-n_chains // split))
@@ -199,7 +202,7 @@ def ridge_memory_estimate(
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
-        block = (2 * stats + transient + (8 * p * p if gram else 0) + buffer + fmap
+        block = (held * stats + transient + (8 * p * p if gram else 0) + buffer + fmap
                  + 16 * int(block_rows) * (n_features_in + t) + _TASK_OVERHEAD)
         reduction = (fan_in + 1) * stats + _TASK_OVERHEAD
         client = stats + (4 * 8 * p * p if gram else 0) + fmap
