@@ -130,8 +130,10 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
     def number(v):
         return None if isinstance(v, bool) or not isinstance(v, (int, float)) else float(v)
 
-    if dest in ("classifier", "fit_intercept"):
+    if dest in ("classifier", "fit_intercept", "standardize"):
         return "true or false", lambda v: v if isinstance(v, bool) else None
+    if dest == "gamma":
+        return "a positive number, 'median' or 'scale'", lambda v: v if v in ("median", "scale") else number(v)
     if dest in GRID_PARSERS:
         def grid(v):
             if isinstance(v, str):
@@ -167,7 +169,7 @@ def _load_config(path: str | None) -> dict:
             )
         raw = raw["fit"]
     types = {dest: typ for _, dest, typ, _ in ESTIMATOR_OPTIONS}
-    types.update(classifier=bool, fit_intercept=bool)
+    types.update(classifier=bool, fit_intercept=bool, standardize=bool)
     config = {}
     for key, value in raw.items():
         dest = key.replace("-", "_")
@@ -201,10 +203,15 @@ def estimator_from_options(args):
         value = getattr(args, dest, None)
         if value is not None:
             options[dest] = value
-    for dest in ("classifier", "fit_intercept"):
+    for dest in ("classifier", "fit_intercept", "standardize"):
         value = getattr(args, dest, None)
         if value is not None:
             options[dest] = value
+    # the command's defaults differ from the classes' (which follow scikit-learn): scale the
+    # columns, and choose the gaussian width by the 50-NN rule
+    options.setdefault("standardize", True)
+    if "gamma" not in options and options.get("kernel", "gaussian") == "gaussian":
+        options["gamma"] = "median"
     classifier = bool(options.pop("classifier", False))
     cls = RandomFeatureRidgeClassifier if classifier else RandomFeatureRidge
     valid = set(cls().get_params())

@@ -13,7 +13,8 @@ ESTIMATOR_OPTIONS = [
     ("--method", "method", str, "feature map: rff, orf, sorf, fastfood, circulant, skew_circulant, "
                                 "toeplitz, hankel, toeplitz_like, qmc, nystroem (default sorf)"),
     ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
-    ("--gamma", "gamma", float, "Gaussian kernel exp(-gamma ||x-y||^2) (default 1.0)"),
+    ("--gamma", "gamma", "gamma", "Gaussian kernel exp(-gamma ||x-y||^2): a number, 'median' (the "
+                                 "50-NN rule on a 1,000-row sample; the default) or 'scale' (1 / (d Var X))"),
     ("--alpha", "alpha", float, "ridge penalty (default 1.0)"),
     ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation"),
     ("--gammas", "gammas", None, "comma-separated gamma grid scored jointly with the alphas by "
@@ -54,6 +55,21 @@ def _parse_gammas(text) -> list[float]:
             "a positive number, e.g. --gammas 0.01,0.1,1"
         )
     return gammas
+
+
+def _parse_gamma(text):
+    """``--gamma``: a positive number, or one of the rules ``median`` / ``scale``."""
+    if str(text).strip().lower() in ("median", "scale"):
+        return str(text).strip().lower()
+    try:
+        gamma = float(text)
+    except ValueError:
+        gamma = float("nan")
+    if not gamma > 0 or gamma == float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"--gamma must be a positive number, 'median' or 'scale', got {text!r}"
+        )
+    return gamma
 
 
 #: options whose value is a comma-separated grid, and their parsers
@@ -109,8 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--classifier", action="store_true", default=None, help="fit RandomFeatureRidgeClassifier")
     p.add_argument("--no-intercept", dest="fit_intercept", action="store_false", default=None,
                    help="fit without an intercept")
+    std = p.add_mutually_exclusive_group()
+    std.add_argument("--standardize", dest="standardize", action="store_true", default=None,
+                     help="centre and scale every column with its training mean and std (the default)")
+    std.add_argument("--no-standardize", dest="standardize", action="store_false",
+                     help="use the columns as stored")
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
-        p.add_argument(flag, dest=dest, type=GRID_PARSERS.get(dest, typ), help=help_)
+        p.add_argument(flag, dest=dest, type=_parse_gamma if dest == "gamma" else GRID_PARSERS.get(dest, typ),
+                       help=help_)
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     p.add_argument("--json", action="store_true",
                    help="print the summary and the cross-validation results as JSON, at full "

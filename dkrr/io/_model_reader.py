@@ -41,15 +41,17 @@ _RIDGE = {
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
     "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
     "solver_info_": "solver_info",  # solver="pcg"
+    "mean_": "columns", "scale_": "columns",  # standardize (None without it)
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
-    "RandomFeatures": {"feature_map_": "map", "n_features_in_": "count", "n_output_features_": "count"},
+    "RandomFeatures": {"feature_map_": "map", "n_features_in_": "count", "n_output_features_": "count",
+                       "gamma_": "gamma", "mean_": "columns", "scale_": "columns"},
     "RandomFeatureRidge": _RIDGE,
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_"}
+_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -303,6 +305,9 @@ class _Reader:
         if not _is_real(v) or not math.isfinite(v):
             raise self.bad(where, f"must be a finite real number or a float array, got {v!r}")
         return v
+
+    def _f_columns(self, v, where):
+        return None if v is None else self.array(v, where, ndim=(1,))
 
     def _f_solver_info(self, v, where):
         keys = {"solver", "n_iter", "converged", "residuals", "tol", "rank", "passes"}
