@@ -43,6 +43,9 @@ def test_pcg_equals_gram_path(fit_intercept):
     ref = RandomFeatureRidge(**kw).fit(X, Y)
     est = RandomFeatureRidge(**kw, solver="pcg", tol=1e-11, pcg_rank=32).fit(X, Y)
     assert est.solver_info_["converged"]
+    # the sketch's seed is a child of the fold seed: the map and the folds are the Gram path's
+    assert est.fold_seed_ == ref.fold_seed_
+    np.testing.assert_array_equal(est.feature_map_.transform(X[:5]), ref.feature_map_.transform(X[:5]))
     assert _rel(est.coef_, ref.coef_) < 1e-6
     assert _rel(est.predict(X), ref.predict(X)) < 1e-6
     if fit_intercept:
@@ -75,6 +78,13 @@ def test_preconditioner_cuts_iterations():
     for info in (plain, pre):  # the history: one row per iteration plus the start
         assert info["residuals"].shape == (info["n_iter"] + 1, 2)
         assert info["residuals"][0].max() == pytest.approx(1.0) and info["residuals"][-1].max() <= 1e-10
+
+
+def test_full_rank_preconditioner_is_exact():
+    # rank >= p: the Nystrom factor is A itself and P^-1 (A + alpha I) = (lam_p + alpha) I
+    X, Y = _data(n=800)
+    est = RandomFeatureRidge(**MAP, alpha=0.01, solver="pcg", pcg_rank=10_000, tol=1e-10).fit(X, Y)
+    assert est.solver_info_["rank"] == 128 and est.solver_info_["n_iter"] == 1
 
 
 def test_convergence_warning_at_max_iter():
