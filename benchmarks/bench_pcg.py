@@ -80,7 +80,8 @@ def main(argv=None) -> None:
             rmse_g = float(np.sqrt(np.mean((pg - yte) ** 2)))
 
         def f(v, spec):
-            return f"{'-':>{spec.split('.')[0]}}" if v is None else format(v, spec)
+            width = int(spec.rstrip("dfe").split(".")[0])
+            return f"{'-':>{width}}" if v is None else format(v, spec)
 
         it = pcg.solver_info_["n_iter"]
         conv = "" if pcg.solver_info_["converged"] else "*"
