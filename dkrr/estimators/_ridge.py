@@ -31,6 +31,7 @@ from ..linalg._weighted import (
     streamed_statistics_maps,
 )
 from ._pcg_fit import fit_pcg
+from ._inputs import _materialize, _refuse_sparse  # noqa: F401 - the classifier imports them from here
 from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
 
 __all__ = ["RandomFeatureRidge"]
@@ -305,8 +306,10 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         D, the number of random frequencies; the model has ``n_output_features_``
         coefficients per target (``2 * D`` for the gaussian kernel). scikit-learn's
         ``RBFSampler`` counts output columns instead.
-    gamma : float, default=1.0
-        Gaussian kernel ``exp(-gamma ||x - y||^2)``.
+    gamma : float, "median" or "scale", default=1.0
+        Gaussian kernel ``exp(-gamma ||x - y||^2)``; ``"median"`` (the 50-NN rule on a seeded
+        1,000-row sample) and ``"scale"`` (``1 / (d Var X)``) as in :class:`dkrr.RandomFeatures`,
+        computed on the standardised X with ``standardize``. The value used is ``gamma_``.
     alpha : float, default=1.0
         Ridge penalty, ``>= 0`` as scikit-learn's ``Ridge`` (a negative value is an
         :class:`~dkrr.errors.InvalidParameterError`). ``0`` is least squares and raises
@@ -315,13 +318,17 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Grid (each ``>= 0``) scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
         error rather than a silent choice of folds).
     cv : int, default=None
-        Number of folds K of the one-pass cross-validation. With ``cv`` and no
-        ``alphas`` the grid is ``[alpha]`` (its CV error is reported). Rows go to
-        folds by a seeded hash of their global index (independent of the chunking).
+        Number of folds K of the one-pass cross-validation. With ``cv`` and no ``alphas``
+        the default grid ``s * 10**(-7, ..., 1)`` is scored, ``s`` the mean diagonal of the
+        (centred) Gram (docs/ALGORITHMS.md 3.6; ``alpha`` is then not used; before issue 13
+        the grid was ``[alpha]``). A chosen alpha on the edge of its grid warns
+        (:class:`~dkrr.errors.GridEdgeWarning`). Rows go to folds by a seeded hash of their
+        global index (independent of the chunking).
     fit_intercept : bool, default=True
     random_state : int, numpy Generator or None, default=None
         One generator is made from it; the feature map is drawn first (exactly as
-        ``RandomFeatures(random_state=...)`` draws it), then the fold seed.
+        ``RandomFeatures(random_state=...)`` draws it), then the fold seed, then (``gamma=
+        "median"``) the seed of the bandwidth's row sample.
     n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence, rom_diagonal, row_sampling : optional
         Options of the projection methods (see :class:`dkrr.RandomFeatures`).
     chunk_rows : int, default=None
@@ -360,6 +367,10 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         accumulates one statistics object per gamma, so the cost grows with the number
         of gammas and the reads do not. A chosen gamma on the edge of the grid warns
         (:class:`~dkrr.errors.GridEdgeWarning`).
+    standardize : bool, default=False
+        Centre and scale the columns before the map, as in :class:`dkrr.RandomFeatures`
+        (one more streamed pass over X, for the column moments; ``feature_map_`` then
+        applies ``(x - mean_) / scale_``, also in model files).
 
     Attributes
     ----------
@@ -391,7 +402,10 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         (higher is better). Ties of the mean go to the larger alpha, then to the
         smaller gamma.
     gamma_ : float
-        With ``gammas``: the chosen gamma (``feature_map_`` is its map).
+        The gaussian width used: ``gamma``, the value of its rule, or with ``gammas`` the
+        chosen one (``feature_map_`` is its map).
+    mean_, scale_ : ndarray of shape (n_features_in_,) or None
+        The column means and scales of ``standardize`` (None without it).
     fold_seed_ : int
         Seed of the fold hash.
     solver_info_ : dict
@@ -477,22 +491,3 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         tags.target_tags.multi_output = True
         return tags
 
-
-def _refuse_sparse(*arrays):
-    import scipy.sparse
-
-    for a in arrays:
-        if scipy.sparse.issparse(a):
-            raise InputValidationError(
-                "sparse input is not supported: random features are dense. Convert with "
-                "X.toarray() (or stream dense row blocks from a dask/zarr array)."
-            )
-
-
-def _materialize(a):
-    """numpy version of a numpy/dask/zarr array (computes dask input)."""
-    if is_dask(a):
-        from .._progress import compute_limited
-
-        return np.asarray(compute_limited(a, label="computing")[0])
-    return np.asarray(a)
