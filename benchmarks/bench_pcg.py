@@ -60,7 +60,7 @@ def main(argv=None) -> None:
           f"{'rel pred':>9} {'rmse gram':>9} {'rmse pcg':>9}")
     for D in args.D:
         p = 2 * D
-        kw = dict(method="sorf", n_components=D, gamma=args.gamma, alpha=args.alpha, random_state=0)
+        kw = {"method": "sorf", "n_components": D, "gamma": args.gamma, "alpha": args.alpha, "random_state": 0}
         gram = gram_s = None
         if p <= args.gram_max_p:
             gram, gram_s = _timed(RandomFeatureRidge(**kw), Xtr, ytr)

@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier
 from dkrr.errors import InvalidParameterError
 
-MAP = dict(method="rff", n_components=64, gamma=0.3, random_state=5)
+MAP = {"method": "rff", "n_components": 64, "gamma": 0.3, "random_state": 5}
 
 
 def _data(n=1500, d=4, t=2, seed=0):
@@ -69,7 +69,8 @@ def test_pcg_classifier_equals_gram_path():
 
 def test_preconditioner_cuts_iterations():
     X, Y = _data(n=2000)
-    kw = dict(method="rff", n_components=64, gamma=0.5, random_state=1, alpha=0.5, solver="pcg", tol=1e-10)
+    kw = {"method": "rff", "n_components": 64, "gamma": 0.5, "random_state": 1, "alpha": 0.5, "solver": "pcg",
+          "tol": 1e-10}
     plain = RandomFeatureRidge(**kw, pcg_rank=0).fit(X, Y).solver_info_
     pre = RandomFeatureRidge(**kw, pcg_rank=64).fit(X, Y).solver_info_
     assert plain["converged"] and pre["converged"] and plain["rank"] == 0 and pre["rank"] == 64
@@ -117,7 +118,7 @@ def test_no_p_by_p_allocation():
     X = rng.standard_normal((256, 8))
     y = np.sin(X[:, 0])
     p = 2048  # gaussian kernel, D = 1024: 8 p^2 = 32 MiB
-    kw = dict(method="sorf", n_components=1024, gamma=0.1, alpha=1.0, random_state=0)
+    kw = {"method": "sorf", "n_components": 1024, "gamma": 0.1, "alpha": 1.0, "random_state": 0}
     with dask.config.set(scheduler="sync"):
         gram = _peak_bytes(RandomFeatureRidge(**kw), X, y)
         pcg = _peak_bytes(RandomFeatureRidge(**kw, solver="pcg", pcg_rank=32, tol=1e-8), X, y)
@@ -133,7 +134,7 @@ def test_invalid_combinations_are_refused():
         RandomFeatureRidge(**MAP, solver="pcg", alpha=0.0).fit(X, Y)
     with pytest.raises(InvalidParameterError, match="sample_weight"):
         RandomFeatureRidge(**MAP, solver="pcg").fit(X, Y, sample_weight=np.ones(300))
-    for bad in (dict(pcg_rank=-1), dict(tol=0.0), dict(max_iter=0), dict(tol="x")):
+    for bad in ({"pcg_rank": -1}, {"tol": 0.0}, {"max_iter": 0}, {"tol": "x"}):
         with pytest.raises(InvalidParameterError):
             RandomFeatureRidge(**MAP, solver="pcg", **bad).fit(X, Y)
 
@@ -142,8 +143,8 @@ def test_memory_estimate_has_no_quadratic_term():
     from dkrr.linalg._memory import ridge_memory_estimate
     from dkrr.linalg._pcg import pcg_memory_estimate
 
-    common = dict(kernel="gaussian", method="sorf", n_features_in=16, n_components=32768, n_targets=1,
-                  split_every=None, block_rows=4000, n_blocks=40, max_block_bytes=64 * 2**20)
+    common = {"kernel": "gaussian", "method": "sorf", "n_features_in": 16, "n_components": 32768, "n_targets": 1,
+                  "split_every": None, "block_rows": 4000, "n_blocks": 40, "max_block_bytes": 64 * 2**20}
     pcg = pcg_memory_estimate(**common, rank=256)
     gram = ridge_memory_estimate(**common)
     p = 65536
@@ -183,8 +184,8 @@ def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
     da.from_array(X, chunks=(2000, 6)).to_zarr(str(tmp_path / "X.zarr"))
     da.from_array(Y[:, 0], chunks=2000).to_zarr(str(tmp_path / "y.zarr"))
     Xz, yz = da.from_zarr(str(tmp_path / "X.zarr")), da.from_zarr(str(tmp_path / "y.zarr"))
-    kw = dict(method="rff", n_components=64, gamma=0.3, random_state=2, alpha=10.0, solver="pcg",
-              pcg_rank=32, tol=1e-10)
+    kw = {"method": "rff", "n_components": 64, "gamma": 0.3, "random_state": 2, "alpha": 10.0, "solver": "pcg",
+              "pcg_rank": 32, "tol": 1e-10}
     with dask.config.set(scheduler="threads"):
         ref = RandomFeatureRidge(**kw).fit(X, Y[:, 0])
     pids = proc_client.run(os.getpid)
@@ -200,7 +201,7 @@ def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
         while time.time() < deadline:
             if proc_client.run_on_scheduler(iterations_running) > 0 and not killed:
                 time.sleep(0.5)  # a few iterations in
-                victim = sorted(pids)[0]
+                victim = min(pids)
                 os.kill(pids[victim], signal.SIGKILL)
                 killed["at"] = time.time()
                 return

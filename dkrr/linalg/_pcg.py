@@ -32,7 +32,12 @@ import warnings
 import numpy as np
 
 from ._precondition import gaussian_test_matrix, nystrom_from_sketch
-from ._stats import RidgeStatistics, combine_statistics, fold_feature_blocks, prepare_block
+from ._stats import (
+    RidgeStatistics,
+    combine_statistics,
+    fold_feature_blocks,
+    prepare_block,
+)
 
 __all__ = ["DEFAULT_PCG_RANK", "PcgResult", "pcg_ridge", "sketch_seed"]
 

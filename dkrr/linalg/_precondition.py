@@ -77,7 +77,7 @@ def nystrom_from_sketch(S: np.ndarray, G: np.ndarray, mu: float) -> NystromPreco
     -------
     NystromPreconditioner
     """
-    p, rank = G.shape
+    p = G.shape[0]
     Q, R = np.linalg.qr(G)
     # Y = A Q = S R^-1, i.e. R^T Y^T = S^T
     Y = scipy.linalg.solve_triangular(R, S.T, trans="T", lower=False).T
