@@ -63,6 +63,15 @@ def test_median_gamma_on_the_transformer_and_nystroem():
     np.testing.assert_allclose(rf.transform(X), ref.transform(Xs), rtol=1e-10, atol=1e-12)
 
 
+def test_median_gamma_on_fewer_rows_than_the_50th_neighbour_uses_the_farthest():
+    X, _ = _data(n=30)
+    rf = RandomFeatures(method="rff", n_components=8, gamma="median", random_state=2).fit(X)
+    rng = np.random.default_rng(2)
+    RandomFeatures(method="rff", n_components=8, random_state=rng).fit(X)
+    assert rf.gamma_ == knn_gamma(X, k=29, random_state=int(rng.integers(0, 2**63 - 1)))
+    assert RandomFeatures(method="rff", n_components=8, gamma="median").fit(X[:1]).gamma_ == 1.0
+
+
 @pytest.mark.parametrize("standardize", [False, True])
 def test_scale_gamma_is_sklearn_svc_formula(standardize):
     X, y = _data()

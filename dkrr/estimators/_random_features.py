@@ -76,7 +76,7 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
     of every width share their draw, ``W = sqrt(2 gamma) W_unit``), then ``after_draw(rng)``
     runs (the ridge estimators draw their fold seed there), then, for ``gamma="median"``,
     the seed of the bandwidth's row sample is the next draw ``rng.integers(0, 2**63 - 1)``
-    and ``gamma = knn_gamma(X, random_state=seed)``; for ``gamma="scale"`` it is
+    and ``gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed)`` (1.0 for one row); for ``gamma="scale"`` it is
     ``1 / (d Var)`` from ``moments`` (of the standardised X when ``scale`` is given). A
     numeric gamma draws nothing more than before. Returns ``(map, gamma, extra)`` with
     ``extra`` what ``after_draw`` returned.
@@ -91,7 +91,9 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
     if rule == "median":
         from ..linalg._bandwidth import knn_gamma
 
-        gamma = knn_gamma(X, random_state=int(rng.integers(0, 2**63 - 1)))
+        seed, n = int(rng.integers(0, 2**63 - 1)), int(X.shape[0])
+        # fewer than 51 rows: the nearest neighbour there is (one row has no distance at all)
+        gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed) if n > 1 else 1.0
     else:
         var = moments.total_variance(scale)
         gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
@@ -167,7 +169,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         ``kernel="gaussian"``. ``"median"``: the 50-NN rule of docs/ALGORITHMS.md section
         5, ``1 / (2 sigma^2)`` with sigma the mean distance to the 50th nearest neighbour
         within a seeded sample of 1,000 rows (:func:`dkrr.bandwidth.knn_gamma`; the
-        sample's seed is the generator's next draw after the map). ``"scale"``:
+        sample's seed is the generator's next draw after the map; with fewer than 51
+        rows the ``n - 1``-th neighbour). ``"scale"``:
         scikit-learn SVC's ``1 / (d Var(X))`` (variance over every entry, from the
         column moments). Both are computed on the standardised X with ``standardize``;
         the value used is ``gamma_``.
