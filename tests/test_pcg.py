@@ -121,7 +121,7 @@ def test_no_p_by_p_allocation():
     kw = {"method": "sorf", "n_components": 1024, "gamma": 0.1, "alpha": 1.0, "random_state": 0}
     with dask.config.set(scheduler="sync"):
         gram = _peak_bytes(RandomFeatureRidge(**kw), X, y)
-        pcg = _peak_bytes(RandomFeatureRidge(**kw, solver="pcg", pcg_rank=32, tol=1e-8), X, y)
+        pcg = _peak_bytes(RandomFeatureRidge(**kw, solver="pcg", pcg_rank=32, tol=1e-3), X, y)
     assert gram > 8 * p * p  # the measurement sees the Gram path's p x p arrays
     assert pcg < 8 * p * p / 4, (pcg, gram)
 
