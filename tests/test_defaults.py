@@ -235,3 +235,18 @@ def test_cli_fit_uses_the_defaults_on_an_ingested_store(tmp_path):
     assert len(est.cv_results_["alphas"]) == 9 and est.alpha_ == pytest.approx(ref.alpha_, rel=1e-9)
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     assert doc["estimator"]["__estimator__"]["params"]["standardize"] is True
+
+
+# --- scikit-learn's checks with the data-driven options on -------------------------------
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from test_sklearn_checks import _expected_failed_checks  # noqa: E402
+
+
+@parametrize_with_checks([
+    RandomFeatures(method="rff", n_components=16, standardize=True, gamma="median", random_state=0),
+    RandomFeatureRidgeClassifier(method="rff", n_components=32, standardize=True, gamma="median", random_state=0),
+], expected_failed_checks=_expected_failed_checks, xfail_strict=True)
+def test_sklearn_checks_with_standardize_and_gamma_rules(estimator, check):
+    check(estimator)
