@@ -122,6 +122,14 @@ def test_default_alpha_grid_follows_the_gram_and_its_choice_is_interior():
     assert est.cv_results_["fold_mse"].shape == (3, 9)
 
 
+def test_default_alpha_grid_with_leverage_sampling_is_scaled_by_n_over_p():
+    X, y = _data(n=600)
+    est = RandomFeatureRidge(method="rff", n_components=16, gamma=0.2, standardize=True, cv=3,
+                             sampling="surrogate_leverage", random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.cv_results_["alphas"], 600 / 32 * 10.0 ** np.arange(-7, 2), rtol=1e-12)
+    assert est.alpha_ in est.cv_results_["alphas"]
+
+
 def test_alpha_on_the_edge_of_its_grid_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 3))
