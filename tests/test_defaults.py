@@ -2,8 +2,6 @@
 grid-edge warning for alpha, the CLI's defaults and the quality they give on real data."""
 
 import json
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -214,22 +212,19 @@ def test_cli_config_file_takes_standardize_and_gamma_rules(tmp_path):
 
 
 @pytest.mark.cluster
-def test_cli_fit_uses_the_defaults_on_an_ingested_store(tmp_path):
+def test_cli_fit_uses_the_defaults_on_an_ingested_store(tmp_path, capsys, local_cluster):
+    from dkrr.cli import main
+
     Xtr, ytr, _, _ = _magic(1200)
     csv = tmp_path / "magic.csv"
     with open(csv, "w") as fh:
         for row, label in zip(Xtr, ytr):
             fh.write(",".join(f"{v:.6f}" for v in row) + f",{label}\n")
-
-    def run(*args):
-        proc = subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args)], capture_output=True,
-                              text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        return proc
-
-    run("ingest", csv, "--out", tmp_path / "s", "--dtype", "float64", "--chunk-rows", 500, "-q")
-    run("fit", tmp_path / "s", "--out", tmp_path / "m", "--classifier", "--n-components", 32, "--cv", 3,
-        "--random-state", 0, "--json", "-q", "--workers", 1, "--threads-per-worker", 2)
+    assert main(["ingest", str(csv), "--out", str(tmp_path / "s"), "--dtype", "float64", "--chunk-rows", "500",
+                 "-q"]) == 0
+    assert main(["fit", str(tmp_path / "s"), "--out", str(tmp_path / "m"), "--classifier", "--n-components", "32",
+                 "--cv", "3", "--random-state", "0", "--json", "-q",
+                 "--scheduler", local_cluster.scheduler_address]) == 0, capsys.readouterr().err
     est = load_model(tmp_path / "m")
     assert est.standardize is True and est.gamma == "median" and est.mean_ is not None
     from dkrr.io import open_dataset
