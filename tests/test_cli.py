@@ -336,6 +336,20 @@ def test_evaluate_rounds_regression_metrics(small_store, tmp_path, capsys, local
     assert out.splitlines() == [f"r2: {m['r2']:.4f}", f"rmse: {m['rmse']:.4g}", f"mse: {m['mse']:.4g}",
                                 "n_rows: 800"]
     assert len(repr(m["rmse"])) > 8  # the JSON keeps every digit
+    code, out, err = _main(capsys, "predict", tmp_path / "m", store, "--out", tmp_path / "p", *addr)
+    assert code == 0 and out == f"wrote {tmp_path / 'p'}: y_pred for 800 rows\n", (out, err)
+    code, out, err = _main(capsys, "predict", tmp_path / "m", store, "--out", tmp_path / "p2", "--json", *addr)
+    assert code == 0 and json.loads(out) == {"predictions": str(tmp_path / "p2"), "n_rows": 800}, err
+
+
+def test_table_cells_keep_trailing_zeros_so_columns_line_up():
+    from dkrr.cli._report import cv_table
+
+    res = {"alphas": [0.1, 1.0], "mean_mse": np.array([0.459, 0.4158]), "std_mse": np.array([0.011, 0.0117])}
+    lines = cv_table(res, alpha=1.0, gamma=0.5)
+    assert lines == ["alpha          gamma=0.5",
+                     "  0.1  0.4590 ± 0.0110  ",
+                     "    1  0.4158 ± 0.0117 *"]
 
 
 def test_gammas_flag_and_config(small_store, tmp_path, capsys):

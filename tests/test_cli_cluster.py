@@ -122,7 +122,7 @@ def casp_store(tmp_path_factory):
 def _in_process_fit(store, **params):
     data = open_dataset(store)
     with dask.config.set(scheduler="threads"):
-        return RandomFeatureRidge(**params).fit(data.X, data.y)
+        return RandomFeatureRidge(**{"standardize": True, **params}).fit(data.X, data.y)  # as `dkrr fit`
 
 
 # --------------------------------------------------------------------------- TCP

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
-from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus
+from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -289,7 +289,10 @@ def cmd_predict(args) -> int:
             attrs["classes"] = [str(c) for c in est.store_classes_]
         write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
                           compute=lambda tasks: compute(*tasks, label="predicting"))
-    print(json.dumps({"predictions": str(args.out), "n_rows": int(data.X.shape[0])}))
+    if args.json:
+        print(json.dumps({"predictions": str(args.out), "n_rows": int(data.X.shape[0])}))
+    else:
+        print(predict_line(args.out, int(data.X.shape[0])))
     return 0
 
 

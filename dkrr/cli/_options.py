@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", help="Zarr store with array X")
     p.add_argument("--out", required=True, help="output Zarr store holding y_pred")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--json", action="store_true", help="print the output path and row count as JSON")
     _add_cluster_options(p)
 
     p = sub.add_parser("evaluate", help="score a saved model on a store with X and y")

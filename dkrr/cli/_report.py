@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["cv_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "significant"]
+__all__ = ["cv_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "predict_line", "significant"]
 
 #: significant digits of a CV error (mean) and of its spread (std) in the table
 MEAN_DIGITS, STD_DIGITS = 4, 3
@@ -25,6 +25,16 @@ def significant(x, digits: int = 4) -> str:
     if not math.isfinite(x):
         return str(x)
     return f"{x:.{digits}g}"
+
+
+def _cell_number(x, digits: int) -> str:
+    """Like :func:`significant` but keeping trailing zeros (``0.4590``, ``0.0110``), so
+    that the cells of a column line up."""
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    text = f"{x:#.{digits}g}"
+    return text[:-1] if text.endswith(".") else text
 
 
 def plus_minus(stream) -> str:
@@ -96,7 +106,7 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
         mean, std, gi = mean[None, :], std[None, :], 0
         headers = ["CV error" if gamma is None else f"gamma={significant(gamma)}"]
     ai = _chosen_index(alphas, alpha)
-    cells = [[f"{significant(mean[g, a], MEAN_DIGITS)} {pm} {significant(std[g, a], STD_DIGITS)}"
+    cells = [[f"{_cell_number(mean[g, a], MEAN_DIGITS)} {pm} {_cell_number(std[g, a], STD_DIGITS)}"
               + (" *" if (g, a) == (gi, ai) else "  ")
               for g in range(mean.shape[0])] for a in range(alphas.size)]
     labels = [significant(a) for a in alphas]
@@ -185,3 +195,8 @@ def metric_lines(metrics: dict) -> list[str]:
             value = _METRIC_FORMATS[key](value)
         lines.append(f"{key}: {value}")
     return lines
+
+
+def predict_line(out, n_rows: int) -> str:
+    """What ``dkrr predict`` prints."""
+    return f"wrote {out}: y_pred for {n_rows:,} rows"
