@@ -14,7 +14,7 @@ from dkrr import RandomFeatureRidge, RandomFeatures
 from dkrr.errors import InvalidParameterError
 from dkrr.features import KERNELS, PROJECTIONS, build_random_feature_map, exact_kernel
 from dkrr.features._orthogonal import ROW_SAMPLING, SORFProjection, draw_block_rows
-from dkrr.features._rom import ROM_DIAGONALS, ROMProjection
+from dkrr.features._rom import ROM_DIAGONALS, ROMProjection, is_complex_rom
 from dkrr.io._model import load_model, save_model
 
 # -- the fixed pair of the theorem tests: n = 32 coordinates, uneven ------------------
@@ -330,3 +330,25 @@ def test_nystroem_linear_is_exact_when_landmarks_span_the_data():
     X = np.random.default_rng(3).standard_normal((40, 4))
     Z = RandomFeatures(kernel="linear", method="nystroem", n_components=10, random_state=0).fit(X).transform(X)
     np.testing.assert_allclose(Z @ Z.T, X @ X.T, atol=1e-8)
+
+
+
+@pytest.mark.parametrize("diagonal", ["rademacher", "complex4", "unit_circle"])
+def test_memory_estimate_counts_the_width_of_complex_features(diagonal):
+    """A complex ROM's features are 2 D columns: the fit's memory estimate uses that p."""
+    import dask.array as da
+
+    from dkrr.errors import MemoryBudgetError
+    from dkrr.linalg._memory import ridge_memory_estimate
+
+    complex_ = is_complex_rom("rom", diagonal)
+    rf = RandomFeatures(kernel="linear", method="rom", n_components=8, rom_diagonal=diagonal, random_state=0)
+    rf.fit(np.zeros((64, 16)))
+    est = ridge_memory_estimate(kernel="linear", method="rom", n_features_in=16, n_components=8, block_rows=64,
+                                is_complex=complex_)
+    assert est.p == rf.n_output_features_ == (16 if complex_ else 8)
+    # the estimator passes the flag: the refusal names the true width (before any task runs)
+    X, y = da.zeros((1000, 16), chunks=(100, 16)), da.zeros(1000, chunks=100)
+    model = RandomFeatureRidge(kernel="linear", method="rom", n_components=40_000, rom_diagonal=diagonal)
+    with pytest.raises(MemoryBudgetError, match=f"p={80_000 if complex_ else 40_000} features"):
+        model.fit(X, y)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..features._rom import is_complex_rom
 from ..errors import InvalidParameterError
 
 __all__ = ["check_pcg_params", "fit_pcg"]
@@ -72,6 +73,7 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha):
         Xd, yd, kernel=est.kernel, method=est.method, n_components=est.n_components,
         split_every=est.split_every, max_block_bytes=est.max_block_bytes,
         displacement_rank=est.displacement_rank, solver="pcg", pcg_rank=rank,
+        is_complex=is_complex_rom(est.method, est.rom_diagonal),
     )
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
     fmap, est.gamma_, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)

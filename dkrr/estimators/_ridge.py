@@ -13,6 +13,7 @@ from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
+from ..features._rom import is_complex_rom
 from ..linalg import (
     DEFAULT_MAX_BLOCK_BYTES,
     as_row_chunked,
@@ -184,7 +185,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             Xd, yd, kernel=self.kernel, method=self.method, n_components=self.n_components, n_folds=K,
             split_every=self.split_every, max_block_bytes=self.max_block_bytes,
             displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
-            n_gammas=1 if gammas is None else len(gammas),
+            n_gammas=1 if gammas is None else len(gammas), is_complex=is_complex_rom(self.method, self.rom_diagonal),
         )
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
         fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)

@@ -26,10 +26,15 @@ from ..errors import InvalidParameterError
 from ._hadamard import fwht
 from ._orthogonal import HadamardBlockProjection, draw_block_rows
 
-__all__ = ["ROM_DIAGONALS", "ROMProjection"]
+__all__ = ["ROM_DIAGONALS", "ROMProjection", "is_complex_rom"]
 
 #: laws of the diagonal entries: real signs, the four complex units, the unit circle
 ROM_DIAGONALS = ("rademacher", "complex4", "unit_circle")
+
+
+def is_complex_rom(method, rom_diagonal) -> bool:
+    """Whether the options ask for a complex ROM (features ``[Re, Im]``: 2 D columns)."""
+    return method == "rom" and rom_diagonal in ("complex4", "unit_circle")
 
 # value of a complex4 code c: i ** c
 _C4_RE = np.array([1.0, 0.0, -1.0, 0.0])

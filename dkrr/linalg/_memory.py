@@ -65,10 +65,10 @@ _GiB = 2**30
 _TASK_OVERHEAD = 2**20
 
 
-def _output_width(kernel: str, n_components: int) -> int:
+def _output_width(kernel: str, n_components: int, is_complex: bool = False) -> int:
     from ..features._nonlinear import output_width
 
-    return output_width(kernel, n_components)
+    return output_width(kernel, n_components, is_complex)
 
 
 def _work_width(method: str, n_features_in: int, n_components: int) -> int:
@@ -157,6 +157,7 @@ def ridge_memory_estimate(
     n_gammas: int = 1,
     n_chains: int | None = None,
     threads: int | None = None,
+    is_complex: bool = False,
 ) -> MemoryEstimate:
     """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
 
@@ -167,6 +168,7 @@ def ridge_memory_estimate(
     of ``n_gammas`` gammas holds that many maps and statistics objects (one pass).
     ``n_chains`` (``C``) and ``threads`` (``T`` per worker) default to what the active
     scheduler gives (:func:`~dkrr.linalg._reduce.default_n_chains`, :func:`threads_per_worker`).
+    ``is_complex``: a complex projection (complex ROMs), whose features are 2 D columns.
 
     Returns
     -------
@@ -185,20 +187,20 @@ def ridge_memory_estimate(
     t = int(n_targets)
     # (D, gram, maps, statistics a partial result holds, extra statistics a block task holds)
     g = int(n_gammas)
-    passes = [(int(n_components), True, g, g * statistics_bytes(_output_width(kernel, n_components), t, n_folds), 0)]
+    passes = [(int(n_components), True, g, g * statistics_bytes(_output_width(kernel, n_components, is_complex), t, n_folds), 0)]
     if sampling is not None:
         n_cand = int(n_candidates or 4 * n_components)
         ridge = sampling == "ridge_leverage"
-        p_cand = _output_width(kernel, n_cand)
+        p_cand = _output_width(kernel, n_cand, is_complex)
         passes.insert(0, (n_cand, ridge, 1, statistics_bytes(p_cand, t, 1 if ridge else n_folds, with_gram=ridge), 0))
         if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
-            p = _output_width(kernel, n_components)
+            p = _output_width(kernel, n_components, is_complex)
             passes[1] = (int(n_components), True, n_folds + 1,
                          statistics_bytes(p, t, 1) + n_folds * statistics_bytes(p, t, 2),
                          statistics_bytes(p, t, n_folds))
     best = None
     for D, gram, n_maps, stats, transient in passes:
-        p = _output_width(kernel, D)
+        p = _output_width(kernel, D, is_complex)
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
@@ -263,7 +265,7 @@ def _gib(n: int) -> str:
 
 def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: int, n_folds: int = 1,
                         split_every: int | None = None, n_candidates: int | None = None,
-                        limits: tuple[int | None, int] | None = None) -> None:
+                        limits: tuple[int | None, int] | None = None, is_complex: bool = False) -> None:
     """Raise :class:`~dkrr.errors.MemoryBudgetError` when ``estimate`` cannot fit.
 
     Parameters
@@ -305,10 +307,10 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
             part = (f"each of a worker's {T} thread(s) runs a chain step holding two of them (the "
                     "running sum and the block's), the feature buffer and the map")
             fixes = "fewer cv folds, fewer threads per worker, a smaller max_block_bytes, or workers with more memory"
-        per_d = 2 if kernel == "gaussian" else 1
+        per_d = 2 if kernel == "gaussian" or is_complex else 1
         d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
         name, value = "n_components", n_components
-        if n_candidates is not None and p != _output_width(kernel, n_components):
+        if n_candidates is not None and p != _output_width(kernel, n_components, is_complex):
             name, value = "n_candidates", n_candidates  # the candidates' pass is the larger
         raise MemoryBudgetError(
             f"This fit needs about {_gib(need)}, more than {where} ({_gib(limit)}): "
@@ -360,14 +362,15 @@ def _positive_int(value) -> bool:
 
 def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_every=None,
                      max_block_bytes=64 * 2**20, displacement_rank=None, sampling=None,
-                     n_candidates=None, n_gammas=1, solver=None, pcg_rank=256) -> None:
+                     n_candidates=None, n_gammas=1, solver=None, pcg_rank=256, is_complex=False) -> None:
     """Estimate a streamed fit on the row-chunked dask arrays ``X``, ``y`` and refuse it
     (:class:`~dkrr.errors.MemoryBudgetError`) when it cannot fit; before any compute.
 
     Parameters that are not valid yet are left to the checks that follow (nothing is
     estimated for them). ``n_gammas``: a gamma grid holds one map and one statistics
     object per gamma. ``solver="pcg"`` (rank ``pcg_rank``) has no p x p term
-    (:func:`dkrr.linalg._pcg.pcg_memory_estimate`).
+    (:func:`dkrr.linalg._pcg.pcg_memory_estimate`). ``is_complex``: complex ROM features
+    (2 D columns).
     """
     if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
         return
@@ -385,16 +388,17 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
             kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
             n_targets=n_targets, rank=int(pcg_rank), split_every=split_every, block_rows=int(max(X.chunks[0])),
             n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes), displacement_rank=displacement_rank,
+            is_complex=bool(is_complex),
         )
-        return check_memory_budget(estimate, kernel=kernel, n_components=int(n_components))
+        return check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), is_complex=bool(is_complex))
     estimate = ridge_memory_estimate(
         kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
         n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,
         block_rows=int(max(X.chunks[0])), n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes),
         displacement_rank=displacement_rank, sampling=sampling, n_candidates=n_candidates,
-        n_gammas=int(n_gammas),
+        n_gammas=int(n_gammas), is_complex=bool(is_complex),
     )
     if sampling is not None and n_candidates is None:
         n_candidates = 4 * int(n_components)
     check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), n_folds=int(n_folds),
-                        split_every=split_every, n_candidates=n_candidates)
+                        split_every=split_every, n_candidates=n_candidates, is_complex=bool(is_complex))

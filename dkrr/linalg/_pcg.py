@@ -251,7 +251,7 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter):
 
 def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_components: int, n_targets: int,
                         rank: int, split_every, block_rows: int, n_blocks: int, max_block_bytes: int,
-                        displacement_rank=None):
+                        displacement_rank=None, is_complex: bool = False):
     """Memory of a ``solver="pcg"`` fit (ALGORITHMS.md 3.9), as a
     :class:`~dkrr.linalg._memory.MemoryEstimate`; ``statistics`` is the largest partial sum.
 
@@ -267,7 +267,7 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
 
     d, D, t = int(n_features_in), int(n_components), int(n_targets)
-    p = m._output_width(kernel, D)
+    p = m._output_width(kernel, D, is_complex)
     rank = min(int(rank), p)
     fmap = m.feature_map_bytes(method, d, D, displacement_rank=displacement_rank)
     sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
