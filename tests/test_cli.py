@@ -369,3 +369,26 @@ def test_gammas_flag_and_config(small_store, tmp_path, capsys):
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--config", cfg, "-q")
     assert code == 1 and "gammas" in err and str(cfg) in err, err
     assert not (tmp_path / "m").exists()
+
+
+def test_rom_and_pcg_options_reach_the_estimator(small_store, tmp_path, capsys, local_cluster):
+    """The CLI offers every estimator option of the library: ROMs, row sampling, the PCG solver."""
+    store, X, y = small_store
+    args = ["--kernel", "linear", "--method", "rom", "--rom-diagonal", "complex4", "--row-sampling",
+            "without_replacement", "--n-components", 4, "--solver", "pcg", "--pcg-rank", 8, "--tol", 1e-10,
+            "--max-iter", 60, "--no-standardize", "--random-state", 0]
+    est = _reference(*args)
+    assert (est.kernel, est.method, est.rom_diagonal, est.row_sampling) == ("linear", "rom", "complex4",
+                                                                          "without_replacement")
+    assert (est.solver, est.pcg_rank, est.tol, est.max_iter) == ("pcg", 8, 1e-10, 60)
+    code, out, err = _main(capsys, "fit", store, "--out", tmp_path / "m", *args, "--json",
+                           "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    saved = load_model(tmp_path / "m")
+    est.fit(X, y)
+    assert saved.n_output_features_ == est.n_output_features_ == 8  # complex: [Re, Im] of 4 sampled rows
+    assert saved.solver_info_["converged"]
+    np.testing.assert_allclose(saved.predict(X), est.predict(X), rtol=1e-6, atol=1e-6)
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m2", "--solver", "newton", "-q",
+                         "--scheduler", local_cluster.scheduler_address)
+    assert code != 0 and "solver" in err

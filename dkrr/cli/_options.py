@@ -9,8 +9,9 @@ __all__ = ["ESTIMATOR_OPTIONS", "GRID_PARSERS", "build_parser"]
 
 #: estimator options: (flag, dest, type, help); also the keys a TOML config may hold
 ESTIMATOR_OPTIONS = [
-    ("--kernel", "kernel", str, "gaussian, angular, arccos0 or arccos1 (default gaussian)"),
-    ("--method", "method", str, "feature map: rff, orf, sorf, fastfood, circulant, skew_circulant, "
+    ("--kernel", "kernel", str, "gaussian, angular, arccos0, arccos1 or linear (the dot product, a "
+                                "JLT sketch) (default gaussian)"),
+    ("--method", "method", str, "feature map: rff, orf, sorf, rom, fastfood, circulant, skew_circulant, "
                                 "toeplitz, hankel, toeplitz_like, qmc, nystroem (default sorf)"),
     ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
     ("--gamma", "gamma", "gamma", "Gaussian kernel exp(-gamma ||x-y||^2): a number, 'median' (the "
@@ -25,6 +26,15 @@ ESTIMATOR_OPTIONS = [
     ("--n-candidates", "n_candidates", int, "candidate frequencies scored by leverage sampling"),
     ("--n-hd-blocks", "n_hd_blocks", int, "SORF: number of H D factors"),
     ("--displacement-rank", "displacement_rank", int, "toeplitz_like: displacement rank"),
+    ("--rom-diagonal", "rom_diagonal", str, "rom: rademacher, complex4 or unit_circle (complex: "
+                                            "linear kernel only, 2 D feature columns)"),
+    ("--row-sampling", "row_sampling", str, "sorf/rom with D not a multiple of d': first, "
+                                            "with_replacement or without_replacement"),
+    ("--solver", "solver", str, "auto, cholesky, eigh or pcg (matrix-free preconditioned CG, no "
+                                "p x p matrix; no --cv) (default auto)"),
+    ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner"),
+    ("--tol", "tol", float, "pcg: relative residual at which CG stops (default 1e-6)"),
+    ("--max-iter", "max_iter", int, "pcg: most CG iterations (default 200)"),
     ("--chunk-rows", "chunk_rows", int, "rows per block when the input is rechunked"),
 ]
 
