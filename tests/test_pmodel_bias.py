@@ -26,6 +26,7 @@ import scipy.linalg
 
 from dkrr import RandomFeatures
 from dkrr.features._fft import skew_circulant_matrix
+from test_kernel_statistics import _pairs  # x unit, y at angles 0.3..1.8 rad, norms 0.8..1.25
 
 GAMMA = 1.0
 D_IN, N_COMP, N_MAPS, N_PAIRS = 6, 256, 150, 16  # d' = 8: the largest bias
@@ -77,19 +78,6 @@ def _predicted_kernel(x, y, gamma, dp, r):
 def _second_order(x, y, gamma, dp, r):
     a = gamma * ((x - y) ** 2).sum(1)
     return np.exp(-a) * a**2 / 2 * 2 * (dp - 2) / (r * dp * (dp + 2))
-
-
-def _pairs(d, n_pairs, seed):
-    """x unit, y at angles 0.3..1.8 rad with norms 0.8..1.25 (gaussian values 0.1..0.9)."""
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n_pairs, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    dirs = rng.standard_normal((n_pairs, d))
-    dirs -= (dirs * x).sum(1, keepdims=True) * x
-    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-    angles = np.linspace(0.3, 1.8, n_pairs)
-    y = np.cos(angles)[:, None] * x + np.sin(angles)[:, None] * dirs
-    return x, y * np.linspace(0.8, 1.25, n_pairs)[:, None]
 
 
 def _measured(x, y, options):
