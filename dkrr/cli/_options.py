@@ -12,7 +12,8 @@ ESTIMATOR_OPTIONS = [
     ("--kernel", "kernel", str, "gaussian, angular, arccos0, arccos1 or linear (the dot product, a "
                                 "JLT sketch) (default gaussian)"),
     ("--method", "method", str, "feature map: rff, orf, sorf, rom, fastfood, circulant, skew_circulant, "
-                                "toeplitz, hankel, toeplitz_like, qmc, nystroem (default sorf)"),
+                                "toeplitz, hankel, toeplitz_like, qmc, nystroem, or auto (the default: orf "
+                                "up to 128 padded columns, sorf above)"),
     ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
     ("--gamma", "gamma", "gamma", "Gaussian kernel exp(-gamma ||x-y||^2): a number, 'median' (the "
                                  "50-NN rule on a 1,000-row sample; the default) or 'scale' (1 / (d Var X))"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..features._registry import resolve_method
 from ..features._rom import is_complex_rom
 from ..errors import InvalidParameterError
 
@@ -70,7 +71,7 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha):
     rank, tol, max_iter = check_pcg_params(est)
     _refuse_combinations(est, alpha, n_folds, gammas, wd)
     check_fit_memory(  # before the map is drawn or any task runs
-        Xd, yd, kernel=est.kernel, method=est.method, n_components=est.n_components,
+        Xd, yd, kernel=est.kernel, method=resolve_method(est.method, Xd.shape[1]), n_components=est.n_components,
         split_every=est.split_every, max_block_bytes=est.max_block_bytes,
         displacement_rank=est.displacement_rank, solver="pcg", pcg_rank=rank,
         is_complex=is_complex_rom(est.method, est.rom_diagonal),

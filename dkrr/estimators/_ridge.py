@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..features._registry import resolve_method
 from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError
@@ -82,7 +83,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
     def __init__(
         self,
         kernel="gaussian",
-        method="sorf",
+        method="auto",
         n_components=256,
         gamma=1.0,
         alpha=1.0,
@@ -182,7 +183,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
         check_fit_memory(  # before the map is drawn or any task runs
-            Xd, yd, kernel=self.kernel, method=self.method, n_components=self.n_components, n_folds=K,
+            Xd, yd, kernel=self.kernel, method=resolve_method(self.method, Xd.shape[1]),
+            n_components=self.n_components, n_folds=K,
             split_every=self.split_every, max_block_bytes=self.max_block_bytes,
             displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
             n_gammas=1 if gammas is None else len(gammas), is_complex=is_complex_rom(self.method, self.rom_diagonal),
@@ -301,8 +303,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     ----------
     kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
         ``"linear"``: ridge on a random projection (JLT sketch) of X, ``k(x, y) = x^T y``.
-    method : str, default="sorf"
-        Construction of the projection (see :class:`dkrr.RandomFeatures`).
+    method : str, default="auto"
+        Construction of the projection (see :class:`dkrr.RandomFeatures`; ``"auto"`` is ORF
+        up to 128 padded input columns, SORF above).
     n_components : int, default=256
         D, the number of random frequencies; the model has ``n_output_features_``
         coefficients per target (``2 * D`` for the gaussian kernel). scikit-learn's
