@@ -12,7 +12,8 @@ Suites (modules ``benchmarks/suite_<name>.py``):
 Writes ``report.md``, ``results.json`` (and ``approx_mse.png``) into ``--out``
 (default ``benchmarks/results/<quick|full>-<timestamp>``). A run refuses to start on a busy
 machine (1-minute load above ``--max-load-per-core`` x cores) unless ``--allow-load``;
-the report states whether it may be published (quiet at start and end, committed tree;
+the report states whether it may be published (quiet at the start and during the run,
+committed tree;
 see ``benchmarks/_validity.py``) and says NOT FOR PUBLICATION otherwise. A suite that fails is recorded
 with its traceback; the others still run. The exit status is 0 when every suite ran.
 """
@@ -29,7 +30,7 @@ import traceback
 from pathlib import Path
 
 from ._common import Config, machine_info
-from ._validity import DEFAULT_MAX_LOAD_PER_CORE, LoadTooHighError, check_quiet, validity_meta
+from ._validity import DEFAULT_MAX_LOAD_PER_CORE, LoadTooHighError, check_quiet, cpu_snapshot, validity_meta
 from .report import write_results
 
 SUITES = ("peers", "roofline", "scaling", "approx")
@@ -71,6 +72,7 @@ def main(argv=None) -> int:
     except LoadTooHighError as exc:
         print(f"[benchmarks] refused: {exc}", file=sys.stderr)
         return 3
+    cpu_start = cpu_snapshot()
     cfg = Config(quick=args.quick, repeats=args.repeats, out=args.out, seed=args.seed)
     cfg.out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
@@ -105,10 +107,10 @@ def main(argv=None) -> int:
         results["suites"][name] = entry
         print(f"[benchmarks] suite {name} {entry['status']} in {entry['duration_s']:.1f} s", flush=True)
         meta["duration_s"] = time.perf_counter() - t_start
-        meta["validity"] = _validity(meta, args)
+        meta["validity"] = _validity(meta, args, cpu_start)
         write_results(cfg.out, results, renderers, headlines)  # keep partial results if a later suite dies
     meta["duration_s"] = time.perf_counter() - t_start
-    meta["validity"] = _validity(meta, args)
+    meta["validity"] = _validity(meta, args, cpu_start)
     for problem in meta["validity"]["problems"]:
         print(f"[benchmarks] NOT FOR PUBLICATION: {problem}", file=sys.stderr)
     jpath, rpath = write_results(cfg.out, results, renderers, headlines)
@@ -116,9 +118,10 @@ def main(argv=None) -> int:
     return 0 if all_ok else 1
 
 
-def _validity(meta: dict, args: argparse.Namespace) -> dict:
+def _validity(meta: dict, args: argparse.Namespace, cpu_start: dict) -> dict:
     m = meta["machine"]
-    return validity_meta(m["load_average_at_start"], m["dkrr_commit"], max_load_per_core=args.max_load_per_core)
+    return validity_meta(m["load_average_at_start"], m["dkrr_commit"], cpu_start,
+                         max_load_per_core=args.max_load_per_core)
 
 
 if __name__ == "__main__":

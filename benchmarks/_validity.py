@@ -2,23 +2,40 @@
 
 Timings taken while other work shares the cores, or from a tree that differs from the
 commit the report names, are not evidence. Every report states the load average at its
-start and end, the commit and whether the tree was modified; :func:`publication_problems`
-turns those facts into the reasons a run is *not for publication* (an empty list means it
-may be quoted), and :func:`check_quiet` refuses to start a run on a busy machine unless the
-caller accepts an unpublishable run.
+start, the CPU time *other* processes used while it ran, the commit and whether the tree
+was modified; :func:`publication_problems` turns those facts into the reasons a run is
+*not for publication* (an empty list means it may be quoted), and :func:`check_quiet`
+refuses to start a run on a busy machine unless the caller accepts an unpublishable run.
 
-The load threshold is per available core: ``load_1min / cores <= max_load_per_core``
-(default 0.25: on 2 cores, a 1-minute load of at most 0.5 at the start and at the end).
+Two measures, one threshold per available core (``max_load_per_core``, default 0.25: on 2
+cores, half a core):
+
+- before the run, the 1-minute load average (``load_1min / cores``);
+- during the run, the cores other processes kept busy on average: the machine's busy CPU
+  time (``/proc/stat``) minus this process's and its reaped children's (``getrusage``;
+  the suites close their clusters, so worker processes are counted as ours), divided by
+  the wall time. The load average at the end cannot serve: it counts the benchmark's own
+  threads.
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import time
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_LOAD_PER_CORE", "LoadTooHighError", "check_quiet", "load_average", "publication_problems"]
+__all__ = [
+    "DEFAULT_MAX_LOAD_PER_CORE",
+    "LoadTooHighError",
+    "check_quiet",
+    "cpu_snapshot",
+    "load_average",
+    "other_cores_busy",
+    "publication_problems",
+]
 
-#: 1-minute load average per available core above which a run is not for publication
+#: cores kept busy by other work, per available core, above which a run is not for publication
 DEFAULT_MAX_LOAD_PER_CORE = 0.25
 
 
@@ -41,9 +58,45 @@ def load_average() -> list[float] | None:
         return None
 
 
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds all processes have used since boot (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    v = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def cpu_snapshot() -> dict[str, float | None]:
+    """Wall clock, the machine's busy CPU seconds and this process tree's, now."""
+    return {"wall": time.monotonic(), "machine": _machine_busy_seconds(), "own": _own_seconds()}
+
+
+def other_cores_busy(start: dict[str, Any], end: dict[str, Any]) -> float | None:
+    """Average number of cores other processes kept busy between two :func:`cpu_snapshot`."""
+    if start.get("machine") is None or end.get("machine") is None:
+        return None
+    wall = end["wall"] - start["wall"]
+    if wall <= 0:
+        return None
+    others = (end["machine"] - start["machine"]) - (end["own"] - start["own"])
+    return max(0.0, others / wall)
+
+
 def publication_problems(
     load_start: list[float] | None,
-    load_end: list[float] | None,
+    others_busy: float | None,
     commit: str | None,
     *,
     cores: int | None = None,
@@ -53,27 +106,31 @@ def publication_problems(
 
     Parameters
     ----------
-    load_start, load_end : list of float or None
-        Load averages at the start and end of the run (``os.getloadavg()``).
+    load_start : list of float or None
+        Load averages at the start of the run (``os.getloadavg()``).
+    others_busy : float or None
+        Cores other processes kept busy on average during the run (:func:`other_cores_busy`).
     commit : str or None
         The commit string of :func:`benchmarks._common.machine_info` (``"<sha>"`` or
         ``"<sha> (working tree modified)"``; None outside a git checkout).
     cores : int, optional
         Cores available to the run (default: this process's affinity).
     max_load_per_core : float
-        Threshold on the 1-minute load average per core.
+        Threshold on both measures, per core.
     """
     cores = _cores() if cores is None else int(cores)
     limit = max_load_per_core * cores
     problems = []
-    for when, load in (("start", load_start), ("end", load_end)):
-        if load is None:
-            problems.append(f"load average at the {when} unknown")
-        elif load[0] > limit:
-            problems.append(
-                f"1-minute load {load[0]:.2f} at the {when} is above {limit:.2f} "
-                f"({max_load_per_core} per core x {cores} cores): other work shared the cores"
-            )
+    if load_start is None:
+        problems.append("load average at the start unknown")
+    elif load_start[0] > limit:
+        problems.append(f"1-minute load {load_start[0]:.2f} at the start is above {limit:.2f} "
+                        f"({max_load_per_core} per core x {cores} cores): other work shared the cores")
+    if others_busy is None:
+        problems.append("CPU time of other processes during the run unknown")
+    elif others_busy > limit:
+        problems.append(f"other processes kept {others_busy:.2f} cores busy on average during the run, "
+                        f"above {limit:.2f} ({max_load_per_core} per core x {cores} cores)")
     if commit is None:
         problems.append("commit unknown (not a git checkout)")
     elif "modified" in commit:
@@ -99,12 +156,14 @@ def check_quiet(*, allow_load: bool, max_load_per_core: float = DEFAULT_MAX_LOAD
     return load
 
 
-def validity_meta(load_start: Any, commit: str | None, *, max_load_per_core: float) -> dict[str, Any]:
-    """The ``validity`` entry of a report's metadata, with the load at the end taken now."""
-    load_end = load_average()
-    problems = publication_problems(load_start, load_end, commit, max_load_per_core=max_load_per_core)
+def validity_meta(load_start: Any, commit: str | None, cpu_start: dict[str, Any], *,
+                  max_load_per_core: float) -> dict[str, Any]:
+    """The ``validity`` entry of a report's metadata, measured up to now."""
+    others = other_cores_busy(cpu_start, cpu_snapshot())
+    problems = publication_problems(load_start, others, commit, max_load_per_core=max_load_per_core)
     return {
-        "load_average_at_end": load_end,
+        "load_average_at_end": load_average(),  # for the record: it includes this run's own work
+        "other_cores_busy": others,
         "max_load_per_core": max_load_per_core,
         "publishable": not problems,
         "problems": problems,
@@ -114,7 +173,8 @@ def validity_meta(load_start: Any, commit: str | None, *, max_load_per_core: flo
 def add_load_arguments(parser) -> None:
     """``--max-load-per-core`` and ``--allow-load`` on a benchmark script's parser."""
     parser.add_argument("--max-load-per-core", type=float, default=DEFAULT_MAX_LOAD_PER_CORE,
-                        help="1-minute load average per core above which a run is not publishable (default %(default)s)")
+                        help="load per core (before the run; of other processes during it) above which "
+                             "a run is not publishable (default %(default)s)")
     parser.add_argument("--allow-load", action="store_true",
                         help="run on a busy machine anyway; the results are marked NOT FOR PUBLICATION")
 
@@ -136,13 +196,15 @@ def script_start(args) -> dict[str, Any]:
         raise SystemExit(3) from None
     commit = _git_commit()
     print(f"dkrr commit {commit}; load average at start {load}")
-    return {"load_average_at_start": load, "dkrr_commit": commit, "max_load_per_core": args.max_load_per_core}
+    return {"load_average_at_start": load, "dkrr_commit": commit, "max_load_per_core": args.max_load_per_core,
+            "cpu_start": cpu_snapshot()}
 
 
 def script_end(start: dict[str, Any]) -> dict[str, Any]:
     """Print and return the validity of a standalone script's run (see :func:`script_start`)."""
-    v = validity_meta(start["load_average_at_start"], start["dkrr_commit"], max_load_per_core=start["max_load_per_core"])
-    v.update(start)
-    print("Publishable: quiet at start and end, committed tree." if v["publishable"] else
+    v = validity_meta(start["load_average_at_start"], start["dkrr_commit"], start["cpu_start"],
+                      max_load_per_core=start["max_load_per_core"])
+    v.update({k: val for k, val in start.items() if k != "cpu_start"})
+    print("Publishable: quiet at start and during the run, committed tree." if v["publishable"] else
           "NOT FOR PUBLICATION: " + "; ".join(v["problems"]))
     return v

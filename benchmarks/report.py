@@ -44,8 +44,8 @@ def _header(meta: dict[str, Any]) -> list[str]:
     v = m["versions"]
     load = m.get("load_average_at_start")
     validity = meta.get("validity") or {"publishable": False, "problems": ["no validity record (run still in progress?)"]}
-    load_end = validity.get("load_average_at_end")
-    stamp = (["**Publishable**: quiet at start and end, committed tree."] if validity["publishable"] else
+    others = validity.get("other_cores_busy")
+    stamp = (["**Publishable**: quiet at the start and during the run, committed tree."] if validity["publishable"] else
              ["**NOT FOR PUBLICATION**: " + "; ".join(validity["problems"]) + "."])
     return [
         "# dkrr benchmark report",
@@ -62,8 +62,8 @@ def _header(meta: dict[str, Any]) -> list[str]:
         f"- Python {m['python']}; numpy {v['numpy']}, scipy {v['scipy']}, scikit-learn {v['sklearn']}, dask {v['dask']}, "
         f"distributed {v['distributed']}, zarr {v['zarr']}, numba {v['numba']}, dkrr {v['dkrr']} (commit {m['dkrr_commit']}).",
         f"- Load average at start (1/5/15 min): {', '.join(f'{x:.2f}' for x in load) if load else 'n/a'} "
-        f"at end: {', '.join(f'{x:.2f}' for x in load_end) if load_end else 'n/a'} "
-        "(a load above 0 means other work shared the cores: timings are noisier).",
+        f"(a load above 0 means other work shared the cores: timings are noisier); other processes "
+        f"kept {f'{others:.2f}' if others is not None else 'n/a'} cores busy on average during the run.",
         "",
         "Every figure is the median over repeated runs with [min-max] in brackets; ratios compare "
         "measurements taken in this same run.",
