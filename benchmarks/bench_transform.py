@@ -34,6 +34,11 @@ from threadpoolctl import threadpool_limits
 from dkrr import RandomFeatures
 from dkrr.features import PROJECTIONS
 
+try:
+    from benchmarks._validity import add_load_arguments, script_end, script_start
+except ImportError:  # run as a script from benchmarks/
+    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+
 OUTPUT_BYTES = 64 * 2**20
 
 
@@ -64,7 +69,9 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=list(PROJECTIONS))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernel", default="gaussian")
+    add_load_arguments(ap)
     args = ap.parse_args(argv)
+    run_start = script_start(args)
     methods = ["rff"] + [m for m in args.methods if m != "rff"]
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; BLAS and FWHT on 1 thread")
     print(f"{'d':>5s} {'D':>6s} {'dtype':8s} {'method':15s} {'rows':>6s} {'time s':>8s} {'rows/s':>10s} {'vs rff':>7s}")
@@ -86,6 +93,7 @@ def main(argv=None):
     for name in ("float32", "float64"):
         row = ", ".join(f"{m} {s:.2f}x" for d, dt, m, s in summary if d == dmax and dt == name and m != "rff")
         print(f"  d={dmax} {name}: {row}")
+    script_end(run_start)
 
 
 if __name__ == "__main__":
