@@ -6,6 +6,7 @@ threaded runs never see a default client.
 """
 
 import os
+import signal
 from pathlib import Path
 
 import dask
@@ -17,6 +18,12 @@ import pytest
 _SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 if "DKRR_DATA_MIRROR" not in os.environ and _SHARED_DATA.is_dir():
     os.environ["DKRR_DATA_MIRROR"] = str(_SHARED_DATA)
+
+# pytest-xdist's worker processes start with SIGINT ignored, a disposition that survives
+# exec: Ctrl-C tests (in process, or of a `dkrr` subprocess) would then see no
+# KeyboardInterrupt. Restore Python's handler, as an interactive run has it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
