@@ -207,15 +207,7 @@ def render(res: dict[str, Any]) -> str:
         L += [f"#### {d['dataset']} (n = {d['rows']}, d = {d['d']}, sigma = {fmt_num(d['sigma'])}, gamma = {fmt_num(d['gamma'])})", "",
               "| method | " + " | ".join(f"D={D}" for D in d["D"]) + " |",
               "|---|" + "---|" * len(d["D"])]
-        rff = d["mse"].get("rff")
-        for m, stats in d["mse"].items():
-            cells = []
-            for i, s in enumerate(stats):
-                c = fmt_stat(s)
-                if rff and rff[i]["median"] and s["median"] is not None and m != "rff":
-                    c += f" ({s['median'] / rff[i]['median']:.2f} x RFF)"
-                cells.append(c)
-            L.append(f"| {m} | " + " | ".join(cells) + " |")
+        L += _mse_rows(d["mse"])
         if d["failures"]:
             L += ["", "Failures: " + "; ".join(f"{k}: {v}" for k, v in d["failures"].items())]
         L.append("")
@@ -226,21 +218,28 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(L)
 
 
+def _mse_rows(table: dict[str, list]) -> list[str]:
+    """One markdown row per method: each D's MSE statistics and its ratio to RFF's median."""
+    rff = table.get("rff")
+    rows = []
+    for m, stats in table.items():
+        cells = []
+        for i, s in enumerate(stats):
+            c = fmt_stat(s)
+            if rff and rff[i]["median"] and s["median"] is not None and m != "rff":
+                c += f" ({s['median'] / rff[i]['median']:.2f} x RFF)"
+            cells.append(c)
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def _render_rom(name: str, t: dict[str, Any]) -> list[str]:
     L = []
     for kernel in ("linear", "angular"):
         L += [f"{name}, kernel={kernel} (ROMs, ALGORITHMS.md 2.8): MSE over distinct pairs, median [min-max] "
               "over draws", "",
               "| method | " + " | ".join(f"D={D}" for D in t["D"]) + " |", "|---|" + "---|" * len(t["D"])]
-        rff = t[kernel].get("rff")
-        for label, stats in t[kernel].items():
-            cells = []
-            for i, s in enumerate(stats):
-                c = fmt_stat(s)
-                if rff and rff[i]["median"] and s["median"] is not None and label != "rff":
-                    c += f" ({s['median'] / rff[i]['median']:.2f} x RFF)"
-                cells.append(c)
-            L.append(f"| {label} | " + " | ".join(cells) + " |")
+        L += _mse_rows(t[kernel])
         L.append("")
     if t["failures"]:
         L += ["Failures: " + "; ".join(f"{k}: {v}" for k, v in t["failures"].items()), ""]
