@@ -189,6 +189,14 @@ def _record(proc):
 
 
 # --------------------------------------------------------------------------- commands
+
+def _scheduler_address(scheduler_file: Path):
+    """The address in the scheduler's JSON file, or None while it is absent or half written."""
+    try:
+        return json.loads(scheduler_file.read_text())["address"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
 def start(
     rundir,
     *,
@@ -245,7 +253,11 @@ def start(
     try:
         started["scheduler"] = _spawn(cmd, rundir / "logs" / "scheduler.log", env)
         deadline = time.monotonic() + timeout
-        while not scheduler_file.is_file():
+        address = None
+        while address is None:  # the scheduler writes the file in place: wait until it parses
+            address = _scheduler_address(scheduler_file)
+            if address is not None:
+                break
             if started["scheduler"].poll() is not None:
                 raise RuntimeError(
                     "the scheduler exited with status "
@@ -254,7 +266,6 @@ def start(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the scheduler did not write {scheduler_file} within {timeout} s")
             time.sleep(0.1)
-        address = json.loads(scheduler_file.read_text())["address"]
 
         for i in range(workers):
             name = f"worker-{i}"
