@@ -26,6 +26,7 @@ __all__ = [
     "NonFiniteInputError",
     "OutputExistsError",
     "OutputNotWritableError",
+    "PrecisionWarning",
     "SchedulerProbeError",
     "SchedulerUnreachableError",
     "SingularSystemError",
@@ -135,3 +136,9 @@ class MemoryBudgetError(DkrrError, MemoryError):
 class GridEdgeWarning(UserWarning):
     """A value chosen by cross-validation lies on the edge of its grid (the best value may
     lie beyond it). A warning, not an error: the fit is done."""
+
+
+class PrecisionWarning(UserWarning):
+    """``precision="auto"`` found the float32 statistics' rounding too large against the
+    regularisation and recomputed them in float64. A warning, not an error: the fit is
+    done, in float64."""

@@ -36,6 +36,9 @@ ESTIMATOR_OPTIONS = [
     ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner"),
     ("--tol", "tol", float, "pcg: relative residual at which CG stops (default 1e-6)"),
     ("--max-iter", "max_iter", int, "pcg: most CG iterations (default 200)"),
+    ("--precision", "precision", str, "float64 (default), float32 (features and sub-block Grams in "
+                                      "single precision, summed in double: about half the fit time) or "
+                                      "auto (float32 unless its estimated effect on the coefficients exceeds 1e-2, then float64)"),
     ("--chunk-rows", "chunk_rows", int, "rows per block when the input is rechunked"),
 ]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -12,26 +13,16 @@ from sklearn.utils.validation import check_is_fitted
 from ..features._registry import resolve_method
 from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
-from ..errors import InputValidationError, InvalidParameterError
+from ..errors import InputValidationError, InvalidParameterError, PrecisionWarning
 from ..features._map import FeatureMap
 from ..features._rom import is_complex_rom
-from ..linalg import (
-    DEFAULT_MAX_BLOCK_BYTES,
-    as_row_chunked,
-    check_alphas,
-    cross_validate_statistics,
-    ridge_coefficients,
-    streamed_statistics,
-)
-from ..features._nonlinear import output_width
+from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
-from ..linalg._cv import check_folds, check_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg._cv import check_folds, check_gammas
 from ..linalg._memory import check_fit_memory
-from ..linalg._weighted import (
-    check_sample_weight,
-    check_weight_total,
-    streamed_statistics_maps,
-)
+from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
+from ..linalg._weighted import check_sample_weight
+from ._passes import statistics_and_alpha
 from ._pcg_fit import fit_pcg
 from ._inputs import _materialize, _refuse_sparse  # noqa: F401 - the classifier imports them from here
 from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
@@ -39,6 +30,7 @@ from ._random_features import check_gamma_param, draw_ridge_map, standardized_in
 __all__ = ["RandomFeatureRidge"]
 
 _SOLVERS = ("auto", "cholesky", "eigh", "pcg")
+_PRECISIONS = ("float64", "float32", "auto")
 
 
 @dataclasses.dataclass(eq=False)
@@ -108,6 +100,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         gammas=None,
         pcg_rank=None, tol=1e-6, max_iter=200,
         standardize=False,
+        precision="float64",
     ):
         self.kernel = kernel
         self.method = method
@@ -134,6 +127,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.gammas = gammas
         self.pcg_rank, self.tol, self.max_iter = pcg_rank, tol, max_iter
         self.standardize = standardize
+        self.precision = precision
 
     # ---------------------------------------------------------------- validation
     def _check_params(self):
@@ -154,6 +148,13 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         check_gamma_param(self.gamma, self.kernel)
         check_bool(self.standardize, "standardize")
         check_choice(self.solver, "solver", _SOLVERS)
+        check_choice(self.precision, "precision", _PRECISIONS)
+        if self.precision != "float64" and (self.solver == "pcg" or self.sampling is not None):
+            what = "solver='pcg'" if self.solver == "pcg" else f"sampling={self.sampling!r}"
+            raise InvalidParameterError(
+                f"precision={self.precision!r} is not available with {what} (its passes compute in "
+                "float64); use precision='float64'."
+            )
         check_bool(self.fit_intercept, "fit_intercept")
         check_int(self.max_block_bytes, "max_block_bytes")
         return alpha, K, alphas
@@ -178,6 +179,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 "scores are unweighted); drop one of them."
             )
         if self.solver == "pcg":  # matrix-free: one streamed pass per CG iteration
+            self.precision_, self.precision_error_ = "float64", float("nan")
             return fit_pcg(self, Xd, yd, wd, K, gammas, alpha)
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
@@ -191,55 +193,20 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         )
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
         fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
-        if self.sampling is not None:  # two passes: candidate scores, then statistics
-            from ..sampling import fit_sampled_ridge_statistics
-
-            if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
-                alphas = default_alphas(None, bool(self.fit_intercept), scale=n / output_width(self.kernel, self.n_components))
-            fit = fit_sampled_ridge_statistics(
-                Xd, yd, candidate_map=fmap, sampling=self.sampling,
-                n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
-                labels_mode=self._labels_mode, ridge_alpha=alpha, alphas=alphas,
-                fit_intercept=bool(self.fit_intercept), targets_fn=self._targets_from_statistics,
-                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-            )
-            fmap = fit.maps.feature_map
-            stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
-        elif gammas is None and wd is None:
-            stats = streamed_statistics(
-                Xd, yd, fmap, n_folds=K, fold_seed=fold_seed,
-                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-                labels_mode=self._labels_mode,
-            )
-            stats = self._targets_from_statistics(stats)
-            if K > 1:
-                alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
-                fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
-                fold_sizes = stats.n.copy()
-        else:  # one pass for every gamma of the grid, weighted or not
-            maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
-            every = streamed_statistics_maps(
-                Xd, yd, maps, sample_weight=wd, n_folds=K, fold_seed=fold_seed,
-                max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-                labels_mode=self._labels_mode,
-            )
-            every = [self._targets_from_statistics(s) for s in every]
-            check_weight_total(every[0])
-            stats = every[0]
-            if K > 1:
-                alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
-                fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
-                fold_sizes = stats.n.copy()
-                fold_mse = fold_mse if gammas is not None else fold_mse[0]
-        if K > 1:
-            fold_weights = fold_sizes if wd is None else stats.weights()
-            gidx, idx, self.cv_results_, self.best_score_ = score_grid(
-                alphas, gammas, fold_mse, fold_sizes, fold_weights)
-            alpha = float(alphas[idx])
-            warn_grid_edge("alpha", alphas, alpha)
-            if gammas is not None:  # the chosen gamma's map and statistics
-                stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
-                warn_grid_edge("gamma", gammas, self.gamma_)
+        pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
+        precision = "float32" if self.precision == "auto" else self.precision
+        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, precision)
+        error = precision_error(stats, alpha, precision)
+        if self.precision == "auto" and error > AUTO_PRECISION_TOL:
+            warnings.warn(PrecisionWarning(
+                f"precision='auto': the float32 statistics' rounding may change the coefficients by "
+                f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}), above "
+                f"{AUTO_PRECISION_TOL:g}: the pass is repeated in float64. Pass precision='float64' "
+                "to skip the float32 pass, or a larger alpha."), stacklevel=3)
+            precision = "float64"
+            stats, fmap, alpha = statistics_and_alpha(self, *pass_args, precision)
+            error = precision_error(stats, alpha, precision)
+        self.precision_, self.precision_error_ = precision, float(error)
         self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
         self.mean_, self.scale_ = mean, scale
         self.n_features_in_ = fmap.n_features_in
@@ -375,6 +342,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Centre and scale the columns before the map, as in :class:`dkrr.RandomFeatures`
         (one more streamed pass over X, for the column moments; ``feature_map_`` then
         applies ``(x - mean_) / scale_``, also in model files).
+    precision : {"float64", "float32", "auto"}, default="float64"
+        Arithmetic of the statistics pass. ``"float32"``: each sub-block's features and
+        products (``Z^T Z`` by SSYRK, ``Z^T y``) in single precision over at most 4,096
+        rows, added into float64 sums; folds, CV and the solve stay float64 (about half
+        the fit time; ALGORITHMS.md 3.10). ``"auto"``: float32, kept when
+        ``precision_error_ <= 1e-2`` at the fitted alpha, else a
+        :class:`~dkrr.errors.PrecisionWarning` and the pass again in float64. Not with
+        ``solver="pcg"`` or ``sampling``.
 
     Attributes
     ----------
@@ -414,11 +389,17 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Seed of the fold hash.
     solver_info_ : dict
         ``solver="pcg"``: ``n_iter``, ``converged``, ``residuals`` (iterations x targets), ``rank``.
+    precision_ : {"float64", "float32"}
+        The precision the statistics were computed in.
+    precision_error_ : float
+        Estimated relative change of the coefficients from that rounding, ``eps (||G||_F
+        / alpha_ + 20)`` (an upper estimate, measured 1.3x to 8,500x above the actual
+        change; ``nan`` with ``solver="pcg"``).
 
     Notes
     -----
-    Features are computed in float64 whatever the input dtype (float32 input is cast
-    per block), and predictions are float64. For float32 data
+    With the default ``precision`` features are computed in float64 whatever the input
+    dtype (float32 input is cast per block); predictions are float64. For float32 data
     ``feature_map_.transform`` returns float32 features; the model used their float64
     counterparts.
 

@@ -42,6 +42,7 @@ _RIDGE = {
     "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
     "solver_info_": "solver_info",  # solver="pcg"
     "mean_": "columns", "scale_": "columns",  # standardize (None without it)
+    "precision_": "precision", "precision_error_": "score",
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -51,7 +52,8 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_"}
+_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_",
+             "precision_", "precision_error_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -319,6 +321,11 @@ class _Reader:
         if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
             raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
         return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,), finite=False)}
+
+    def _f_precision(self, v, where):
+        if v not in ("float64", "float32"):
+            raise self.bad(where, f"must be 'float64' or 'float32', got {v!r}")
+        return v
 
     def _f_gamma(self, v, where):
         if not _is_real(v) or not math.isfinite(v) or v <= 0:

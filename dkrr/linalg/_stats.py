@@ -33,15 +33,20 @@ import numpy as np
 
 from .._validation import check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
+from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
+    "FLOAT32_SUB_ROWS",
+    "PRECISIONS",
     "RidgeStatistics",
     "block_statistics",
+    "check_precision",
     "combine_statistics",
     "fold_feature_blocks",
     "fold_ids",
     "prepare_block",
+    "sub_block_rows",
 ]
 
 #: memory budget of the Z buffer of one block task (bytes)
@@ -303,20 +308,24 @@ def _check_weight_block(w, block_index, row_offset) -> np.ndarray:
     return w
 
 
-def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int):
+def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int,
+                        precision: str = "float64"):
     """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece.
 
-    The features of at most ``max_block_bytes // (8 p)`` rows exist at a time, in one
-    reused buffer (a yielded ``Z_k`` is overwritten by the next sub-block). ``Xf``, ``Y``
-    and ``bounds`` come from :func:`prepare_block`.
+    The features of at most :func:`sub_block_rows` rows exist at a time, in one reused
+    buffer (a yielded ``Z_k`` is overwritten by the next sub-block). ``Xf``, ``Y`` and
+    ``bounds`` come from :func:`prepare_block`. With ``precision="float32"`` each
+    sub-block of ``Xf`` is cast to float32 and its features are computed in float32.
     """
     n_rows = Xf.shape[0]
     p = fmap.n_output_features
-    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
-    Zbuf = np.empty((sub, p))
+    dtype = check_precision(precision)
+    sub = sub_block_rows(n_rows, p, max_block_bytes, precision)
+    Zbuf = np.empty((sub, p), dtype=dtype)
     for start in range(0, n_rows, sub):
         stop = min(n_rows, start + sub)
-        Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
+        Xs = Xf[start:stop] if dtype == np.float64 else Xf[start:stop].astype(dtype)
+        Z = fmap.transform(Xs, out=Zbuf[: stop - start])
         for k in range(len(bounds) - 1):
             a = max(start, bounds[k]) - start
             b = min(stop, bounds[k + 1]) - start
@@ -337,6 +346,7 @@ def block_statistics(
     with_gram: bool = True,
     with_squares: bool = True,
     with_norms: bool = False,
+    precision: str = "float64",
 ) -> RidgeStatistics:
     """Statistics of one row block: the task body of every streamed pass.
 
@@ -362,6 +372,8 @@ def block_statistics(
     labels_mode : bool
     with_gram, with_squares, with_norms : bool
         Accumulate the optional parts ``G``, ``yy`` (numeric targets only) and ``zsq``.
+    precision : {"float64", "float32"}
+        dtype of the features and of each sub-block's products; the sums are float64.
 
     Raises
     ------
@@ -371,28 +383,30 @@ def block_statistics(
     Xf, Y, _, bounds, labels = _prepare(X, y, None, row_offset, block_index, n_folds, fold_seed, labels_mode)
     stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels, with_gram=with_gram,
                                   with_squares=with_squares, with_norms=with_norms)
-    _accumulate(stats, Xf, Y, None, bounds, fmap, max_block_bytes, labels_mode)
+    _accumulate(stats, Xf, Y, None, bounds, fmap, max_block_bytes, labels_mode, precision)
     return stats
 
 
-def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode) -> None:
+def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision="float64") -> None:
     """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
     block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
-    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one exactly symmetric product."""
+    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one exactly symmetric product.
+    With ``precision="float32"`` ``Z`` is float32: its Gram is one SSYRK per sub-block,
+    the products with the float64 targets and the column sums are float64."""
     t = Y.shape[1]
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
-    for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes):
+    for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes, precision):
         stats.n[k] += Zk.shape[0]
         if w is None:
             r = None
-            stats.zsum[k] += Zk.sum(axis=0)
+            stats.zsum[k] += Zk.sum(axis=0, dtype=np.float64)
             stats.ysum[k] += Yk.sum(axis=0)
         else:
             wk = Yk[:, t]
             Yk = Yk[:, :t]
             r = np.sqrt(wk)
             stats.wsum[k] += wk.sum()
-            stats.zsum[k] += wk @ Zk
+            stats.zsum[k] += wk @ Zk if Zk.dtype == np.float64 else _cross64(Zk, wk[:, None])[:, 0]
             stats.ysum[k] += wk @ Yk
             if stats.yy is not None and not labels_mode:
                 stats.yy[k] += wk @ (Yk * Yk)
@@ -400,15 +414,38 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode) -> 
             Yk = Yk * r[:, None]
         if stats.G is not None:
             _add_gram(stats.G[k], Zk)
-        stats.c[k] += Zk.T @ Yk
+        stats.c[k] += _cross64(Zk, Yk)
         if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
         if stats.zsq is not None:
-            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
+            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk, dtype=np.float64)
+
+
+#: bytes of the float64 copy of a float32 feature slice that :func:`_cross64` makes at a time
+_CAST_BYTES = 4 * 2**20
+
+
+def _cross64(Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``Z^T Y`` in float64 for float64 ``Y`` (t columns, t small).
+
+    A float32 ``Z`` is widened in row slices of at most :data:`_CAST_BYTES`, so the product
+    is a float64 GEMM: a float32 GEMM with the rounded targets sums thousands of products
+    in single precision and measured 5 eps32 relative error where the widened product has
+    0.3 eps32 (the features' own rounding). The cost is O(rows p t), against the Gram's
+    O(rows p^2).
+    """
+    if Z.dtype == np.float64:
+        return Z.T @ Y
+    out = np.zeros((Z.shape[1], Y.shape[1]))
+    step = max(1, _CAST_BYTES // (8 * Z.shape[1]))
+    for a in range(0, Z.shape[0], step):
+        out += Z[a:a + step].astype(np.float64).T @ Y[a:a + step]
+    return out
 
 
 def _add_gram(G: np.ndarray, Z: np.ndarray) -> None:
-    """``G += Z^T Z`` for a C-contiguous row slice ``Z``.
+    """``G += Z^T Z`` for a C-contiguous row slice ``Z``; a float32 ``Z`` gives a float32
+    product (SSYRK) added into the float64 ``G``.
 
     numpy recognises ``Z.T @ Z`` (the transpose of one buffer times itself) and calls BLAS
     ``syrk``, then mirrors the triangle, so the result is exactly symmetric. Unlike scipy's
@@ -429,6 +466,7 @@ def streamed_statistics(
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
     split_every: int | None = None,
     labels_mode: bool = False,
+    precision: str = "float64",
 ) -> RidgeStatistics:
     """One pass over the row blocks of dask arrays ``X``, ``y``: the summed statistics.
 
@@ -436,18 +474,21 @@ def streamed_statistics(
     :func:`dkrr.linalg.as_row_chunked`). The feature map is embedded once in the graph;
     each block task computes features and statistics together (the data is read once);
     a tree reduction of fan-in ``split_every`` sums them. The result's G is exactly
-    symmetric.
+    symmetric. ``precision="float32"`` computes the features and each sub-block's
+    products in float32 and sums them in float64 (docs/ALGORITHMS.md, section 3.10).
     """
     from ._reduce import reduce_row_blocks
 
     if isinstance(max_block_bytes, bool) or not isinstance(max_block_bytes, (int, np.integer)) or max_block_bytes < 1:
         raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {max_block_bytes!r}")
+    check_precision(precision)
     stats = reduce_row_blocks(
         [X, y],
         block_statistics,
         combine_statistics,
         split_every=split_every,
-        constants=(fmap, int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode)),
+        constants=(fmap, int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode),
+                   True, True, False, str(precision)),
         label="accumulating ridge statistics",
     )
     return stats.symmetrized()

@@ -19,6 +19,7 @@ from ._stats import (
     _accumulate,
     _check_weight_block,
     _prepare,
+    check_precision,
     combine_statistics,
 )
 
@@ -33,7 +34,7 @@ __all__ = [
 
 
 def maps_block_statistics(X, y, row_offset, block_index, fmaps, n_folds, fold_seed, max_block_bytes,
-                          labels_mode) -> tuple:
+                          labels_mode, precision="float64") -> tuple:
     """Statistics of one row block for every map of ``fmaps``: a tuple, one per map.
 
     The task body of a pass that scores several maps (a gamma grid): the block is checked,
@@ -41,11 +42,11 @@ def maps_block_statistics(X, y, row_offset, block_index, fmaps, n_folds, fold_se
     signature follows :func:`dkrr.linalg.reduce_row_blocks`.
     """
     return weighted_maps_block_statistics(X, y, None, row_offset, block_index, fmaps, n_folds, fold_seed,
-                                          max_block_bytes, labels_mode)
+                                          max_block_bytes, labels_mode, precision)
 
 
 def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_folds, fold_seed,
-                                   max_block_bytes, labels_mode) -> tuple:
+                                   max_block_bytes, labels_mode, precision="float64") -> tuple:
     """:func:`maps_block_statistics` with the block's sample weights ``w`` (or None).
 
     Weighted statistics (``sample_weight``): ``G = sum w Z^T Z``, ``c = sum w Z^T y``,
@@ -58,7 +59,7 @@ def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_fo
     for fmap in fmaps:
         stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels,
                                       with_weights=w is not None)
-        _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode)
+        _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision)
         out.append(stats)
     return tuple(out)
 
@@ -79,6 +80,7 @@ def streamed_statistics_maps(
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
     split_every: int | None = None,
     labels_mode: bool = False,
+    precision: str = "float64",
 ) -> list[RidgeStatistics]:
     """One pass over the row blocks of ``X``, ``y`` (and ``sample_weight``): the summed
     statistics of every map of ``fmaps``, in order.
@@ -86,19 +88,21 @@ def streamed_statistics_maps(
     Each block is read once and its task computes the features of every map (the cost
     grows with the number of maps, the reads do not). ``sample_weight`` is a dask array
     (n,) with X's row chunks (:func:`check_sample_weight`) or None. Each G is exactly
-    symmetric.
+    symmetric. ``precision`` as in :func:`~dkrr.linalg.streamed_statistics`.
     """
     from ._reduce import reduce_row_blocks
 
     if isinstance(max_block_bytes, bool) or not isinstance(max_block_bytes, (int, np.integer)) or max_block_bytes < 1:
         raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {max_block_bytes!r}")
+    check_precision(precision)
     weighted = sample_weight is not None
     stats = reduce_row_blocks(
         [X, y, sample_weight] if weighted else [X, y],
         weighted_maps_block_statistics if weighted else maps_block_statistics,
         combine_statistics_maps,
         split_every=split_every,
-        constants=(tuple(fmaps), int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode)),
+        constants=(tuple(fmaps), int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode),
+                   str(precision)),
         label="accumulating ridge statistics",
     )
     return [s.symmetrized() for s in stats]

@@ -1,0 +1,69 @@
+"""The statistics pass(es) of the ridge estimators and the choice of alpha (and gamma) by
+the one-pass cross-validation: the Gram path of :meth:`_RandomFeatureRidgeBase._fit_streamed`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..features._nonlinear import output_width
+from ..linalg import cross_validate_statistics, streamed_statistics
+from ..linalg._cv import default_alphas, score_grid, warn_grid_edge
+from ..linalg._weighted import check_weight_total, streamed_statistics_maps
+
+__all__ = ["statistics_and_alpha"]
+
+
+def statistics_and_alpha(self, Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed, precision):
+    """The statistics pass(es) of estimator ``self`` in ``precision`` and, with ``cv``, the
+    grid's scores: ``(stats, fmap, alpha)`` of the fit (sets ``cv_results_``,
+    ``best_score_`` and, with ``gammas``, ``gamma_``)."""
+    if self.sampling is not None:  # two passes: candidate scores, then statistics
+        from ..sampling import fit_sampled_ridge_statistics
+
+        if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
+            alphas = default_alphas(None, bool(self.fit_intercept), scale=n / output_width(self.kernel, self.n_components))
+        fit = fit_sampled_ridge_statistics(
+            Xd, yd, candidate_map=fmap, sampling=self.sampling,
+            n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
+            labels_mode=self._labels_mode, ridge_alpha=alpha, alphas=alphas,
+            fit_intercept=bool(self.fit_intercept), targets_fn=self._targets_from_statistics,
+            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+        )
+        fmap = fit.maps.feature_map
+        stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
+    elif gammas is None and wd is None:
+        stats = streamed_statistics(
+            Xd, yd, fmap, n_folds=K, fold_seed=fold_seed,
+            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+            labels_mode=self._labels_mode, precision=precision,
+        )
+        stats = self._targets_from_statistics(stats)
+        if K > 1:
+            alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
+            fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
+            fold_sizes = stats.n.copy()
+    else:  # one pass for every gamma of the grid, weighted or not
+        maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
+        every = streamed_statistics_maps(
+            Xd, yd, maps, sample_weight=wd, n_folds=K, fold_seed=fold_seed,
+            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
+            labels_mode=self._labels_mode, precision=precision,
+        )
+        every = [self._targets_from_statistics(s) for s in every]
+        check_weight_total(every[0])
+        stats = every[0]
+        if K > 1:
+            alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
+            fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
+            fold_sizes = stats.n.copy()
+            fold_mse = fold_mse if gammas is not None else fold_mse[0]
+    if K > 1:
+        fold_weights = fold_sizes if wd is None else stats.weights()
+        gidx, idx, self.cv_results_, self.best_score_ = score_grid(
+            alphas, gammas, fold_mse, fold_sizes, fold_weights)
+        alpha = float(alphas[idx])
+        warn_grid_edge("alpha", alphas, alpha)
+        if gammas is not None:  # the chosen gamma's map and statistics
+            stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
+            warn_grid_edge("gamma", gammas, self.gamma_)
+    return stats, fmap, alpha

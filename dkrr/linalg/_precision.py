@@ -1,0 +1,83 @@
+"""How much the precision of the statistics can move the ridge coefficients.
+
+With ``precision="float32"`` the features and each sub-block's products ``Z^T Z`` and
+``Z^T y`` are computed in float32 and summed in float64 (:mod:`dkrr.linalg._stats`). The
+computed Gram is then ``G + E`` and the features are rounded too, so the coefficients
+``beta = (G + alpha I)^-1 c`` move by (first order)::
+
+    ||d beta|| / ||beta||  <=  (||E||_2 + ||e|| / ||beta||) / (lambda_min(G) + alpha)
+
+where ``e`` is the error of ``c``. :func:`precision_error` estimates it as
+``eps (||G||_F / alpha + 20)`` with ``eps`` the machine epsilon of the precision
+(``2**-23`` for float32): the float32 Gram's measured error is ``||E||_F ~ 0.3 eps
+||G||_F`` and ``||E||_2 ~ 0.02 eps ||G||_2`` (the worst-case ``m eps`` per sub-block of
+``m`` rows is never met by BLAS's blocked sums), and the rounding of the features alone
+moves the coefficients by ~7 eps even at a large alpha (the ``+ 20``). Measured on CASP
+and magic04 (20,000 rows, D = 512, alpha from 1e-4 to 1e5; docs/ALGORITHMS.md, section
+3.10) the estimate is 1.3x to 8,500x the actual change: an upper estimate, not a proof.
+``precision="auto"`` keeps float32 statistics when the estimate at the fitted alpha is at
+most :data:`AUTO_PRECISION_TOL`, else repeats the pass in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+
+__all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "check_precision", "precision_error",
+           "sub_block_rows"]
+
+#: the values of ``precision``: the dtype of the features and of each sub-block's products
+PRECISIONS = ("float64", "float32")
+
+#: most rows one float32 sub-block Gram sums before it is added into the float64
+#: accumulator. The rounding error of a float32 sum of m products grows with m (like
+#: ``sqrt(m) eps32`` for random rounding, ``m eps32`` worst case) while SSYRK needs m in
+#: the thousands for its full speed. Measured (one block of 32,768 rows, SORF p = 2048,
+#: BLAS 1 thread; float64 3.77 s): m = 1024 / 2048 / 4096 / 8192 took 2.21 / 1.90 / 1.79
+#: / 1.74 s with relative Frobenius errors of G of 2.7 / 3.0 / 3.6 / 4.9e-8.
+FLOAT32_SUB_ROWS = 4096
+
+
+def check_precision(precision) -> np.dtype:
+    """The numpy dtype of a ``precision`` value ("float64" or "float32")."""
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise InvalidParameterError(
+            f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}: "
+            "'float64' computes everything in double precision, 'float32' computes the features and "
+            "each sub-block's Gram in single precision and sums them in double precision."
+        )
+    return np.dtype(precision)
+
+
+def sub_block_rows(n_rows: int, p: int, max_block_bytes: int, precision: str = "float64") -> int:
+    """Rows of one feature sub-block: ``max_block_bytes // (itemsize p)``, at most
+    :data:`FLOAT32_SUB_ROWS` in float32 (the rows one float32 Gram sums), at least 1."""
+    dtype = check_precision(precision)
+    sub = max(1, min(n_rows, max_block_bytes // (dtype.itemsize * p)))
+    if dtype == np.float32:
+        sub = min(sub, FLOAT32_SUB_ROWS)
+    return int(sub)
+
+
+#: ``precision="auto"`` keeps float32 statistics when their estimated relative effect on
+#: the coefficients (:func:`precision_error`) is at most this
+AUTO_PRECISION_TOL = 1e-2
+
+
+def precision_error(stats, alpha: float, precision: str) -> float:
+    """Estimated relative change of the coefficients from rounding the statistics in
+    ``precision``: ``eps (||G||_F / alpha + 20)`` with ``G`` the total (uncentred) Gram.
+
+    Returns ``inf`` for ``alpha = 0`` (the bound needs the penalty) and ``nan`` without a
+    Gram (the matrix-free solver keeps none).
+    """
+    if stats.G is None:
+        return float("nan")
+    eps = float(np.finfo(np.dtype(precision)).eps)
+    G = stats.G.sum(axis=0)
+    norm = float(np.sqrt(np.einsum("ij,ij->", G, G)))
+    if alpha <= 0:
+        return float("inf") if norm > 0 else 0.0
+    return eps * (norm / float(alpha) + 20.0)

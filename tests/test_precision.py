@@ -1,0 +1,224 @@
+"""precision="float32" / "auto": single-precision features and sub-block Grams summed in
+float64 (docs/ALGORITHMS.md, section 3.10), against the float64 statistics and models."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr.datasets import load_casp, load_magic04
+from dkrr.errors import InvalidParameterError, PrecisionWarning
+from dkrr.linalg import streamed_statistics
+from dkrr.linalg._precision import AUTO_PRECISION_TOL, precision_error
+from dkrr.linalg._stats import FLOAT32_SUB_ROWS, block_statistics, check_precision, sub_block_rows
+from dkrr.linalg._weighted import streamed_statistics_maps
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _rel(a, b):
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.fixture(scope="module")
+def casp():
+    X, y = load_casp()
+    idx = np.random.default_rng(0).permutation(len(y))
+    return X[idx[:5000]], y[idx[:5000]], X[idx[5000:7000]], y[idx[5000:7000]]
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((6000, 12))
+    y = np.column_stack([np.sin(X[:, 0]) + 0.1 * rng.standard_normal(6000), X[:, 1] ** 2])
+    return X, y
+
+
+@pytest.mark.parametrize("method", ["rff", "orf", "sorf", "fastfood", "nystroem", "rom"])
+def test_float32_statistics_equal_float64_within_eps32(blobs, method):
+    """The bound: relative Frobenius error of G and of Z^T y at most 2 eps32 (measured 0.4-1.2
+    eps32 here, the rounding of the float32 features included), of the column sums eps32,
+    counts exact."""
+    X, y = blobs
+    kernel = "linear" if method == "rom" else "gaussian"
+    gamma = {"gamma": 0.1} if kernel == "gaussian" else {}
+    fm = RandomFeatures(method=method, kernel=kernel, n_components=128, random_state=0,
+                        **gamma).fit(X[:500]).feature_map_
+    s64 = block_statistics(X, y, 0, 0, fm, n_folds=3, fold_seed=7)
+    s32 = block_statistics(X, y, 0, 0, fm, n_folds=3, fold_seed=7, precision="float32")
+    assert s32.G.dtype == np.float64 and s32.c.dtype == np.float64
+    np.testing.assert_array_equal(s32.n, s64.n)
+    for k in range(3):
+        assert _rel(s32.G[k], s64.G[k]) <= 2 * EPS32
+        assert _rel(s32.c[k], s64.c[k]) <= 2 * EPS32
+        assert _rel(s32.zsum[k], s64.zsum[k]) <= EPS32
+        assert _rel(s32.G[k], s64.G[k]) > 0  # really computed in float32
+        np.testing.assert_array_equal(s32.G[k], s32.G[k].T)
+
+
+def test_float32_sub_blocks_are_bounded():
+    assert sub_block_rows(10**6, 256, 64 * 2**20, "float32") == FLOAT32_SUB_ROWS
+    assert sub_block_rows(10**6, 256, 64 * 2**20, "float64") == 64 * 2**20 // (8 * 256)
+    assert sub_block_rows(10**6, 2**16, 2**20, "float32") == 4  # the byte budget binds first
+    assert sub_block_rows(3, 256, 64 * 2**20, "float32") == 3
+
+
+def test_float32_sums_do_not_grow_with_the_number_of_sub_blocks(blobs):
+    """Sub-block products are summed in float64: 24 sub-blocks of 250 rows have the same
+    relative error level as one of 6,000 (no eps32 * sqrt(number of blocks) growth)."""
+    X, y = blobs
+    fm = RandomFeatures(method="rff", n_components=128, gamma=0.1, random_state=0).fit(X).feature_map_
+    s64 = block_statistics(X, y, 0, 0, fm)
+    small = block_statistics(X, y, 0, 0, fm, precision="float32", max_block_bytes=250 * 4 * 256)
+    assert _rel(small.G[0], s64.G[0]) <= 2 * EPS32
+
+
+def test_weighted_and_gamma_grid_passes_take_the_precision(blobs):
+    X, y = blobs
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(X))
+    fm = RandomFeatures(method="orf", n_components=64, gamma=0.1, random_state=0).fit(X).feature_map_
+    maps = [fm.with_gamma(g) for g in (0.05, 0.2)]
+    Xd, yd, wd = da.from_array(X, chunks=1500), da.from_array(y, chunks=(1500, 2)), da.from_array(w, chunks=1500)
+    s64 = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, n_folds=2)
+    s32 = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, n_folds=2, precision="float32")
+    for a, b in zip(s32, s64):
+        assert 0 < _rel(a.G, b.G) <= 2 * EPS32
+        assert _rel(a.c, b.c) <= 2 * EPS32
+        np.testing.assert_allclose(a.wsum, b.wsum, rtol=1e-15)
+
+
+def test_dask_input_equals_numpy_input(blobs):
+    X, y = blobs
+    kw = dict(n_components=64, gamma=0.1, alpha=1.0, random_state=0, precision="float32", chunk_rows=1000)
+    a = RandomFeatureRidge(**kw).fit(X, y[:, 0])
+    b = RandomFeatureRidge(**kw).fit(da.from_array(X, chunks=(1000, 12)), da.from_array(y[:, 0], chunks=1000))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    # another chunking regroups the float32 sub-blocks: both fits stay within the estimate
+    # of the float64 one, so within twice it of each other
+    c = RandomFeatureRidge(**{**kw, "chunk_rows": 700}).fit(X, y[:, 0])
+    assert 0 < _rel(c.coef_, a.coef_) <= 2 * a.precision_error_
+
+
+def test_streamed_statistics_refuses_an_unknown_precision(blobs):
+    X, y = blobs
+    fm = RandomFeatures(method="rff", n_components=16, gamma=0.1, random_state=0).fit(X).feature_map_
+    with pytest.raises(InvalidParameterError, match="precision must be one of 'float64', 'float32'.*'half'"):
+        streamed_statistics(da.from_array(X, chunks=3000), da.from_array(y, chunks=(3000, 2)), fm, precision="half")
+    with pytest.raises(InvalidParameterError):
+        check_precision(np.float32)
+
+
+@pytest.mark.parametrize("bad", ["float16", "double", 32, None])
+def test_estimator_refuses_an_unknown_precision(blobs, bad):
+    X, y = blobs
+    with pytest.raises(InvalidParameterError, match="precision"):
+        RandomFeatureRidge(n_components=16, precision=bad).fit(X[:100], y[:100, 0])
+
+
+@pytest.mark.parametrize("extra", [{"solver": "pcg"}, {"sampling": "surrogate_leverage"}])
+def test_float32_refused_where_the_passes_are_float64_only(blobs, extra):
+    X, y = blobs
+    with pytest.raises(InvalidParameterError, match="precision='float32' is not available with"):
+        RandomFeatureRidge(n_components=16, precision="float32", **extra).fit(X[:200], y[:200, 0])
+
+
+def test_error_estimate_bounds_the_actual_change_of_the_coefficients(casp):
+    """precision_error_ (eps32 (||G||_F / alpha + 20)) is at least the measured relative
+    change of the coefficients against the float64 fit, over eight decades of alpha."""
+    X, y, _, _ = casp
+    base = dict(n_components=256, gamma="median", standardize=True, random_state=0)
+    for alpha in [1e-4, 1e-2, 1.0, 1e2, 1e4]:
+        m64 = RandomFeatureRidge(alpha=alpha, **base).fit(X, y)
+        m32 = RandomFeatureRidge(alpha=alpha, precision="float32", **base).fit(X, y)
+        actual = _rel(m32.coef_, m64.coef_)
+        assert m32.precision_ == "float32" and m64.precision_ == "float64"
+        assert actual <= m32.precision_error_, (alpha, actual, m32.precision_error_)
+        assert m64.precision_error_ < 1e-6 * m32.precision_error_
+
+
+def test_coefficients_and_r2_at_a_regularised_alpha(casp):
+    """Where the estimate is below 1e-2 (alpha >= about s * 1e-2 here) the coefficients
+    move by less than 1e-3 (relative) and the test R^2 by less than 1e-4."""
+    X, y, Xt, yt = casp
+    base = dict(n_components=256, gamma="median", standardize=True, random_state=0, alpha=1.0)
+    m64 = RandomFeatureRidge(**base).fit(X, y)
+    m32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
+    assert m32.precision_error_ <= AUTO_PRECISION_TOL
+    assert _rel(m32.coef_, m64.coef_) < 1e-3
+    assert abs(m32.score(Xt, yt) - m64.score(Xt, yt)) < 1e-4
+
+
+def test_cv_chooses_the_same_alpha_on_casp_and_magic04(casp):
+    Xc, yc, _, _ = casp
+    Xm, ym = load_magic04()
+    idx = np.random.default_rng(0).permutation(len(ym))[:5000]
+    base = dict(n_components=256, gamma="median", standardize=True, cv=5, random_state=0)
+    for est, X, y in [(RandomFeatureRidge, Xc, yc), (RandomFeatureRidgeClassifier, Xm[idx], ym[idx])]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = est(**base).fit(X, y)
+            b = est(precision="float32", **base).fit(X, y)
+        ia = int(np.argmin(a.cv_results_["mean_mse"]))
+        ib = int(np.argmin(b.cv_results_["mean_mse"]))
+        assert ia == ib
+        np.testing.assert_allclose(b.alpha_, a.alpha_, rtol=1e-6)  # the grid follows trace(G)
+        np.testing.assert_allclose(b.cv_results_["mean_mse"][ia], a.cv_results_["mean_mse"][ia], rtol=1e-4)
+
+
+def test_classifier_float32_predicts_as_float64():
+    Xm, ym = load_magic04()
+    idx = np.random.default_rng(1).permutation(len(ym))
+    X, y, Xt = Xm[idx[:4000]], ym[idx[:4000]], Xm[idx[4000:6000]]
+    base = dict(n_components=128, gamma="median", standardize=True, alpha=1.0, random_state=0)
+    a = RandomFeatureRidgeClassifier(**base).fit(X, y)
+    b = RandomFeatureRidgeClassifier(precision="float32", **base).fit(X, y)
+    assert np.mean(a.predict(Xt) == b.predict(Xt)) > 0.999
+    assert b.precision_ == "float32"
+
+
+def test_auto_keeps_float32_when_the_estimate_is_small(casp):
+    X, y, _, _ = casp
+    base = dict(n_components=128, gamma="median", standardize=True, random_state=0, alpha=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        auto = RandomFeatureRidge(precision="auto", **base).fit(X, y)
+    f32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
+    assert auto.precision_ == "float32" and auto.precision_error_ <= AUTO_PRECISION_TOL
+    np.testing.assert_array_equal(auto.coef_, f32.coef_)
+
+
+def test_auto_falls_back_to_float64_with_a_warning(casp):
+    X, y, _, _ = casp
+    base = dict(n_components=128, gamma="median", standardize=True, random_state=0, alpha=1e-5)
+    with pytest.warns(PrecisionWarning, match="repeated in float64"):
+        auto = RandomFeatureRidge(precision="auto", **base).fit(X, y)
+    f64 = RandomFeatureRidge(**base).fit(X, y)
+    assert auto.precision_ == "float64"
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+
+
+def test_precision_error_formula():
+    class S:
+        G = np.array([[[3.0, 0.0], [0.0, 4.0]]])
+
+    assert precision_error(S, 2.0, "float32") == pytest.approx(EPS32 * (5.0 / 2.0 + 20))
+    assert precision_error(S, 0.0, "float32") == float("inf")
+    S.G = None
+    assert np.isnan(precision_error(S, 1.0, "float32"))
+
+
+def test_model_files_keep_the_precision(tmp_path, casp):
+    from dkrr.io._model import load_model, save_model
+
+    X, y, Xt, _ = casp
+    est = RandomFeatureRidge(n_components=32, gamma=0.1, random_state=0, precision="float32").fit(X, y)
+    save_model(est, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert back.precision == "float32" and back.precision_ == "float32"
+    assert back.precision_error_ == est.precision_error_
+    np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
