@@ -33,7 +33,7 @@ from ._common import Config, machine_info
 from ._validity import DEFAULT_MAX_LOAD_PER_CORE, LoadTooHighError, check_quiet, cpu_snapshot, validity_meta
 from .report import write_results
 
-SUITES = ("peers", "roofline", "scaling", "approx")
+SUITES = ("peers", "roofline", "scaling", "approx", "speed")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -27,16 +27,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import suite_approx, suite_peers
+from benchmarks import suite_approx, suite_peers, suite_speed
 from benchmarks._common import Config, check_dkrr_methods, make_dkrr_ridge
 from benchmarks._data import REAL_DATASETS, load_raw, real_data_missing
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("peers", "roofline", "scaling", "approx")
+SUITES = ("peers", "roofline", "scaling", "approx", "speed")
 _QUICK = Config(quick=True, repeats=1, out=Path("."))
 PEERS_REAL = suite_peers.settings(_QUICK)["real"]
 APPROX_REAL = suite_approx.settings(_QUICK)["datasets"]
-MISSING = real_data_missing(sorted(set(PEERS_REAL) | set(APPROX_REAL)))  # no download
+SPEED_REAL = suite_speed.settings(_QUICK)["datasets"]
+MISSING = real_data_missing(sorted(set(PEERS_REAL) | set(APPROX_REAL) | set(SPEED_REAL)))  # no download
 needs_real_data = pytest.mark.skipif(bool(MISSING), reason=(
     f"real data sets {sorted(MISSING)} are neither in the dkrr.datasets cache nor in an offline "
     "mirror: set DKRR_DATA_MIRROR (or DKRR_SHARED_DATA) to a folder holding the project's data "
@@ -157,6 +158,35 @@ def test_every_dkrr_method_produced_a_number_in_approx(results):
             ok = [_number(s) for s in d["mse"][m]]
             # Nystroem needs 2D landmarks from the pool of the other rows (skips larger D)
             assert all(ok) if m != "nystroem" else ok[0], (d["dataset"], m, d["mse"][m])
+
+
+def test_every_part_of_speed_produced_numbers(results):
+    speed = results["suites"]["speed"]["result"]
+    st = speed["settings"]
+    assert [r["n"] for r in speed["precision"]] == st["sizes"]
+    for r in speed["precision"]:
+        assert _number(r["float64"]) and _number(r["float32"]) and _number(r["ratio"]), r
+        assert 0 < r["coef_rel_change"]["median"] <= r["precision_error"]["median"], r
+    for d in _real_entries(speed["peers"], SPEED_REAL):
+        assert "error" not in d, d.get("error")
+        for m in ("dkrr float64", "dkrr float32", "sklearn RBFSampler+Ridge"):
+            for p in st["widths"]:
+                v = d["measurements"][m][str(p)]
+                assert _number(v["fit_s"]) and _number(v["error"]), (m, p, v)
+        assert len(d["equal_width"]) == len(d["equal_error"]) == 2 * len(st["widths"])
+    for d in _real_entries(speed["cv"], SPEED_REAL):
+        assert "error" not in d and _number(d["rel_diff"]) and len(d["same_alpha"]) == 1, d
+
+
+def test_frontier_time_interpolates_between_widths():
+    # errors 0.4, 0.2, 0.1 at times 1, 2, 4: error 0.2 * sqrt(2) is half-way (log-log) from 1 to 2 s
+    t, kind = suite_speed.frontier_time([1.0, 2.0, 4.0], [0.4, 0.2, 0.1], 0.2 * 2**0.5)
+    assert kind == "interpolated" and t == pytest.approx(2**0.5)
+    assert suite_speed.frontier_time([1.0, 2.0, 4.0], [0.4, 0.2, 0.1], 0.5) == (1.0, "upper bound")
+    assert suite_speed.frontier_time([1.0, 2.0, 4.0], [0.4, 0.2, 0.1], 0.05) == (None, "not reached")
+    # a slower point with a worse error is not on the frontier: 0.15 lies between 2 s and 4 s
+    t, kind = suite_speed.frontier_time([1.0, 2.0, 3.0, 4.0], [0.4, 0.2, 0.3, 0.1], 0.2 / 2**0.5)
+    assert kind == "interpolated" and t == pytest.approx(8**0.5)
 
 
 @needs_real_data
