@@ -12,9 +12,14 @@ What it runs (all in one process, one step after the other, so nothing competes)
    n in ``--mem-n`` and ``--n``: wall time of ``fit`` and the peak RSS of each worker and of
    the client (the client process also hosts the scheduler), measured with the exact kernel
    high-water mark (``VmHWM``, reset before the fit) and cross-checked by polling ``psutil``.
+   The main n is fitted once per ``--precisions`` value (default float64 and float32).
 3. **Roofline**: a bare numpy ``G += Z.T @ Z`` (float64, the same width 2D) over n rows in
    slabs of ``--slab`` rows (the full n x 2D matrix does not fit in memory at n = 2M) with
-   BLAS at ``--workers`` threads: the same work on the same cores with nothing but BLAS.
+   BLAS at ``--workers`` threads: the same work on the same cores with nothing but BLAS;
+   then the like-for-like baseline, the same Gram split over ``--workers`` Python threads
+   with BLAS at one thread each (the workers' layout), in float64 and, for float32 fits,
+   in float32 slabs of 4,096 rows summed into a float64 G. The summary quotes the fit over
+   the like-for-like baseline.
 4. **scikit-learn** ``RBFSampler(n_components=2D) + Ridge`` (float64, ``solver="auto"``,
    i.e. Cholesky on the normal equations) fitted in memory on ``--sklearn-n`` rows (the
    largest size held comfortably: its feature matrix alone is n x 2D x 8 bytes), next to
@@ -241,7 +246,7 @@ def breakdown(args, fmap) -> dict:
     return {"rows": rows, "sub_block_rows": sub, "seconds": res}
 
 
-def dkrr_fit(args, n: int) -> dict:
+def dkrr_fit(args, n: int, precision: str = "float64") -> dict:
     """One fit on a fresh LocalCluster with peak-memory monitoring."""
     from dkrr import RandomFeatureRidge
     from dkrr.cluster import local_cluster
@@ -250,7 +255,7 @@ def dkrr_fit(args, n: int) -> dict:
     est = RandomFeatureRidge(
         method=args.method, n_components=args.D, gamma=args.gamma, alpha=args.alpha,
         random_state=args.seed, max_block_bytes=args.max_block_bytes,
-        cv=args.cv, alphas=args.alphas if args.cv else None,
+        cv=args.cv, alphas=args.alphas if args.cv else None, precision=precision,
     )
     with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                        memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
@@ -264,7 +269,7 @@ def dkrr_fit(args, n: int) -> dict:
             est.fit(X, y)
             t = time.perf_counter() - t0
     return {
-        "n": n, "fit_s": t, "warmup_s": warm, "alpha_": est.alpha_, "memory": mon.result, "lines": mon.lines(),
+        "n": n, "precision": precision, "fit_s": t, "warmup_s": warm, "alpha_": est.alpha_, "memory": mon.result, "lines": mon.lines(),
         "worker_peak_max": max(mon.worker_peaks()), "client_peak": mon.result["client"]["peak"],
         "n_blocks": len(X.chunks[0]), "est": est,
     }
@@ -290,9 +295,11 @@ def bare_gram(n: int, p: int, slab: int, threads: int, seed: int = 1) -> dict:
             "gflops": n * p * p / t / 1e9}
 
 
-def parallel_gram(n: int, p: int, slab: int, workers: int, seed: int = 1) -> dict:
+def parallel_gram(n: int, p: int, slab: int, workers: int, seed: int = 1, dtype=np.float64) -> dict:
     """The same ``G += Z.T @ Z`` split over ``workers`` Python threads, BLAS at one thread
-    each (numpy releases the GIL): the layout of the dask workers, without dask."""
+    each (numpy releases the GIL): the layout of the dask workers, without dask. With
+    ``dtype=float32`` each slab's product is float32 (SSYRK), summed into a float64 G, as
+    dkrr's ``precision="float32"`` does (in slabs of 4,096 rows, its float32 sub-block)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
@@ -300,7 +307,7 @@ def parallel_gram(n: int, p: int, slab: int, workers: int, seed: int = 1) -> dic
     full, rem = divmod(n, slab)
     sizes = [slab] * full + ([rem] if rem else [])
     mine = [sizes[i::workers] for i in range(workers)]
-    Zs = [np.random.default_rng(seed + i).random((slab, p)) for i in range(workers)]
+    Zs = [np.random.default_rng(seed + i).random((slab, p)).astype(dtype) for i in range(workers)]
 
     def work(i):
         G = np.zeros((p, p))
@@ -314,7 +321,7 @@ def parallel_gram(n: int, p: int, slab: int, workers: int, seed: int = 1) -> dic
         list(pool.map(work, range(workers)))
         t = time.perf_counter() - t0
     return {"n": n, "p": p, "slab": slab, "threads": workers, "blas_threads": 1, "seconds": t,
-            "gflops": n * p * p / t / 1e9}
+            "gflops": n * p * p / t / 1e9, "dtype": np.dtype(dtype).name}
 
 
 def sklearn_fit(args, n: int) -> dict:
@@ -360,6 +367,8 @@ def main(argv=None):
     ap.add_argument("--sklearn-n", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures as JSON here")
+    ap.add_argument("--precisions", nargs="+", default=["float64", "float32"], choices=["float64", "float32"],
+                    help="precision= of the main fit, each against the bare Gram of that dtype (default both)")
     ap.add_argument("--quick", action="store_true", help="n=200k, mem-n 50k, sklearn-n 50k")
     add_load_arguments(ap)
     args = ap.parse_args(argv)
@@ -380,7 +389,7 @@ def main(argv=None):
           f"load average at start {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"problem: d={args.d}, D={args.D} ({p} feature columns), method={args.method}, gaussian kernel "
           f"gamma={args.gamma:g}, alpha={args.alpha:g}, cv={args.cv}; data float32 (X ~ N(0,I)), generated blockwise "
-          f"with default_rng([seed, block]); features and statistics float64")
+          f"with default_rng([seed, block]); precision {', '.join(args.precisions)}")
     print(f"cluster: LocalCluster {args.workers} workers x 1 thread (processes, 127.0.0.1), memory_limit="
           f"{args.memory_limit}; chunk_rows={args.chunk_rows}, max_block_bytes={args.max_block_bytes / 2**20:g} MiB")
     out: dict = {"args": {k: v for k, v in vars(args).items()}, "fits": []}
@@ -406,16 +415,18 @@ def main(argv=None):
 
     # 2. dkrr fits
     print("\n[2] dkrr RandomFeatureRidge.fit on a fresh LocalCluster:")
-    for n in sorted(set(args.mem_n + [args.n])):
-        r = dkrr_fit(args, n)
+    runs = [(n, "float64") for n in sorted(set(args.mem_n) - {args.n})] + [(args.n, pr) for pr in args.precisions]
+    for n, precision in runs:
+        r = dkrr_fit(args, n, precision)
         r.pop("est")
-        print(f"  n = {n:>9,}: fit {r['fit_s']:7.1f} s ({r['n_blocks']} blocks, {n / r['fit_s'] / 1e3:.1f}k rows/s); "
-              f"peak RSS:")
+        print(f"  n = {n:>9,}, precision={precision}: fit {r['fit_s']:7.1f} s ({r['n_blocks']} blocks, "
+              f"{n / r['fit_s'] / 1e3:.1f}k rows/s); peak RSS:")
         for line in r["lines"]:
             print(line)
         r.pop("lines")
         out["fits"].append(r)
-    main_fit = next(r for r in out["fits"] if r["n"] == args.n)
+    main_fits = {r["precision"]: r for r in out["fits"] if r["n"] == args.n}
+    main_fit = main_fits[args.precisions[0]]
 
     # 3. roofline
     print(f"\n[3] bare numpy G += Z.T @ Z, float64, n={args.n:,} x {p} in {args.slab}-row slabs, "
@@ -427,6 +438,11 @@ def main(argv=None):
     g2 = parallel_gram(args.n, p, args.slab, args.workers)
     out["parallel_gram"] = g2
     print(f"    {g2['seconds']:.1f} s ({g2['gflops']:.1f} GFLOP/s)")
+    if "float32" in args.precisions:
+        print(f"[3c] as [3b] with float32 slabs of 4096 rows (SSYRK) summed into a float64 G (precision='float32'):")
+        g3 = parallel_gram(args.n, p, 4096, args.workers, dtype=np.float32)
+        out["parallel_gram_float32"] = g3
+        print(f"    {g3['seconds']:.1f} s ({g3['gflops']:.1f} GFLOP/s)")
 
     # 4. scikit-learn
     print(f"\n[4] scikit-learn RBFSampler(n_components={p}) + Ridge (float64, in memory), n={args.sklearn_n:,}:")
@@ -434,7 +450,7 @@ def main(argv=None):
     out["sklearn"] = sk
     print(f"    {sk['fit_s']:.1f} s (transform {sk['transform_s']:.1f} s, Ridge {sk['ridge_s']:.1f} s), "
           f"peak RSS {fmt_mb(sk['peak'])} (at start {fmt_mb(sk['baseline'])})")
-    dk = next((r for r in out["fits"] if r["n"] == args.sklearn_n), None)
+    dk = next((r for r in out["fits"] if r["n"] == args.sklearn_n and r["precision"] == "float64"), None)
     if dk is None:
         dk = dkrr_fit(args, args.sklearn_n)
         dk.pop("est"), dk.pop("lines")
@@ -454,8 +470,15 @@ def main(argv=None):
     print("\nsummary")
     print(f"  n={args.n:,}: dkrr fit {main_fit['fit_s']:.1f} s, bare Gram {g['seconds']:.1f} s, "
           f"ratio {ratio:.2f} (target <= 1.5)")
-    print(f"  against the Gram in {args.workers} threads x BLAS 1 thread ({g2['seconds']:.1f} s): ratio "
-          f"{main_fit['fit_s'] / g2['seconds']:.2f}")
+    print(f"  against the Gram in {args.workers} threads x BLAS 1 thread ({g2['seconds']:.1f} s, the workers' "
+          f"layout: the like-for-like baseline): ratio {main_fit['fit_s'] / g2['seconds']:.2f}")
+    if "float32" in main_fits and "float64" in main_fits:
+        f32 = main_fits["float32"]["fit_s"]
+        out["summary"].update({"fit32_s": f32, "fit32_over_fit64": f32 / main_fits["float64"]["fit_s"],
+                               "fit32_over_gram32_parallel": f32 / out["parallel_gram_float32"]["seconds"]})
+        print(f"  precision='float32': fit {f32:.1f} s = {f32 / main_fits['float64']['fit_s']:.2f}x the float64 fit; "
+              f"{f32 / out['parallel_gram_float32']['seconds']:.2f}x its bare float32 Gram in the workers' layout "
+              f"({out['parallel_gram_float32']['seconds']:.1f} s)")
     for r in out["fits"]:
         w = [fmt_mb(v["peak"]) for k, v in r["memory"].items() if k != "client"]
         print(f"  n={r['n']:>9,}: worker peak RSS {', '.join(w)}; client+scheduler {fmt_mb(r['client_peak'])}")
