@@ -30,6 +30,7 @@ __all__ = [
     "fmt_bytes",
     "fmt_num",
     "fmt_stat",
+    "frontier_time",
     "loglog_slope",
     "machine_info",
     "make_dkrr_ridge",
@@ -109,6 +110,32 @@ def traced_peak(fn: Callable[[], Any]) -> tuple[int, Any]:
         if not was_tracing:
             tracemalloc.stop()
     return int(max(peak - base, 0)), result
+
+
+def frontier_time(widths_time, widths_err, target: float) -> tuple[float | None, str]:
+    """Time to reach error ``target`` along a time/error frontier, interpolated log-log.
+
+    ``widths_time``, ``widths_err``: one method's fit time and test error at each width.
+    The frontier keeps, in order of time, the points that lower the best error so far.
+    Returns ``(time, kind)`` with kind ``"interpolated"``, ``"upper bound"`` (the fastest
+    point already has an error <= target) or ``"not reached"`` (time None).
+    """
+    pts = sorted(zip(widths_time, widths_err))
+    front, best = [], np.inf
+    for t, e in pts:
+        if e < best:
+            front.append((t, e))
+            best = e
+    if front[0][1] <= target:
+        return front[0][0], "upper bound"
+    for (t0, e0), (t1, e1) in zip(front, front[1:]):
+        if e1 <= target < e0:
+            if e0 <= 0 or e1 <= 0 or target <= 0:  # a zero error: linear in the error instead
+                f = (e0 - target) / (e0 - e1)
+            else:
+                f = (np.log(e0) - np.log(target)) / (np.log(e0) - np.log(e1))
+            return float(np.exp(np.log(t0) + f * (np.log(t1) - np.log(t0)))), "interpolated"
+    return None, "not reached"
 
 
 def loglog_slope(x, y) -> float | None:

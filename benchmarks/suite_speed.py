@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Config, fmt_num, fmt_stat, summarize
+from ._common import Config, fmt_num, fmt_stat, frontier_time, summarize
 from ._data import load_split, synthetic_arrays
 
 NAME = "speed"
@@ -135,32 +135,6 @@ def _choose_alpha(split, gamma: float, D: int, seed: int) -> float:
         warnings.simplefilter("ignore")
         est = cls(n_components=D, gamma=gamma, cv=5, random_state=seed).fit(split.X_train, split.y_train)
     return float(est.alpha_)
-
-
-def frontier_time(widths_time, widths_err, target: float) -> tuple[float | None, str]:
-    """Time to reach error ``target`` along a time/error frontier, interpolated log-log.
-
-    ``widths_time``, ``widths_err``: one method's fit time and test error at each width.
-    The frontier keeps, in order of time, the points that lower the best error so far.
-    Returns ``(time, kind)`` with kind ``"interpolated"``, ``"upper bound"`` (the fastest
-    point already has an error <= target) or ``"not reached"`` (time None).
-    """
-    pts = sorted(zip(widths_time, widths_err))
-    front, best = [], np.inf
-    for t, e in pts:
-        if e < best:
-            front.append((t, e))
-            best = e
-    if front[0][1] <= target:
-        return front[0][0], "upper bound"
-    for (t0, e0), (t1, e1) in zip(front, front[1:]):
-        if e1 <= target < e0:
-            if e0 <= 0 or e1 <= 0 or target <= 0:  # a zero error: linear in the error instead
-                f = (e0 - target) / (e0 - e1)
-            else:
-                f = (np.log(e0) - np.log(target)) / (np.log(e0) - np.log(e1))
-            return float(np.exp(np.log(t0) + f * (np.log(t1) - np.log(t0)))), "interpolated"
-    return None, "not reached"
 
 
 def _peers_dataset(cfg: Config, st: dict, name: str) -> dict:
