@@ -392,3 +392,25 @@ def test_rom_and_pcg_options_reach_the_estimator(small_store, tmp_path, capsys, 
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m2", "--solver", "newton", "-q",
                          "--scheduler", local_cluster.scheduler_address)
     assert code != 0 and "solver" in err
+
+
+def test_precision_flag_reaches_the_model_file(small_store, tmp_path, capsys, local_cluster):
+    """`dkrr fit --precision float32` fits in single precision (precision_ in the model file)
+    and agrees with the library's float32 fit; a wrong value is refused naming the choices."""
+    store, X, y = small_store
+    args = ["--n-components", 32, "--gamma", 0.5, "--alpha", 1.0, "--no-standardize", "--random-state", 0,
+            "--precision", "float32"]
+    est = _reference(*args)
+    assert est.precision == "float32"
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", *args,
+                         "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    saved = load_model(tmp_path / "m")
+    assert saved.precision == saved.precision_ == "float32" and saved.precision_error_ > 0
+    est.fit(X, y)  # the store's chunks group the float32 sub-blocks differently: within the estimate
+    change = np.linalg.norm(saved.coef_ - est.coef_) / np.linalg.norm(est.coef_)
+    assert change <= 2 * est.precision_error_, (change, est.precision_error_)
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m2", "--precision", "half", "-q",
+                         "--scheduler", local_cluster.scheduler_address)
+    assert code != 0 and "precision must be one of" in err and "'half'" in err, err
+    assert not (tmp_path / "m2").exists()
