@@ -40,8 +40,10 @@ def _data(n=300, d=4, seed=0):
 
 def _pass(X, y, fmap, n_folds=3, **kw):
     Xd, yd = as_row_chunked(X, y, chunk_rows=kw.pop("chunk_rows", 37))
-    return reduce_row_blocks([Xd, yd], block_statistics, combine_statistics,
-                             constants=(fmap, n_folds, 11, 1 << 20, False), **kw)
+    out = reduce_row_blocks([Xd, yd], block_statistics, combine_statistics,
+                            constants=(fmap, n_folds, 11, 1 << 20, False), **kw)
+    assert out.packed  # the partial results keep G packed; the client unpacks it
+    return out.symmetrized()
 
 
 def _reference(X, y, fmap, n_folds=3):
@@ -106,6 +108,7 @@ def test_fused_step_adds_in_place_into_its_own_object_only():
     fmap = _fmap(4, 8)
     args = (fmap, 2, 11, 1 << 20, False)
     acc = block_statistics(X[:40], y[:40], 0, 0, *args)
+    assert acc.packed  # the running sums of a pass keep G packed
     before = acc.map_parts(np.copy)
     out = _chain_step(block_statistics, combine_statistics, acc, X[40:], y[40:], 40, 1, *args)
     for k in RidgeStatistics.PARTS:  # the received running sum is unchanged
