@@ -15,10 +15,8 @@ weights ``w`` (``sample_weight``) every sum but ``n`` is weighted (``G = sum w_i
 Z_i``, ...) and ``wsum[k] = sum w_i`` is kept beside the row counts ``n``. Folds come from
 a seeded hash of the *global* row index (:func:`fold_ids`), so they do not depend on the
 chunking. Z exists for one sub-block of at most ``max_block_bytes`` at a time, in one
-reused buffer. Inside a pass (block tasks, chains, combines) ``G`` is kept in packed
-symmetric form, the upper triangle of each fold's Gram in panels (:mod:`dkrr.linalg._packed`,
-about half the memory); the pass's result is unpacked to full, exactly symmetric
-``p x p`` matrices (:meth:`RidgeStatistics.symmetrized`) before anything reads it.
+reused buffer. Inside a pass ``G`` is packed, each fold's upper triangle in panels
+(:mod:`dkrr.linalg._packed`); the pass's result is unpacked (:meth:`RidgeStatistics.symmetrized`).
 
 Classification (``labels`` mode): instead of numeric targets the block's labels are
 one-hot encoded, ``c[k][:, j] = sum_{i in k, y_i = label_j} Z_i`` and ``ysum[k][j]`` is
@@ -38,6 +36,8 @@ from .._validation import check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
 from ._packed import add_packed_gram, packed_length, unpack_gram, work_length
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
+from ._precision import _cross64
+from ._wire import register_statistics_type
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
@@ -234,6 +234,9 @@ class RidgeStatistics:
         return dataclasses.replace(self, G=0.5 * (self.G + self.G.transpose(0, 2, 1)))
 
 
+register_statistics_type(RidgeStatistics)  # how Dask sends and counts it (dkrr.linalg._wire)
+
+
 def combine_statistics(parts: list) -> RidgeStatistics:
     """Sum of a list of :class:`RidgeStatistics`: a new object, the inputs unchanged.
 
@@ -365,7 +368,7 @@ def block_statistics(
 ) -> RidgeStatistics:
     """Statistics of one row block: the task body of every streamed pass.
 
-    ``G`` (when asked) is packed (:mod:`dkrr.linalg._packed`). The signature follows :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b,
+    ``G`` (when asked) is packed. The signature follows :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b,
     row_offset, block_index, *constants)``.
 
     Parameters
@@ -405,11 +408,10 @@ def block_statistics(
 def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision="float64") -> None:
     """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
     block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
-    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one symmetric product. ``G`` is
-    packed; each sub-block's Gram is added panel by panel (:func:`add_packed_gram`, one
-    reused work buffer). With ``precision="float32"`` ``Z`` is float32: its Gram products
-    are float32 (SSYRK, SGEMM) added into the float64 sums; the products with the float64
-    targets and the column sums are float64."""
+    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one symmetric product (packed:
+    :func:`add_packed_gram`). With ``precision="float32"`` ``Z`` is float32: its Gram
+    products are float32, added into the float64 sums; ``Z^T Y`` and the column sums are
+    float64."""
     t = Y.shape[1]
     work = None if stats.G is None else np.empty(work_length(fmap.n_output_features), check_precision(precision))
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
@@ -437,28 +439,6 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
         if stats.zsq is not None:
             stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk, dtype=np.float64)
-
-
-#: bytes of the float64 copy of a float32 feature slice that :func:`_cross64` makes at a time
-_CAST_BYTES = 4 * 2**20
-
-
-def _cross64(Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """``Z^T Y`` in float64 for float64 ``Y`` (t columns, t small).
-
-    A float32 ``Z`` is widened in row slices of at most :data:`_CAST_BYTES`, so the product
-    is a float64 GEMM: a float32 GEMM with the rounded targets sums thousands of products
-    in single precision and measured 5 eps32 relative error where the widened product has
-    0.3 eps32 (the features' own rounding). The cost is O(rows p t), against the Gram's
-    O(rows p^2).
-    """
-    if Z.dtype == np.float64:
-        return Z.T @ Y
-    out = np.zeros((Z.shape[1], Y.shape[1]))
-    step = max(1, _CAST_BYTES // (8 * Z.shape[1]))
-    for a in range(0, Z.shape[0], step):
-        out += Z[a:a + step].astype(np.float64).T @ Y[a:a + step]
-    return out
 
 
 def streamed_statistics(
