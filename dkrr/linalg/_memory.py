@@ -38,11 +38,14 @@ number of blocks):
   and ``F`` the map, and the default ``C = T x workers <= s``: ``max(T (2 S + B) + F,
   (C + 1) S)``, independent of the number of blocks. At ``D = 4096`` (gaussian, ``p =
   8192``), ``cv=5``, one thread: ``S = 1.36 GB`` (the full Grams would take 2.68 GB) and a
-  worker about 2.9 GB, against 5.9 GB with full Grams and their ``p x p`` temporary;
+  worker 2.85 GB, against 6.0 GB with full Grams and their ``p x p`` temporary (a worker
+  process's RSS adds its baseline, 0.3 GB measured: interpreter, libraries, BLAS);
 * the client: the unpacked statistics ``S_full`` beside the packed result ``S`` while it
   is unpacked, then beside four ``p x p`` matrices of the solve (the total Gram,
-  ``G + alpha I``, its factor or eigenvectors, a work copy): ``S_full + max(S, 32 p^2) +
-  F``.
+  ``G + alpha I``, its factor or eigenvectors, a work copy), seven with ``cv`` (the total
+  and training Grams, the centred copy, the eigensolver's copy and eigenvectors, two
+  temporaries of the validation Gram; measured 4.0 and 7.1): ``S_full + max(S, 32 p^2)
+  + F``, ``56 p^2`` in place of ``32 p^2`` with ``cv``.
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the
 smallest Dask worker when a distributed ``Client`` is active (else with the available
@@ -217,6 +220,7 @@ def ridge_memory_estimate(
         if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
             passes[1] = (int(n_components), True, n_folds + 1, sizes(p_fit, 1) + n_folds * sizes(p_fit, 2),
                          statistics_bytes(p_fit, t, n_folds))
+    solve_matrices = 7 if n_folds > 1 else 4
     best = None
     for D, gram, n_maps, (stats, full), transient in passes:
         p = _output_width(kernel, D, is_complex)
@@ -227,7 +231,7 @@ def ridge_memory_estimate(
                  + 16 * int(block_rows) * (n_features_in + t) + _TASK_OVERHEAD)
         reduction = (fan_in + 1) * int(stats) + _TASK_OVERHEAD
         # the unpacked statistics, beside the packed result (while unpacking) or the solve's matrices
-        client = int(full) + (max(int(stats), 4 * 8 * p * p) if gram else 0) + fmap
+        client = int(full) + (max(int(stats), solve_matrices * 8 * p * p) if gram else 0) + fmap
         est = MemoryEstimate(p, fmap, int(stats), block, reduction, client, threads, tree_tasks)
         if best is None:
             best = est
