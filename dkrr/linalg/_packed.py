@@ -43,9 +43,11 @@ PANEL_ROWS = 128
 #: rows and columns of one product of :func:`add_packed_gram`: the panels are updated in
 #: groups of ``GROUP_ROWS`` rows, the columns right of a group's diagonal block in chunks
 #: of ``GROUP_COLS``. One GEMM per panel (``nb`` rows) streams the whole width of ``Z``
-#: through BLAS's packing buffers once per ``nb`` rows: 1.14x the time of the full
+#: through BLAS's packing buffers once per panel: 1.16x the time of the full
 #: ``G += Z.T @ Z`` at p = 1024 with 256-row panels; products of 1024 x 2048 ran at
-#: 0.99-1.02x at p = 1024-2048 and 0.5-0.65x at p = 8192. Measurement: benchmarks/README.md.
+#: 0.98-1.05x at p = 1024-2048 and 0.54x (float64) / 0.67x (float32) at p = 8192, where
+#: the full Gram's p x p temporary is faulted in, mirrored and added for every sub-block.
+#: Measurement: benchmarks/README.md.
 GROUP_ROWS = 1024
 GROUP_COLS = 2048
 
