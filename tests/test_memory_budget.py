@@ -241,3 +241,21 @@ def test_client_estimate_is_the_traced_peak_of_a_fit(cv):
         finally:
             tracemalloc.stop()
     assert 0.9 * e.client <= peak <= 1.1 * e.client, peak / e.client
+
+
+@pytest.mark.slow
+def test_d4096_cv5_pass_fits_a_4gb_worker():
+    """Issue 16's target, measured (about a minute, 3.2 GB): the statistics pass of
+    D = 4096 (p = 8192) with cv = 5 on one worker of one thread with memory_limit="4GB"
+    peaks at 3.14 GB RSS (0.30 GB before, 2.85 GB during, the estimate's 2.85 GB). With
+    full Grams the estimate was 6.0 GB and the pass peaked at 6.30 GB on a worker of 8 GB.
+    The whole fit: ``benchmarks/bench_worker_memory.py --mode fit`` (14 minutes here)."""
+    from benchmarks.bench_worker_memory import main
+
+    out = main(["--mode", "pass", "--allow-load"])
+    worker = [v for k, v in out["memory"].items() if k != "client"][0]
+    assert out["status"] == "ok"
+    assert worker["peak"] < 4e9 * 0.9  # below the limit, and below distributed's restart at 95%
+    rise = worker["peak"] - worker["baseline"]
+    assert 0.9 * out["estimate_worker"] <= rise <= 1.05 * out["estimate_worker"], rise / out["estimate_worker"]
+    assert out["estimate_worker"] < 3e9 < 2 * statistics_bytes(8192, 1, 5, packed=False)
