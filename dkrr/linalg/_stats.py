@@ -368,8 +368,8 @@ def block_statistics(
 ) -> RidgeStatistics:
     """Statistics of one row block: the task body of every streamed pass.
 
-    ``G`` (when asked) is packed. The signature follows :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b,
-    row_offset, block_index, *constants)``.
+    ``G`` (when asked) is packed. The signature follows
+    :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b, row_offset, block_index, *constants)``.
 
     Parameters
     ----------
@@ -459,8 +459,9 @@ def streamed_statistics(
     :func:`dkrr.linalg.as_row_chunked`). The feature map is embedded once in the graph;
     each block task computes features and statistics together (the data is read once);
     the chains and the tree of fan-in ``split_every`` sum them (``G`` packed); the result's
-    G is unpacked to full, exactly symmetric matrices. ``precision="float32"`` computes the features and each sub-block's
-    products in float32 and sums them in float64 (docs/ALGORITHMS.md, section 3.10).
+    G is unpacked to full, exactly symmetric matrices. ``precision="float32"`` computes the
+    features and each sub-block's products in float32 and sums them in float64
+    (docs/ALGORITHMS.md, section 3.10).
     """
     from ._reduce import reduce_row_blocks
 
