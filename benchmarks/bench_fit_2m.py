@@ -205,7 +205,7 @@ def breakdown(args, fmap) -> dict:
     from threadpoolctl import threadpool_limits
 
     from dkrr.features._nonlinear import apply_nonlinearity
-    from dkrr.linalg import _stats
+    from dkrr.linalg._packed import add_packed_gram, packed_length, work_length
     from dkrr.linalg._stats import block_statistics
 
     rows = args.chunk_rows
@@ -218,10 +218,13 @@ def breakdown(args, fmap) -> dict:
     sub = int(max(1, min(rows, args.max_block_bytes // (8 * p))))
     Xf = X.astype(np.float64)
     Zbuf = np.empty((sub, p))
-    G = np.zeros((p, p))
+    G = np.zeros(packed_length(p))  # the packed Gram of one fold, as block_statistics keeps it
+    work = np.empty(work_length(p))
     P = fmap.projection.project(Xf[:sub])
     Pc = P.copy()
-    gram = _stats._add_gram  # what block_statistics uses
+
+    def gram(G, Z):  # what block_statistics does per sub-block
+        add_packed_gram(G, Z, work)
 
     n_sub = rows / sub
     res = {}

@@ -1,7 +1,8 @@
 """The Gram accumulation ``G += Z^T Z`` of a block task: numpy against scipy's ``dsyrk``.
 
-``block_statistics`` accumulates each sub-block's Gram with numpy's ``G += Z.T @ Z``
-(numpy calls BLAS ``syrk`` for a transposed buffer times itself). scipy's
+``block_statistics`` accumulated each sub-block's Gram with numpy's ``G += Z.T @ Z``
+(numpy calls BLAS ``syrk`` for a transposed buffer times itself) before the Gram was
+packed; its products are still numpy matmuls (``dkrr/linalg/_packed.py``). scipy's
 ``scipy.linalg.blas.dsyrk`` does the same in place without the p x p temporary but holds
 the GIL, so two block tasks of the threaded scheduler cannot overlap. This script measures
 both, in one thread at one BLAS thread (a distributed worker) and in two Python threads at

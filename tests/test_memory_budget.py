@@ -14,11 +14,13 @@ from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeature
 from dkrr.errors import DkrrError, InvalidParameterError, MemoryBudgetError
 from dkrr.linalg import as_row_chunked
 from dkrr.linalg._memory import (
+    check_memory_budget,
     feature_map_bytes,
     ridge_memory_estimate,
     statistics_bytes,
 )
-from dkrr.linalg._stats import streamed_statistics
+from dkrr.linalg._packed import packed_length, work_length
+from dkrr.linalg._stats import block_statistics, streamed_statistics
 
 GiB = 2**30
 
@@ -29,14 +31,25 @@ def _data(n=200, d=3, seed=0):
     return X, np.sin(X[:, 0])
 
 
-def test_statistics_estimate_is_the_nbytes_of_a_real_statistics_object():
+def _nbytes(stats):
+    return sum(getattr(stats, k).nbytes for k in stats.PARTS if getattr(stats, k) is not None)
+
+
+@pytest.mark.parametrize("n_components", [6, 600])
+def test_statistics_estimate_is_the_nbytes_of_a_real_statistics_object(n_components):
+    """Packed: a block task's partial result (p = 1200: ten panels, 55% of the full
+    Grams). Unpacked: the pass's result."""
     X, y = _data(n=120, d=4)
     Y = np.column_stack([y, np.cos(X[:, 1])])  # t = 2 targets
-    rf = RandomFeatures(method="rff", n_components=6, random_state=0).fit(X)
+    rf = RandomFeatures(method="rff", n_components=n_components, random_state=0).fit(X)
+    p = rf.n_output_features_
+    part = block_statistics(X, Y, 0, 0, rf.feature_map_, n_folds=3, fold_seed=1)
+    assert part.packed and statistics_bytes(p=p, n_targets=2, n_folds=3) == _nbytes(part)
     Xd, yd = as_row_chunked(X, Y, chunk_rows=40)
     stats = streamed_statistics(Xd, yd, rf.feature_map_, n_folds=3, fold_seed=1)
-    actual = sum(getattr(stats, k).nbytes for k in stats.PARTS if getattr(stats, k) is not None)
-    assert statistics_bytes(p=rf.n_output_features_, n_targets=2, n_folds=3) == actual
+    assert not stats.packed and statistics_bytes(p=p, n_targets=2, n_folds=3, packed=False) == _nbytes(stats)
+    if p > 128:
+        assert _nbytes(part) < 0.6 * _nbytes(stats)
 
 
 @pytest.mark.parametrize("method", ["rff", "orf", "qmc"])
@@ -85,39 +98,57 @@ def test_huge_n_components_is_refused_before_any_compute(cls, scheduler):
         assert "memory limit of a Dask worker (1.00 GiB)" in str(excinfo.value)
     message = str(excinfo.value)
     assert isinstance(excinfo.value, DkrrError) and isinstance(excinfo.value, MemoryError)
-    # the estimate of the Gram (2e7 x 2e7 float64, 2.8 PiB), and the fix
+    # the estimate of the packed Gram (the upper triangle of 2e7 x 2e7 float64, 1.4 PiB), and the fix
     gram = f"{statistics_bytes(p=2 * 10**7) / GiB:.0f} GiB"
-    assert gram.startswith("298023") and gram in message and "n_components=10000000" in message
+    assert gram.startswith("149012") and gram in message and "n_components=10000000" in message
     assert "smaller n_components" in message
     assert not hasattr(est, "coef_")
 
 
 def test_worker_memory_limit_bounds_the_reduction(local_cluster):
-    """p = 6800: one Gram is 370 MB; a chain step holds two of them and a p x p temporary
-    (1.1 GB > 1 GiB). p = 4000 (122 MiB a Gram) now fits where the plain tree, a combine
-    of 8 of them plus its output (1.1 GiB), did not."""
+    """Two workers of 1 GiB, one thread each: C = 2 chains. p = 9600: a packed statistics
+    object is 374 MB and the combine of the two chains' sums holds three of them (1.05 GiB
+    > 1 GiB). p = 6800 (189 MB packed) now fits in 0.53 GiB, where a chain step with full
+    Grams held two of 370 MB and a p x p temporary (1.1 GB) and where the plain tree, a
+    combine of 8 packed objects plus its output, needs 1.6 GiB."""
     import distributed
 
     X, y = _data(n=64)
     with distributed.Client(local_cluster) as client:
-        est = RandomFeatureRidge(method="rff", n_components=3400, chunk_rows=8, random_state=0)  # 8 blocks
+        est = RandomFeatureRidge(method="rff", n_components=4800, chunk_rows=8, random_state=0)  # 8 blocks
         with distributed.get_task_stream(client) as stream, pytest.raises(MemoryBudgetError) as excinfo:
             est.fit(X, y)
         assert stream.data == []
     message = str(excinfo.value)
-    assert "runs a chain step holding two of them" in message and "(1.00 GiB)" in message
+    assert "a combine task of the tree over the chains' sums holds" in message and "(1.00 GiB)" in message
     kw = dict(kernel="gaussian", method="rff", n_features_in=3, split_every=8, block_rows=8, n_blocks=8,
               threads=1)
-    estimate = ridge_memory_estimate(n_components=3400, n_chains=2, **kw)
+    estimate = ridge_memory_estimate(n_components=4800, n_chains=2, **kw)
     S = estimate.statistics
-    assert S == 8 * (6800 * 6800 + 6800 + 6800 + 1 + 2)
-    assert estimate.worker == estimate.block_task > 3 * S > GiB
-    assert estimate.reduction_task == 3 * S + 2**20  # the tree over 2 chains (+ 1 MiB a task)
-    chains = ridge_memory_estimate(n_components=2000, n_chains=2, **kw)
-    assert chains.worker < GiB
-    tree = ridge_memory_estimate(n_components=2000, n_chains=8, **kw)  # one chain per block
-    assert tree.reduction_task == 9 * tree.statistics + 2**20 > GiB
+    assert S == 8 * (packed_length(9600) + 9600 + 9600 + 1 + 2) and S < 0.51 * statistics_bytes(9600, packed=False)
+    assert estimate.worker == estimate.reduction_task == 3 * S + 2**20 > GiB  # the tree over 2 chains
+    assert estimate.block_task < estimate.reduction_task
+    assert ridge_memory_estimate(n_components=3400, n_chains=2, **kw).worker < 0.55 * GiB
+    tree = ridge_memory_estimate(n_components=3400, n_chains=8, **kw)  # one chain per block
+    assert tree.reduction_task == 9 * tree.statistics + 2**20 > 1.5 * GiB
     assert tree.worker == tree.reduction_task
+
+
+def test_a_chain_step_holds_two_packed_statistics_objects():
+    """One worker thread, one chain: each step holds the running sum it receives and its
+    own (p = 8192, K = 5: 2 x 1.36 GB), the work buffer of the packed Gram (16 MiB) and the
+    feature buffer; the message names the chain step when it does not fit."""
+    kw = dict(kernel="gaussian", method="sorf", n_features_in=8, n_components=4096, n_folds=5,
+              block_rows=5000, n_blocks=8, n_chains=1, threads=1)
+    estimate = ridge_memory_estimate(**kw)
+    S = estimate.statistics
+    assert S == statistics_bytes(8192, 1, 5) and 1.36e9 < S < 1.37e9
+    assert estimate.worker == estimate.block_task
+    assert 2 * S + 8 * work_length(8192) < estimate.worker < 2 * S + 8 * work_length(8192) + 0.15e9  # 2.85 GB
+    assert estimate.worker < 4e9 < 2 * statistics_bytes(8192, 1, 5, packed=False)
+    with pytest.raises(MemoryBudgetError, match="runs a chain step holding two of them") as excinfo:
+        check_memory_budget(estimate, kernel="gaussian", n_components=4096, n_folds=5, limits=(2 * GiB, 64 * GiB))
+    assert "upper triangles of K=5 fold(s)" in str(excinfo.value)
 
 
 def test_cv_folds_multiply_the_statistics():
@@ -181,3 +212,50 @@ def test_surrogate_leverage_with_cv_counts_one_map_per_fold():
     est = ridge_memory_estimate(kernel="gaussian", method="rff", n_features_in=3, n_components=p // 2,
                                 n_folds=K, sampling="surrogate_leverage", block_rows=100)
     assert est.statistics == statistics_bytes(p, 1, 1) + K * statistics_bytes(p, 1, 2)
+
+
+@pytest.mark.parametrize("cv", [None, 5])
+def test_client_estimate_is_the_traced_peak_of_a_fit(cv):
+    """One block, synchronous scheduler, p = 512: the client's part (the unpacked
+    statistics and the solve's four p x p matrices, seven for the CV) is the fit's traced
+    peak within 10% (measured 1.3% and 1.5% above)."""
+    import tracemalloc
+
+    import dask
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1000, 4))
+    y = np.sin(X[:, 0])
+    est = RandomFeatureRidge(method="rff", n_components=256, cv=cv, alphas=[0.1, 1.0] if cv else None, alpha=1.0,
+                             chunk_rows=1000, random_state=0)
+    e = ridge_memory_estimate(kernel="gaussian", method="rff", n_features_in=4, n_components=256,
+                              n_folds=cv or 1, block_rows=1000, n_blocks=1, n_chains=1, threads=1)
+    assert e.client > e.worker or cv is None  # the client's part is the peak with cv
+    with dask.config.set(scheduler="sync"), threadpool_limits(1):
+        est.fit(X[:300], y[:300])  # imports and caches
+        tracemalloc.start()
+        try:
+            est.fit(X, y)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert 0.9 * e.client <= peak <= 1.1 * e.client, peak / e.client
+
+
+@pytest.mark.slow
+def test_d4096_cv5_pass_fits_a_4gb_worker():
+    """Issue 16's target, measured (about a minute, 3.2 GB): the statistics pass of
+    D = 4096 (p = 8192) with cv = 5 on one worker of one thread with memory_limit="4GB"
+    peaks at 3.14 GB RSS (0.30 GB before, 2.85 GB during, the estimate's 2.85 GB). With
+    full Grams the estimate was 6.0 GB and the pass peaked at 6.30 GB on a worker of 8 GB.
+    The whole fit: ``benchmarks/bench_worker_memory.py --mode fit`` (14 minutes here)."""
+    from benchmarks.bench_worker_memory import main
+
+    out = main(["--mode", "pass", "--allow-load"])
+    worker = [v for k, v in out["memory"].items() if k != "client"][0]
+    assert out["status"] == "ok"
+    assert worker["peak"] < 4e9 * 0.9  # below the limit, and below distributed's restart at 95%
+    rise = worker["peak"] - worker["baseline"]
+    assert 0.9 * out["estimate_worker"] <= rise <= 1.05 * out["estimate_worker"], rise / out["estimate_worker"]
+    assert out["estimate_worker"] < 3e9 < 2 * statistics_bytes(8192, 1, 5, packed=False)

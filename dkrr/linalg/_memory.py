@@ -9,9 +9,13 @@ per block, ``T`` threads per worker and ``C`` chains of the reduction
 (:func:`~dkrr.linalg.reduce_row_blocks`; by default the total threads, at most the
 number of blocks):
 
-* the statistics object (:class:`~dkrr.linalg.RidgeStatistics`):
-  ``8 K (p^2 + p t + p + 2 t) + 8 K`` bytes - ``G``, ``c``, ``zsum``, ``ysum``, ``yy`` and
-  the int64 row counts ``n`` (:func:`statistics_bytes`, exact);
+* the statistics object (:class:`~dkrr.linalg.RidgeStatistics`) of a pass's partial
+  results (a block task's, a chain's running sum, a combine's): ``S = 8 K (L + p t + p +
+  2 t) + 8 K`` bytes - the packed Gram ``G`` (``L = p (p + 1) / 2 + sum_i r_i (r_i - 1) /
+  2 <= p (p + nb) / 2`` numbers a fold: the upper triangle in panels of ``nb = 128`` rows,
+  :mod:`dkrr.linalg._packed`), ``c``, ``zsum``, ``ysum``, ``yy`` and the int64 row counts
+  ``n`` (:func:`statistics_bytes`, exact); the pass's result, unpacked on the client, has
+  ``L = p^2`` (``S_full``);
 * the feature map (:func:`feature_map_bytes`): ``8 D d`` for a dense ``W`` (rff, orf,
   qmc, exact); ``8 D' (d + 4 + 2 r_d)`` for the structured maps, an upper bound of their
   O(D) stored numbers plus the dense ``W`` a transform may cache (``D'`` is D rounded
@@ -19,8 +23,9 @@ number of blocks):
   displacement rank); ``8 (D d + 3 D^2)`` for Nystroem (landmarks, ``K_CC``, its
   eigenvectors and ``K_CC^(-1/2)``);
 * a block task (a step of a chain): two statistics objects (the running sum it receives
-  and the block's, into which that sum is added; one when every chain is one block), the ``p x p`` temporary of ``Z^T Z``
-  (``8 p^2`` when a Gram is accumulated), the feature buffer of ``b = min(r, max(1,
+  and the block's, into which that sum is added; one when every chain is one block), the
+  work buffer of the packed Gram's products (``8 min(p, 1024) min(p, 2048)`` bytes, at
+  most 16 MiB, when a Gram is accumulated), the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
   map, the blocks of X and y and their copy sorted by fold (``16 r (d + t)``) and 1 MiB
   of interpreter and scheduler objects;
@@ -31,9 +36,16 @@ number of blocks):
   each thread holds one chain step (the map is shared), and only the ``ceil(C / s)`` combines of the tree's
   first level can run at once. With ``S`` a statistics object, ``B`` a block's buffers
   and ``F`` the map, and the default ``C = T x workers <= s``: ``max(T (2 S + B) + F,
-  (C + 1) S)``, independent of the number of blocks;
-* the client: the reduced statistics, four ``p x p`` matrices of the solve (the total
-  Gram, ``G + alpha I``, its factor or eigenvectors, a work copy) and the map.
+  (C + 1) S)``, independent of the number of blocks. At ``D = 4096`` (gaussian, ``p =
+  8192``), ``cv=5``, one thread: ``S = 1.36 GB`` (the full Grams would take 2.68 GB) and a
+  worker 2.85 GB, against 6.0 GB with full Grams and their ``p x p`` temporary (a worker
+  process's RSS adds its baseline, 0.3 GB measured: interpreter, libraries, BLAS);
+* the client: the unpacked statistics ``S_full`` beside the packed result ``S`` while it
+  is unpacked, then beside four ``p x p`` matrices of the solve (the total Gram,
+  ``G + alpha I``, its factor or eigenvectors, a work copy), seven with ``cv`` (the total
+  and training Grams, the centred copy, the eigensolver's copy and eigenvectors, two
+  temporaries of the validation Gram; measured 4.0 and 7.1): ``S_full + max(S, 32 p^2)
+  + F``, ``56 p^2`` in place of ``32 p^2`` with ``cv``.
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the
 smallest Dask worker when a distributed ``Client`` is active (else with the available
@@ -46,7 +58,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from ..errors import MemoryBudgetError
+from ._packed import packed_length, work_length
 
 __all__ = [
     "MemoryEstimate",
@@ -81,10 +96,13 @@ def _work_width(method: str, n_features_in: int, n_components: int) -> int:
     return -(-n_components // dp) * dp
 
 
-def statistics_bytes(p: int, n_targets: int = 1, n_folds: int = 1, *, with_gram: bool = True) -> int:
-    """Bytes of one statistics object: ``8 K (p^2 + p t + p + 2 t) + 8 K`` (see module)."""
+def statistics_bytes(p: int, n_targets: int = 1, n_folds: int = 1, *, with_gram: bool = True,
+                     packed: bool = True) -> int:
+    """Bytes of one statistics object: ``8 K (L + p t + p + 2 t) + 8 K`` with ``L`` the
+    numbers of a packed Gram (a partial result of a pass), or ``L = p^2`` with
+    ``packed=False`` (the unpacked result the client solves with; see the module)."""
     K, t = int(n_folds), int(n_targets)
-    gram = p * p if with_gram else 0
+    gram = 0 if not with_gram else packed_length(int(p)) if packed else p * p
     return 8 * K * (gram + p * t + p + 2 * t) + 8 * K
 
 
@@ -185,30 +203,36 @@ def ridge_memory_estimate(
     fan_in = min(split, n_chains)
     tree_tasks = min(threads, -(-n_chains // split))
     t = int(n_targets)
-    # (D, gram, maps, statistics a partial result holds, extra statistics a block task holds)
+    # (D, gram, maps, statistics a partial result holds (packed, unpacked), extra statistics
+    # a block task holds)
     g = int(n_gammas)
-    passes = [(int(n_components), True, g, g * statistics_bytes(_output_width(kernel, n_components, is_complex), t, n_folds), 0)]
+    p_fit = _output_width(kernel, n_components, is_complex)
+
+    def sizes(p, K, gram=True):
+        return np.array([statistics_bytes(p, t, K, with_gram=gram, packed=packed) for packed in (True, False)])
+
+    passes = [(int(n_components), True, g, g * sizes(p_fit, n_folds), 0)]
     if sampling is not None:
         n_cand = int(n_candidates or 4 * n_components)
         ridge = sampling == "ridge_leverage"
         p_cand = _output_width(kernel, n_cand, is_complex)
-        passes.insert(0, (n_cand, ridge, 1, statistics_bytes(p_cand, t, 1 if ridge else n_folds, with_gram=ridge), 0))
+        passes.insert(0, (n_cand, ridge, 1, sizes(p_cand, 1 if ridge else n_folds, ridge), 0))
         if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
-            p = _output_width(kernel, n_components, is_complex)
-            passes[1] = (int(n_components), True, n_folds + 1,
-                         statistics_bytes(p, t, 1) + n_folds * statistics_bytes(p, t, 2),
-                         statistics_bytes(p, t, n_folds))
+            passes[1] = (int(n_components), True, n_folds + 1, sizes(p_fit, 1) + n_folds * sizes(p_fit, 2),
+                         statistics_bytes(p_fit, t, n_folds))
+    solve_matrices = 7 if n_folds > 1 else 4
     best = None
-    for D, gram, n_maps, stats, transient in passes:
+    for D, gram, n_maps, (stats, full), transient in passes:
         p = _output_width(kernel, D, is_complex)
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
-        block = (held * stats + transient + (8 * p * p if gram else 0) + buffer + fmap
+        block = (held * int(stats) + transient + (8 * work_length(p) if gram else 0) + buffer + fmap
                  + 16 * int(block_rows) * (n_features_in + t) + _TASK_OVERHEAD)
-        reduction = (fan_in + 1) * stats + _TASK_OVERHEAD
-        client = stats + (4 * 8 * p * p if gram else 0) + fmap
-        est = MemoryEstimate(p, fmap, stats, block, reduction, client, threads, tree_tasks)
+        reduction = (fan_in + 1) * int(stats) + _TASK_OVERHEAD
+        # the unpacked statistics, beside the packed result (while unpacking) or the solve's matrices
+        client = int(full) + (max(int(stats), solve_matrices * 8 * p * p) if gram else 0) + fmap
+        est = MemoryEstimate(p, fmap, int(stats), block, reduction, client, threads, tree_tasks)
         if best is None:
             best = est
         else:
@@ -296,7 +320,8 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
         held = estimate.reduction_task // max(1, estimate.statistics)
         T = estimate.threads
         if kind == "client" or (kind == "all" and estimate.client >= estimate.worker):
-            part = "the solve on this machine holds the statistics and 4 p x p matrices"
+            part = ("the solve on this machine holds the unpacked statistics (K full p x p Grams) and "
+                    "4 p x p matrices")
             fixes = "fewer cv folds, or a machine with more memory"
         elif estimate.tree_tasks * estimate.reduction_task >= estimate.worker:
             part = (f"a combine task of the tree over the chains' sums holds min(split_every ({fan}), "
@@ -315,7 +340,8 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
         raise MemoryBudgetError(
             f"This fit needs about {_gib(need)}, more than {where} ({_gib(limit)}): "
             f"{name}={value} gives p={p} features, so each statistics object "
-            f"(K={K} fold(s) x p x p float64 Gram) takes {_gib(estimate.statistics)} and {part}. "
+            f"(the upper triangles of K={K} fold(s) of p x p float64 Grams) takes {_gib(estimate.statistics)} "
+            f"and {part}. "
             f"Use a smaller {name} (about {d_fit} or fewer would fit), {fixes}."
         )
 

@@ -3,7 +3,7 @@
 For each row block ``X_b, y_b`` one task computes ``Z_b = phi(X_b)`` and accumulates, in
 float64 and per cross-validation fold (ALGORITHMS.md section 3)::
 
-    G[k]    = sum Z_i^T Z_i        (K, p, p)    gram
+    G[k]    = sum Z_i^T Z_i        (K, p, p)    gram (packed in a pass: (K, L))
     c[k]    = sum Z_i^T y_i        (K, p, t)    targets (or one column per class label)
     zsum[k] = sum Z_i              (K, p)       for the intercept
     n[k]    = rows                 (K,)
@@ -15,7 +15,8 @@ weights ``w`` (``sample_weight``) every sum but ``n`` is weighted (``G = sum w_i
 Z_i``, ...) and ``wsum[k] = sum w_i`` is kept beside the row counts ``n``. Folds come from
 a seeded hash of the *global* row index (:func:`fold_ids`), so they do not depend on the
 chunking. Z exists for one sub-block of at most ``max_block_bytes`` at a time, in one
-reused buffer.
+reused buffer. Inside a pass ``G`` is packed, each fold's upper triangle in panels
+(:mod:`dkrr.linalg._packed`); the pass's result is unpacked (:meth:`RidgeStatistics.symmetrized`).
 
 Classification (``labels`` mode): instead of numeric targets the block's labels are
 one-hot encoded, ``c[k][:, j] = sum_{i in k, y_i = label_j} Z_i`` and ``ysum[k][j]`` is
@@ -33,7 +34,10 @@ import numpy as np
 
 from .._validation import check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
+from ._packed import add_packed_gram, packed_length, unpack_gram, work_length
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
+from ._precision import _cross64
+from ._wire import register_statistics_type
 
 __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
@@ -90,8 +94,9 @@ class RidgeStatistics:
 
     Attributes
     ----------
-    G : ndarray (K, p, p) or None
-        Gram ``Z^T Z``.
+    G : ndarray (K, p, p), ndarray (K, L) or None
+        Gram ``Z^T Z``: full, or packed (2-D: the partial results of a pass, see
+        :mod:`dkrr.linalg._packed`; :attr:`packed` says which, :meth:`symmetrized` unpacks).
     c : ndarray (K, p, t)
         ``Z^T y`` (labels mode: ``Z^T 1[y = label_j]``, one column per label).
     zsum : ndarray (K, p)
@@ -128,6 +133,11 @@ class RidgeStatistics:
     def n_folds(self) -> int:
         return self.n.shape[0]
 
+    @property
+    def packed(self) -> bool:
+        """Whether ``G`` is in packed form, ``(K, L)`` (the partial results of a pass)."""
+        return self.G is not None and self.G.ndim == 2
+
     def weights(self) -> np.ndarray:
         """Weight of each fold (K,) float64: ``wsum``, or the row counts without weights."""
         return self.n.astype(np.float64) if self.wsum is None else self.wsum
@@ -135,10 +145,12 @@ class RidgeStatistics:
     @classmethod
     def zeros(cls, n_folds: int, p: int, t: int, labels=None, *, with_gram: bool = True,
               with_squares: bool = True, with_norms: bool = False,
-              with_weights: bool = False) -> RidgeStatistics:
-        """Zero statistics; ``with_*`` choose the optional parts ``G``, ``yy``, ``zsq``, ``wsum``."""
+              with_weights: bool = False, packed: bool = False) -> RidgeStatistics:
+        """Zero statistics; ``with_*`` choose the optional parts ``G``, ``yy``, ``zsq``,
+        ``wsum``; ``packed``: ``G`` in packed form (what a block task accumulates into)."""
+        gram = (n_folds, packed_length(p)) if packed else (n_folds, p, p)
         return cls(
-            np.zeros((n_folds, p, p)) if with_gram else None,
+            np.zeros(gram) if with_gram else None,
             np.zeros((n_folds, p, t)),
             np.zeros((n_folds, p)),
             np.zeros(n_folds, dtype=np.int64),
@@ -213,10 +225,16 @@ class RidgeStatistics:
         return RidgeStatistics(src.G, c, src.zsum, src.n, ysum, yy, None, src.zsq, src.wsum)
 
     def symmetrized(self) -> RidgeStatistics:
-        """The statistics with each G[k] made exactly symmetric (averaged with its transpose)."""
+        """The statistics with each G[k] a full, exactly symmetric ``p x p`` matrix: a packed
+        G unpacked (its upper triangle mirrored), a full one averaged with its transpose."""
         if self.G is None:
             return self
+        if self.packed:
+            return dataclasses.replace(self, G=unpack_gram(self.G, self.zsum.shape[1]))
         return dataclasses.replace(self, G=0.5 * (self.G + self.G.transpose(0, 2, 1)))
+
+
+register_statistics_type(RidgeStatistics)  # how Dask sends and counts it (dkrr.linalg._wire)
 
 
 def combine_statistics(parts: list) -> RidgeStatistics:
@@ -350,8 +368,8 @@ def block_statistics(
 ) -> RidgeStatistics:
     """Statistics of one row block: the task body of every streamed pass.
 
-    The signature follows :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b,
-    row_offset, block_index, *constants)``.
+    ``G`` (when asked) is packed. The signature follows
+    :func:`dkrr.linalg.reduce_row_blocks`: ``(X_b, y_b, row_offset, block_index, *constants)``.
 
     Parameters
     ----------
@@ -382,7 +400,7 @@ def block_statistics(
     """
     Xf, Y, _, bounds, labels = _prepare(X, y, None, row_offset, block_index, n_folds, fold_seed, labels_mode)
     stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels, with_gram=with_gram,
-                                  with_squares=with_squares, with_norms=with_norms)
+                                  with_squares=with_squares, with_norms=with_norms, packed=True)
     _accumulate(stats, Xf, Y, None, bounds, fmap, max_block_bytes, labels_mode, precision)
     return stats
 
@@ -390,10 +408,12 @@ def block_statistics(
 def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision="float64") -> None:
     """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
     block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
-    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one exactly symmetric product.
-    With ``precision="float32"`` ``Z`` is float32: its Gram is one SSYRK per sub-block,
-    the products with the float64 targets and the column sums are float64."""
+    ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one symmetric product (packed:
+    :func:`add_packed_gram`). With ``precision="float32"`` ``Z`` is float32: its Gram
+    products are float32, added into the float64 sums; ``Z^T Y`` and the column sums are
+    float64."""
     t = Y.shape[1]
+    work = None if stats.G is None else np.empty(work_length(fmap.n_output_features), check_precision(precision))
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
     for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes, precision):
         stats.n[k] += Zk.shape[0]
@@ -413,47 +433,12 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             Zk *= r[:, None]
             Yk = Yk * r[:, None]
         if stats.G is not None:
-            _add_gram(stats.G[k], Zk)
+            add_packed_gram(stats.G[k], Zk, work)
         stats.c[k] += _cross64(Zk, Yk)
         if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
         if stats.zsq is not None:
             stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk, dtype=np.float64)
-
-
-#: bytes of the float64 copy of a float32 feature slice that :func:`_cross64` makes at a time
-_CAST_BYTES = 4 * 2**20
-
-
-def _cross64(Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """``Z^T Y`` in float64 for float64 ``Y`` (t columns, t small).
-
-    A float32 ``Z`` is widened in row slices of at most :data:`_CAST_BYTES`, so the product
-    is a float64 GEMM: a float32 GEMM with the rounded targets sums thousands of products
-    in single precision and measured 5 eps32 relative error where the widened product has
-    0.3 eps32 (the features' own rounding). The cost is O(rows p t), against the Gram's
-    O(rows p^2).
-    """
-    if Z.dtype == np.float64:
-        return Z.T @ Y
-    out = np.zeros((Z.shape[1], Y.shape[1]))
-    step = max(1, _CAST_BYTES // (8 * Z.shape[1]))
-    for a in range(0, Z.shape[0], step):
-        out += Z[a:a + step].astype(np.float64).T @ Y[a:a + step]
-    return out
-
-
-def _add_gram(G: np.ndarray, Z: np.ndarray) -> None:
-    """``G += Z^T Z`` for a C-contiguous row slice ``Z``; a float32 ``Z`` gives a float32
-    product (SSYRK) added into the float64 ``G``.
-
-    numpy recognises ``Z.T @ Z`` (the transpose of one buffer times itself) and calls BLAS
-    ``syrk``, then mirrors the triangle, so the result is exactly symmetric. Unlike scipy's
-    f2py ``dsyrk`` wrapper it releases the GIL, so the block tasks of the threaded
-    scheduler run their Grams in parallel, which outweighs the p x p temporary (measurement:
-    benchmarks/README.md, "Measurements behind the code's constants").
-    """
-    G += Z.T @ Z
 
 
 def streamed_statistics(
@@ -473,9 +458,10 @@ def streamed_statistics(
     ``X`` and ``y`` must have identical row chunks (see
     :func:`dkrr.linalg.as_row_chunked`). The feature map is embedded once in the graph;
     each block task computes features and statistics together (the data is read once);
-    a tree reduction of fan-in ``split_every`` sums them. The result's G is exactly
-    symmetric. ``precision="float32"`` computes the features and each sub-block's
-    products in float32 and sums them in float64 (docs/ALGORITHMS.md, section 3.10).
+    the chains and the tree of fan-in ``split_every`` sum them (``G`` packed); the result's
+    G is unpacked to full, exactly symmetric matrices. ``precision="float32"`` computes the
+    features and each sub-block's products in float32 and sums them in float64
+    (docs/ALGORITHMS.md, section 3.10).
     """
     from ._reduce import reduce_row_blocks
 

@@ -58,7 +58,7 @@ def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_fo
     out = []
     for fmap in fmaps:
         stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels,
-                                      with_weights=w is not None)
+                                      with_weights=w is not None, packed=True)
         _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision)
         out.append(stats)
     return tuple(out)
@@ -88,7 +88,8 @@ def streamed_statistics_maps(
     Each block is read once and its task computes the features of every map (the cost
     grows with the number of maps, the reads do not). ``sample_weight`` is a dask array
     (n,) with X's row chunks (:func:`check_sample_weight`) or None. Each G is exactly
-    symmetric. ``precision`` as in :func:`~dkrr.linalg.streamed_statistics`.
+    symmetric (packed during the pass, unpacked at its end). ``precision`` as in
+    :func:`~dkrr.linalg.streamed_statistics`.
     """
     from ._reduce import reduce_row_blocks
 

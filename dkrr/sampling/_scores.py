@@ -158,7 +158,8 @@ def streamed_score_statistics(
     """One pass over the row blocks of ``X``, ``y``: the summed statistics of the candidates.
 
     The statistics are :class:`dkrr.linalg.RidgeStatistics` without ``yy``, and without
-    ``G`` unless ``with_gram``; the block task and the combine are those of the ridge pass.
+    ``G`` unless ``with_gram`` (then full and exactly symmetric, as the ridge pass gives it);
+    the block task and the combine are those of the ridge pass.
 
     Parameters
     ----------
@@ -189,4 +190,4 @@ def streamed_score_statistics(
         constants=(fmap, int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode),
                    bool(with_gram), False, bool(with_norms)),
         label="scoring candidate features",
-    )
+    ).symmetrized()

@@ -1,0 +1,146 @@
+"""The packed symmetric Gram of a pass (dkrr.linalg._packed; issue 16, item 1).
+
+Inside a reduction each fold's Gram is the upper triangle in panels of 128 rows, summed
+by grouped SYRK/GEMM products; the client unpacks it to full, exactly symmetric matrices.
+The tests: the layout's length formula; the sums equal numpy's dense ``Z^T Z`` and the
+full-storage accumulation that dkrr used before (``G += Z.T @ Z`` per sub-block) to
+1e-12, for shapes that cut panels, groups and column chunks; float32 products summed in
+float64; a pass over blocks, folds, chains and the tree equals the dense Grams; the
+refusal of a wrongly shaped accumulator.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+
+from dkrr.errors import InvalidParameterError
+from dkrr.linalg import as_row_chunked, streamed_statistics
+from dkrr.linalg._packed import (
+    GROUP_COLS,
+    GROUP_ROWS,
+    PANEL_ROWS,
+    add_packed_gram,
+    pack_gram,
+    packed_length,
+    panels,
+    unpack_gram,
+    work_length,
+)
+from dkrr.linalg._stats import block_statistics, fold_feature_blocks, fold_ids, prepare_block
+
+
+def _fmap(d, D, seed=0):
+    from dkrr import RandomFeatures
+
+    return RandomFeatures(method="rff", n_components=D, gamma=0.3, random_state=seed).fit(
+        np.zeros((2, d))).feature_map_
+
+
+@pytest.mark.parametrize(("p", "nb"), [(1, 128), (5, 2), (127, 128), (128, 128), (300, 128), (1000, 7), (64, 100)])
+def test_packed_length_is_the_upper_triangle_and_the_diagonal_blocks(p, nb):
+    rows = [b - a for a, b, _ in panels(p, nb)]
+    L = packed_length(p, nb)
+    assert L == p * (p + 1) // 2 + sum(r * (r - 1) // 2 for r in rows) <= p * (p + nb) // 2
+    assert sum(rows) == p and all(r == nb for r in rows[:-1])
+    offsets = [o for _, _, o in panels(p, nb)]
+    assert offsets[0] == 0 and offsets == sorted(offsets)
+
+
+@pytest.mark.parametrize("p", [1, 100, PANEL_ROWS + 3, GROUP_ROWS + 200, GROUP_ROWS + GROUP_COLS + 250])
+def test_packed_sums_equal_dense_and_full_storage(p):
+    """Three sub-blocks (of 40, 1 and 23 rows) added into one packed fold: the unpacked
+    result is numpy's dense Gram and the full-storage sum to 1e-12, exactly symmetric."""
+    rng = np.random.default_rng(p)
+    Z = rng.standard_normal((64, p)) + 0.5
+    parts = [Z[:40], Z[40:41], Z[41:]]
+    G = np.zeros((2, packed_length(p)))
+    work = np.empty(work_length(p))
+    full = np.zeros((p, p))
+    for part in parts:
+        add_packed_gram(G[1], part, work)
+        full += part.T @ part  # the accumulation before the packed Gram
+    out = unpack_gram(G, p)
+    dense = Z.T @ Z
+    assert out.shape == (2, p, p) and not out[0].any()
+    np.testing.assert_array_equal(out[1], out[1].T)
+    np.testing.assert_allclose(out[1], dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    np.testing.assert_allclose(out[1], full, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    np.testing.assert_array_equal(pack_gram(out), G)  # the stored diagonal blocks are symmetric too
+
+
+def test_float32_products_are_summed_in_float64():
+    """float32 sub-blocks: float32 panel products added into the float64 packed sums. The
+    error is that of one float32 product (the sums of 50 sub-blocks do not add it up)."""
+    p = GROUP_ROWS + 300
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((50 * 64, p)).astype(np.float32)
+    G = np.zeros((1, packed_length(p)))
+    work = np.empty(work_length(p), dtype=np.float32)
+    for start in range(0, len(Z), 64):
+        add_packed_gram(G[0], Z[start:start + 64], work)
+    out = unpack_gram(G, p)[0]
+    exact = Z.astype(np.float64).T @ Z.astype(np.float64)
+    rel = np.linalg.norm(out - exact) / np.linalg.norm(exact)
+    assert G.dtype == np.float64 and 0 < rel < 2 * 2.0**-23, rel
+    np.testing.assert_array_equal(out, out.T)
+
+
+def test_a_wrongly_shaped_accumulator_is_refused():
+    Z = np.ones((3, 300))
+    L = packed_length(300)
+    assert L == 300 * 301 // 2 + 2 * (128 * 127 // 2) + 44 * 43 // 2
+    with pytest.raises(InvalidParameterError, match=f"packed Gram of p=300 features has {L} numbers"):
+        add_packed_gram(np.zeros((300, 300)), Z)  # a full Gram
+    with pytest.raises(InvalidParameterError, match="packed Gram of p=300"):
+        add_packed_gram(np.zeros(L - 1), Z)
+    with pytest.raises(InvalidParameterError, match=rf"shape \(K, {L}\)"):
+        unpack_gram(np.zeros((2, L + 1)), 300)
+    with pytest.raises(InvalidParameterError, match="p >= 1"):
+        panels(0)
+
+
+def test_block_statistics_keep_g_packed_and_equal_the_full_storage_sums():
+    """A block in 8 sub-blocks and 3 folds: the packed G, unpacked, equals the per-fold sums
+    of the same sub-blocks in full storage and the dense per-fold Grams."""
+    rng = np.random.default_rng(3)
+    X, y = rng.standard_normal((400, 5)), rng.standard_normal(400)
+    fmap = _fmap(5, 180)  # p = 360: three panels
+    budget = 50 * 8 * 360  # 50 rows a sub-block
+    s = block_statistics(X, y, 1000, 2, fmap, 3, 17, budget)
+    assert s.packed and s.G.shape == (3, packed_length(360))
+    Xf, Y, bounds, _ = prepare_block(X, y, 1000, 2, 3, 17, False)
+    full = np.zeros((3, 360, 360))
+    for k, Zk, _ in fold_feature_blocks(Xf, Y, bounds, fmap, budget):
+        full[k] += Zk.T @ Zk
+    Z = fmap.transform(X)
+    f = fold_ids(np.arange(1000, 1400), 3, 17)
+    dense = np.stack([Z[f == k].T @ Z[f == k] for k in range(3)])
+    got = s.symmetrized()
+    assert not got.packed
+    np.testing.assert_allclose(got.G, full, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    np.testing.assert_allclose(got.G, dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+    # the fold operations of the pass work on the packed form as on the full one
+    np.testing.assert_allclose(s.training(1).symmetrized().G[0], dense.sum(0) - dense[1], rtol=1e-12,
+                               atol=1e-12 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("chunk_rows", [64, 150])
+def test_a_pass_returns_full_symmetric_grams_independent_of_chunks_and_threads(chunk_rows):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((600, 4))
+    y = np.column_stack([np.sin(X[:, 0]), X[:, 1]])
+    fmap = _fmap(4, 150)  # p = 300
+    Xd, yd = as_row_chunked(X, y, chunk_rows=chunk_rows)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        stats = streamed_statistics(Xd, yd, fmap, n_folds=4, fold_seed=9, split_every=2)
+    with dask.config.set(scheduler="sync"):
+        one = streamed_statistics(Xd, yd, fmap, n_folds=4, fold_seed=9)
+    Z = fmap.transform(X)
+    f = fold_ids(np.arange(600), 4, 9)
+    dense = np.stack([Z[f == k].T @ Z[f == k] for k in range(4)])
+    for s in (stats, one):
+        assert not s.packed and s.G.shape == (4, 300, 300)
+        np.testing.assert_array_equal(s.G, s.G.transpose(0, 2, 1))
+        np.testing.assert_allclose(s.G, dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
