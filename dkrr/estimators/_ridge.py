@@ -344,7 +344,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         applies ``(x - mean_) / scale_``, also in model files).
     precision : {"float64", "float32", "auto"}, default="float64"
         Arithmetic of the statistics pass. ``"float32"``: each sub-block's features and
-        products (``Z^T Z`` by SSYRK, ``Z^T y``) in single precision over at most 4,096
+        products (``Z^T Z`` by SSYRK/SGEMM) in single precision over at most 4,096
         rows, added into float64 sums; folds, CV and the solve stay float64 (about half
         the fit time; ALGORITHMS.md 3.10). ``"auto"``: float32, kept when
         ``precision_error_ <= 1e-2`` at the fitted alpha, else a
