@@ -95,17 +95,20 @@ def test_huge_n_components_is_refused_before_any_compute(cls, scheduler):
 def test_worker_memory_limit_bounds_the_reduction(local_cluster):
     """p = 6800: one Gram is 370 MB; a chain step holds two of them and a p x p temporary
     (1.1 GB > 1 GiB). p = 4000 (122 MiB a Gram) now fits where the plain tree, a combine
-    of 8 of them plus its output (1.1 GiB), did not."""
+    of 8 of them plus its output (1.1 GiB), did not. (The Gram path is asked for:
+    solver="auto" would switch to "pcg" here, tests/test_solver_auto.py.)"""
     import distributed
 
     X, y = _data(n=64)
     with distributed.Client(local_cluster) as client:
-        est = RandomFeatureRidge(method="rff", n_components=3400, chunk_rows=8, random_state=0)  # 8 blocks
+        est = RandomFeatureRidge(method="rff", n_components=3400, chunk_rows=8, random_state=0,
+                                 solver="cholesky")  # 8 blocks
         with distributed.get_task_stream(client) as stream, pytest.raises(MemoryBudgetError) as excinfo:
             est.fit(X, y)
         assert stream.data == []
     message = str(excinfo.value)
     assert "runs a chain step holding two of them" in message and "(1.00 GiB)" in message
+    assert "Or use solver='pcg'" in message
     kw = dict(kernel="gaussian", method="rff", n_features_in=3, split_every=8, block_rows=8, n_blocks=8,
               threads=1)
     estimate = ridge_memory_estimate(n_components=3400, n_chains=2, **kw)

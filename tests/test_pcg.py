@@ -128,13 +128,13 @@ def test_no_p_by_p_allocation():
 
 def test_invalid_combinations_are_refused():
     X, Y = _data(n=300)
-    with pytest.raises(InvalidParameterError, match="sub-sample using solver='auto'"):
-        RandomFeatureRidge(**MAP, solver="pcg", cv=3).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="sampling='surrogate_leverage' is not available with solver='pcg'"):
+        RandomFeatureRidge(**MAP, solver="pcg", sampling="surrogate_leverage").fit(X, Y)
     with pytest.raises(InvalidParameterError, match="needs alpha > 0"):
         RandomFeatureRidge(**MAP, solver="pcg", alpha=0.0).fit(X, Y)
     with pytest.raises(InvalidParameterError, match="sample_weight"):
         RandomFeatureRidge(**MAP, solver="pcg").fit(X, Y, sample_weight=np.ones(300))
-    for bad in ({"pcg_rank": -1}, {"tol": 0.0}, {"max_iter": 0}, {"tol": "x"}):
+    for bad in ({"pcg_rank": -1}, {"tol": 0.0}, {"max_iter": 0}, {"tol": "x"}, {"pcg_persist": "yes"}):
         with pytest.raises(InvalidParameterError):
             RandomFeatureRidge(**MAP, solver="pcg", **bad).fit(X, Y)
 
@@ -177,7 +177,8 @@ def proc_client():
 
 @pytest.mark.slow  # ~30 s: a real 2-process cluster and ~40 distributed passes
 @pytest.mark.cluster
-def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
+@pytest.mark.parametrize("persist", [True, False])  # X kept on the workers (lost with one), or read each pass
+def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path, persist):
     import dask.array as da
 
     X, Y = _data(n=12_000, d=6, t=1, seed=3)
@@ -185,7 +186,7 @@ def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
     da.from_array(Y[:, 0], chunks=2000).to_zarr(str(tmp_path / "y.zarr"))
     Xz, yz = da.from_zarr(str(tmp_path / "X.zarr")), da.from_zarr(str(tmp_path / "y.zarr"))
     kw = {"method": "rff", "n_components": 64, "gamma": 0.3, "random_state": 2, "alpha": 10.0, "solver": "pcg",
-              "pcg_rank": 32, "tol": 1e-10}
+              "pcg_rank": 32, "tol": 1e-10, "pcg_persist": persist}
     with dask.config.set(scheduler="threads"):
         ref = RandomFeatureRidge(**kw).fit(X, Y[:, 0])
     pids = proc_client.run(os.getpid)
@@ -214,6 +215,7 @@ def test_worker_killed_mid_iteration_gives_same_model(proc_client, tmp_path):
     thread.join(5)
     assert "at" in killed and killed["at"] < done, "the fit ended before a worker could be killed"
     assert est.solver_info_["converged"] and est.solver_info_["n_iter"] >= 5
+    assert est.solver_info_["persisted"] is persist
     assert _rel(est.coef_, ref.coef_) < 1e-8
     np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-8)
 
