@@ -366,12 +366,14 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     (``t``; with cross-validation ``(K + 1) n_alphas t``), ``b`` rows of a feature
     sub-block and ``r`` rows per block: a partial sum of the first pass is the per-fold
     linear statistics ``8 K (p t + 2 p + 2 t) + 8 K`` plus the sketch ``8 p l``, an
-    iteration's is ``8 p m``; a block task holds two partial sums, the test matrix
-    ``8 p l``, the directions ``V`` (``8 p m``), the feature buffers
+    iteration's is ``8 p m``; a block task holds two partial sums, the product
+    ``Z_s^T (Z_s V)`` of a sub-block before it is added (``8 p max(l, m)``), the test
+    matrix ``8 p l``, the directions ``V`` (``8 p m``), the feature buffers
     ``8 b (p + D' + max(l, m)) + b m`` (features, projections, ``Z V`` and its fold mask),
-    the map and ``16 r (d + t)``; the client ``7`` p x l arrays of the preconditioner's
-    construction, six p x m CG vectors, the centres, the statistics and the map. No term
-    is quadratic in p.
+    the map and ``16 r (d + t)``; the client ``9`` p x l arrays while it builds the
+    preconditioner (the sketch, its centred copy, the test matrix, Q, Y, Y_nu, B, U and
+    the SVD's workspace), six p x m CG vectors, the centres, the statistics and the map.
+    No term is quadratic in p.
     """
     from . import _memory as mem
     from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
@@ -384,13 +386,13 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
     first = mem.statistics_bytes(p, t, K, with_gram=False) + 8 * K * p * (K > 1) + 8 * p * rank
     partial = max(first, 8 * p * m)
-    block = (2 * partial + 8 * p * (rank + m) + 8 * sub * (p + mem._work_width(method, d, D) + max(rank, m))
+    block = (2 * partial + 8 * p * (rank + m + max(rank, m)) + 8 * sub * (p + mem._work_width(method, d, D) + max(rank, m))
              + sub * m + fmap + 16 * int(block_rows) * (d + t) + 2**20)
     split = DEFAULT_SPLIT_EVERY if split_every is None else int(split_every)
     chains = min(default_n_chains(), max(1, int(n_blocks)))
     threads = mem.threads_per_worker()
     reduction = (min(split, chains) + 1) * partial
-    client = 8 * p * (7 * rank + 6 * m + K + 1) + first + fmap
+    client = 8 * p * (9 * rank + 6 * m + K + 1) + first + fmap
     return mem.MemoryEstimate(p, fmap, partial, block, reduction, client, threads, min(threads, -(-chains // split)))
 
 
