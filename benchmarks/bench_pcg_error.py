@@ -30,6 +30,7 @@ Every run is stamped with the commit, a modified tree and the load (``_validity.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 
@@ -99,9 +100,17 @@ def _row(D, gram, gram_s, pcg, pcg_s, err_g, err_p, fmt, extra=""):
 
 
 def eeg(args) -> dict:
+    try:  # the offline mirror beside the checkout (../shared/data), as the other benchmarks
+        from benchmarks._data import data_mirror
+    except ImportError:  # python benchmarks/bench_pcg_error.py
+        from _data import data_mirror  # type: ignore[no-redef]
     from pipelines.accuracy_real import exact_krr, load_dataset
 
     from dkrr import RandomFeatureRidgeClassifier
+
+    mirror = data_mirror()
+    if mirror is not None:
+        os.environ.setdefault("DKRR_DATA_MIRROR", str(mirror))
 
     Xtr, ytr, Xte, yte, _, note = load_dataset("eeg", seed=args.seed)
     gamma, alpha = args.gamma or EEG_KRR["gamma"], args.alpha or EEG_KRR["alpha"]
