@@ -15,13 +15,16 @@ without forming any p x p matrix (ALGORITHMS.md section 3.9):
   chain-then-tree reduction sums them, and the client adds the centring and the shift:
   ``A V + alpha V = Z^T Z V - n mu (mu^T V) + alpha V``.
 
-The r right-hand sides (targets, or a classifier's classes) run independent CG
-recurrences that share each pass; a column stops when its relative residual
+The r right-hand sides (targets, or a classifier's classes; with cross-validation every
+(fold, alpha, target) system, :mod:`dkrr.linalg._pcg_cv`, whose block tasks zero the
+entries of ``Z_b V`` that belong to a column's own fold) run independent CG
+recurrences that share each pass (:func:`solve_systems`); a column stops when its relative residual
 ``||b - (A + alpha I) beta|| / ||b||`` (recurrence residual) is ``<= tol`` (scipy's
 ``rtol`` convention with ``atol = 0``). Memory: a block task holds the feature buffer,
 ``Z_b V`` and two p x r partial sums (p x l and the linear statistics in pass 1); the
 client holds ``U``, ``G`` and a few p x l work arrays of the preconditioner and six
-p x r CG vectors: ``O(p (l + r))``.
+p x r CG vectors: ``O(p (l + r))`` (:func:`pcg_memory_estimate`). ``pcg_persist``
+keeps X in memory across the passes when :func:`data_fits_in_memory`.
 """
 
 from __future__ import annotations
