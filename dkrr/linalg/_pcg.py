@@ -155,8 +155,9 @@ class PcgResult:
 @dataclasses.dataclass(eq=False)
 class Systems:
     """The ``m`` shifted systems that share the passes: column ``j`` solves
-    ``(A_g + alphas[j] I) beta_j = b[:, j]`` where ``A_g = Z_g^T Z_g - counts[j] c_j c_j^T``
-    is the centred Gram of the rows of group ``g = groups[j]``.
+    ``(A_g + alphas[j] I) beta_j = b[:, j]`` where ``A_g = Z_g^T Z_g - counts[g] mu_g mu_g^T``
+    (``mu_g = centres[:, g]``; no centring without intercept) is the centred Gram of the rows
+    of group ``g = groups[j]``.
 
     Attributes
     ----------
