@@ -224,7 +224,8 @@ def cost(args) -> dict:
           f"at these rates")
     print(f"  pass 1 (statistics + sketch, 4 n p l flops): {pass1:,.0f} s; each iteration: {it:,.0f} s; "
           f"{args.iterations} iterations: total {total:,.0f} s ({total / 3600:.2f} h)")
-    print(f"  memory: a block task {mem.block_task / 2**30:.2f} GiB (x threads per worker), the client "
+    print(f"  memory: a block task {mem.block_task / 2**30:.2f} GiB (a {args.cores}-thread worker "
+          f"{(args.cores * (mem.block_task - mem.feature_map) + mem.feature_map) / 2**30:.1f} GiB), the client "
           f"{mem.client / 2**30:.2f} GiB; X (float32) {x_share / 2**30:.2f} GiB per worker (kept in memory)")
     return out
 
