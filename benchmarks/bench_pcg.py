@@ -45,8 +45,10 @@ import numpy as np
 
 try:  # python -m benchmarks.bench_pcg
     from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks.bench_fit_2m import _best
 except ImportError:  # python benchmarks/bench_pcg.py
     from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from bench_fit_2m import _best  # type: ignore[no-redef]
 
 
 def _data(n, d, seed=0):
@@ -175,15 +177,6 @@ def cv(args) -> dict:
     return {"rows": rows}
 
 
-def _rate(fn, repeat=3):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def cost(args) -> dict:
     from threadpoolctl import threadpool_limits
 
@@ -198,9 +191,9 @@ def cost(args) -> dict:
     V = np.random.default_rng(1).standard_normal((p, args.rhs))
     Om = np.random.default_rng(2).standard_normal((p, args.rank))
     with threadpool_limits(1):
-        t_feat = _rate(lambda: rf.feature_map_.transform(X, out=Z)) / rows  # s per row at this D
-        t_gemm = _rate(lambda: Z.T @ (Z @ V))
-        t_sketch = _rate(lambda: Z.T @ (Z @ Om), repeat=1)
+        t_feat = _best(lambda: rf.feature_map_.transform(X, out=Z), 3) / rows  # s per row at this D
+        t_gemm = _best(lambda: Z.T @ (Z @ V), 3)
+        t_sketch = _best(lambda: Z.T @ (Z @ Om), 1)
     gemm = 4.0 * rows * p * args.rhs / t_gemm  # flop/s of one core: an iteration's product (m columns)
     sketch = 4.0 * rows * p * args.rank / t_sketch  # ... and pass 1's sketch (rank columns)
     feat_per_col = t_feat / p  # s per row and output column (linear in D at fixed d)

@@ -88,6 +88,18 @@ def synthetic_data(n, d, components, gamma, noise, seed, chunk_rows=50_000):
     return A[:, :d], A[:, d], Xte, yte
 
 
+def _gram_and_pcg(cls, args, D, gamma, alpha, X, y, Xte, error):
+    """``(gram, gram_s, pcg, pcg_s, gram_error, pcg_error)`` of one D: the Gram path (up to
+    ``--gram-max-p``; else None) and PCG, each timed, ``error(predictions on Xte)``."""
+    kw = {"method": "sorf", "n_components": D, "gamma": gamma, "alpha": alpha, "random_state": args.seed}
+    gram = gram_s = err_g = None
+    if 2 * D <= args.gram_max_p:
+        gram, gram_s = _fit(cls(**kw, solver="cholesky"), X, y)
+        err_g = error(gram.predict(Xte))
+    pcg, pcg_s = _fit(cls(**kw, solver="pcg", pcg_rank=args.rank, tol=args.tol, max_iter=args.max_iter), X, y)
+    return gram, gram_s, pcg, pcg_s, err_g, error(pcg.predict(Xte))
+
+
 def _row(D, gram, gram_s, pcg, pcg_s, err_g, err_p, fmt, extra=""):
     info = pcg.solver_info_
     it = f"{info['n_iter']}{'' if info['converged'] else '*'}"
@@ -125,15 +137,9 @@ def eeg(args) -> dict:
     print(f"{'D':>6} {'p':>6} {'gram err':>10} {'pcg err':>10} {'gram s':>8} {'pcg s':>8} {'pcg/gram':>8} {'iters':>6}")
     rows = []
     for D in args.D:
-        kw = {"method": "sorf", "n_components": D, "gamma": gamma, "alpha": alpha, "random_state": args.seed}
-        gram = gram_s = err_g = None
-        if 2 * D <= args.gram_max_p:
-            gram, gram_s = _fit(RandomFeatureRidgeClassifier(**kw, solver="cholesky"), Xtr, ytr)
-            err_g = float(np.mean(gram.predict(Xte) != yte))
-        pcg, pcg_s = _fit(RandomFeatureRidgeClassifier(**kw, solver="pcg", pcg_rank=args.rank, tol=args.tol,
-                                                       max_iter=args.max_iter), Xtr, ytr)
-        err_p = float(np.mean(pcg.predict(Xte) != yte))
-        rows.append(_row(D, gram, gram_s, pcg, pcg_s, err_g, err_p, ".4f"))
+        fits = _gram_and_pcg(RandomFeatureRidgeClassifier, args, D, gamma, alpha, Xtr, ytr, Xte,
+                             lambda pred: float(np.mean(pred != yte)))
+        rows.append(_row(D, *fits, ".4f"))
     print("* not converged at max_iter")
     return {"rows": rows, "gamma": gamma, "alpha": alpha}
 
@@ -156,15 +162,9 @@ def synthetic(args) -> dict:
           f"{'iters':>6} {'pcg/floor':>9}")
     rows = []
     for D in args.D:
-        kw = {"method": "sorf", "n_components": D, "gamma": gamma, "alpha": alpha, "random_state": args.seed}
-        gram = gram_s = err_g = None
-        if 2 * D <= args.gram_max_p:
-            gram, gram_s = _fit(RandomFeatureRidge(**kw, solver="cholesky"), X, y)
-            err_g = float(np.mean((gram.predict(Xte) - yte) ** 2))
-        pcg, pcg_s = _fit(RandomFeatureRidge(**kw, solver="pcg", pcg_rank=args.rank, tol=args.tol,
-                                             max_iter=args.max_iter), X, y)
-        err_p = float(np.mean((pcg.predict(Xte) - yte) ** 2))
-        rows.append(_row(D, gram, gram_s, pcg, pcg_s, err_g, err_p, ".5f", f" {err_p / floor:>9.2f}"))
+        fits = _gram_and_pcg(RandomFeatureRidge, args, D, gamma, alpha, X, y, Xte,
+                             lambda pred: float(np.mean((pred - yte) ** 2)))
+        rows.append(_row(D, *fits, ".5f", f" {fits[-1] / floor:>9.2f}"))
     print("* not converged at max_iter")
     return {"rows": rows, "gamma": gamma, "alpha": alpha, "floor": floor}
 
