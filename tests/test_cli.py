@@ -283,6 +283,7 @@ def test_fit_prints_table_and_choice(small_store, tmp_path, capsys, local_cluste
     assert lines[head + 5] == (f"chosen: alpha_ = {est.alpha_:.4g}, gamma_ = {est.gamma_:.4g} "
                                f"(CV MSE {best:.4g}, RMSE {np.sqrt(best):.4g})")
     assert "wrote " in lines[-1] and "800 rows x 9 features" in lines[-1]
+    assert "solver cholesky (chosen by auto)" in lines[-1]
 
 
 def test_fit_warns_once_for_a_grid_edge(small_store, tmp_path, capsys, local_cluster):
@@ -376,18 +377,19 @@ def test_rom_and_pcg_options_reach_the_estimator(small_store, tmp_path, capsys, 
     store, X, y = small_store
     args = ["--kernel", "linear", "--method", "rom", "--rom-diagonal", "complex4", "--row-sampling",
             "without_replacement", "--n-components", 4, "--solver", "pcg", "--pcg-rank", 8, "--tol", 1e-10,
-            "--max-iter", 60, "--no-standardize", "--random-state", 0]
+            "--max-iter", 60, "--pcg-persist", "false", "--no-standardize", "--random-state", 0]
     est = _reference(*args)
     assert (est.kernel, est.method, est.rom_diagonal, est.row_sampling) == ("linear", "rom", "complex4",
                                                                           "without_replacement")
-    assert (est.solver, est.pcg_rank, est.tol, est.max_iter) == ("pcg", 8, 1e-10, 60)
+    assert (est.solver, est.pcg_rank, est.tol, est.max_iter, est.pcg_persist) == ("pcg", 8, 1e-10, 60, False)
     code, out, err = _main(capsys, "fit", store, "--out", tmp_path / "m", *args, "--json",
                            "--scheduler", local_cluster.scheduler_address, "-q")
     assert code == 0, err
     saved = load_model(tmp_path / "m")
     est.fit(X, y)
     assert saved.n_output_features_ == est.n_output_features_ == 8  # complex: [Re, Im] of 4 sampled rows
-    assert saved.solver_info_["converged"]
+    assert saved.solver_info_["converged"] and saved.solver_ == "pcg" and saved.solver_info_["persisted"] is False
+    assert json.loads(out)["solver"] == "pcg"
     np.testing.assert_allclose(saved.predict(X), est.predict(X), rtol=1e-6, atol=1e-6)
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m2", "--solver", "newton", "-q",
                          "--scheduler", local_cluster.scheduler_address)

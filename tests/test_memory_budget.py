@@ -110,17 +110,20 @@ def test_worker_memory_limit_bounds_the_reduction(local_cluster):
     object is 374 MB and the combine of the two chains' sums holds three of them (1.05 GiB
     > 1 GiB). p = 6800 (189 MB packed) now fits in 0.53 GiB, where a chain step with full
     Grams held two of 370 MB and a p x p temporary (1.1 GB) and where the plain tree, a
-    combine of 8 packed objects plus its output, needs 1.6 GiB."""
+    combine of 8 packed objects plus its output, needs 1.6 GiB. (The Gram path is asked
+    for: solver="auto" would switch to "pcg" here, tests/test_solver_auto.py.)"""
     import distributed
 
     X, y = _data(n=64)
     with distributed.Client(local_cluster) as client:
-        est = RandomFeatureRidge(method="rff", n_components=4800, chunk_rows=8, random_state=0)  # 8 blocks
+        est = RandomFeatureRidge(method="rff", n_components=4800, chunk_rows=8, random_state=0,
+                                 solver="cholesky")  # 8 blocks
         with distributed.get_task_stream(client) as stream, pytest.raises(MemoryBudgetError) as excinfo:
             est.fit(X, y)
         assert stream.data == []
     message = str(excinfo.value)
     assert "a combine task of the tree over the chains' sums holds" in message and "(1.00 GiB)" in message
+    assert "Or use solver='pcg'" in message
     kw = dict(kernel="gaussian", method="rff", n_features_in=3, split_every=8, block_rows=8, n_blocks=8,
               threads=1)
     estimate = ridge_memory_estimate(n_components=4800, n_chains=2, **kw)

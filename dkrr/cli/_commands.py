@@ -134,6 +134,8 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
         return "true or false", lambda v: v if isinstance(v, bool) else None
     if dest == "gamma":
         return "a positive number, 'median' or 'scale'", lambda v: v if v in ("median", "scale") else number(v)
+    if dest == "pcg_persist":
+        return "true, false or 'auto'", lambda v: v if isinstance(v, bool) or v == "auto" else None
     if dest in GRID_PARSERS:
         def grid(v):
             if isinstance(v, str):

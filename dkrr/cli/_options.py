@@ -31,11 +31,16 @@ ESTIMATOR_OPTIONS = [
                                             "linear kernel only, 2 D feature columns)"),
     ("--row-sampling", "row_sampling", str, "sorf/rom with D not a multiple of d': first, "
                                             "with_replacement or without_replacement"),
-    ("--solver", "solver", str, "auto, cholesky, eigh or pcg (matrix-free preconditioned CG, no "
-                                "p x p matrix; no --cv) (default auto)"),
+    ("--solver", "solver", str, "auto (the default: the Gram path's Cholesky when its p x p statistics "
+                                "fit the workers' and this machine's memory, else pcg), cholesky, eigh or "
+                                "pcg (matrix-free preconditioned CG, no p x p matrix; --cv by fold-masked "
+                                "passes); the model records the choice (solver_)"),
     ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner"),
     ("--tol", "tol", float, "pcg: relative residual at which CG stops (default 1e-6)"),
     ("--max-iter", "max_iter", int, "pcg: most CG iterations (default 200)"),
+    ("--pcg-persist", "pcg_persist", "persist", "pcg: keep X in worker memory across the passes: auto "
+                                                "(the default: when it takes at most a quarter of the memory "
+                                                "the fit leaves free), true or false (read the store each pass)"),
     ("--precision", "precision", str, "float64 (default), float32 (features and sub-block Grams in "
                                       "single precision, summed in double: about half the fit time) or "
                                       "auto (float32 unless its estimated effect on the coefficients exceeds 1e-2, then float64)"),
@@ -84,6 +89,20 @@ def _parse_gamma(text):
             f"--gamma must be a positive number, 'median' or 'scale', got {text!r}"
         )
     return gamma
+
+
+def _parse_persist(text):
+    """``--pcg-persist``: ``auto``, or a boolean (``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
+    if isinstance(text, bool):
+        return text
+    word = str(text).strip().lower()
+    if word == "auto":
+        return "auto"
+    if word in ("true", "yes", "1"):
+        return True
+    if word in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"--pcg-persist must be auto, true or false, got {text!r}")
 
 
 #: options whose value is a comma-separated grid, and their parsers
@@ -145,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     std.add_argument("--no-standardize", dest="standardize", action="store_false",
                      help="use the columns as stored")
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
-        p.add_argument(flag, dest=dest, type=_parse_gamma if dest == "gamma" else GRID_PARSERS.get(dest, typ),
-                       help=help_)
+        typ = {"gamma": _parse_gamma, "persist": _parse_persist}.get(typ, GRID_PARSERS.get(dest, typ))
+        p.add_argument(flag, dest=dest, type=typ, help=help_)
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     p.add_argument("--json", action="store_true",
                    help="print the summary and the cross-validation results as JSON, at full "

@@ -141,9 +141,20 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
     what = type(est).__name__
     if getattr(est, "standardize", False):
         what += ", standardized X"
+    what += f", {solver_text(est)}"
     lines.append(f"wrote {out} ({what}; {n_rows:,} rows x {n_features} features; "
                  f"fit {seconds:.1f} s)")
     return lines
+
+
+def solver_text(est) -> str:
+    """``solver cholesky``, or ``solver pcg (N iterations, M passes)`` (with ``auto``: what it chose)."""
+    solver = getattr(est, "solver_", None) or est.solver
+    text = f"solver {solver}" + (" (chosen by auto)" if est.solver == "auto" else "")
+    info = getattr(est, "solver_info_", None)
+    if solver == "pcg" and info is not None:
+        text += f", {info['n_iter']} CG iterations, {info['passes']} passes over the data"
+    return text
 
 
 def json_ready(value):
@@ -168,7 +179,7 @@ def fit_json(est, *, out, n_rows: int, n_features: int, seconds: float) -> dict:
     array of ``cv_results_`` at full precision."""
     doc = {"model": str(out), "estimator": type(est).__name__, "fit_seconds": round(seconds, 3),
            "n_rows": int(n_rows), "n_features": int(n_features), "alpha": float(est.alpha_),
-           "gamma": gamma_used(est)}
+           "gamma": gamma_used(est), "solver": getattr(est, "solver_", None) or est.solver}
     results = getattr(est, "cv_results_", None)
     if results is not None:
         doc["cv_error"] = error_name(est)

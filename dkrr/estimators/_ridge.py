@@ -10,20 +10,18 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..features._registry import resolve_method
 from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError, PrecisionWarning
 from ..features._map import FeatureMap
-from ..features._rom import is_complex_rom
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
 from ..linalg._cv import check_folds, check_gammas
-from ..linalg._memory import check_fit_memory
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_sample_weight
 from ._passes import statistics_and_alpha
-from ._pcg_fit import fit_pcg
+from ._pcg_fit import check_pcg_params, fit_pcg
+from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse  # noqa: F401 - the classifier imports them from here
 from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
 
@@ -98,7 +96,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         sampling=None,
         n_candidates=None,
         gammas=None,
-        pcg_rank=None, tol=1e-6, max_iter=200,
+        pcg_rank=None, tol=1e-6, max_iter=200, pcg_persist="auto",
         standardize=False,
         precision="float64",
     ):
@@ -125,7 +123,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.sampling = sampling
         self.n_candidates = n_candidates
         self.gammas = gammas
-        self.pcg_rank, self.tol, self.max_iter = pcg_rank, tol, max_iter
+        self.pcg_rank, self.tol, self.max_iter, self.pcg_persist = pcg_rank, tol, max_iter, pcg_persist
         self.standardize = standardize
         self.precision = precision
 
@@ -149,6 +147,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         check_bool(self.standardize, "standardize")
         check_choice(self.solver, "solver", _SOLVERS)
         check_choice(self.precision, "precision", _PRECISIONS)
+        check_pcg_params(self)
         if self.precision != "float64" and (self.solver == "pcg" or self.sampling is not None):
             what = "solver='pcg'" if self.solver == "pcg" else f"sampling={self.sampling!r}"
             raise InvalidParameterError(
@@ -178,19 +177,14 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 f"sample_weight cannot be combined with sampling={self.sampling!r} (the leverage "
                 "scores are unweighted); drop one of them."
             )
-        if self.solver == "pcg":  # matrix-free: one streamed pass per CG iteration
-            self.precision_, self.precision_error_ = "float64", float("nan")
-            return fit_pcg(self, Xd, yd, wd, K, gammas, alpha)
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
-        check_fit_memory(  # before the map is drawn or any task runs
-            Xd, yd, kernel=self.kernel, method=resolve_method(self.method, Xd.shape[1]),
-            n_components=self.n_components, n_folds=K,
-            split_every=self.split_every, max_block_bytes=self.max_block_bytes,
-            displacement_rank=self.displacement_rank, sampling=self.sampling, n_candidates=self.n_candidates,
-            n_gammas=1 if gammas is None else len(gammas), is_complex=is_complex_rom(self.method, self.rom_diagonal),
-        )
+        # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
+        self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
+        if self.solver_ == "pcg":  # matrix-free: one streamed pass per CG iteration
+            self.precision_, self.precision_error_ = "float64", float("nan")
+            return fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
         fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
@@ -213,8 +207,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.n_output_features_ = fmap.n_output_features
         self.fold_seed_ = fold_seed
         self.alpha_ = alpha
-        solver = "cholesky" if self.solver == "auto" else self.solver
-        beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), solver)
+        beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), self.solver_)
         return beta, intercept
 
     def _targets_from_statistics(self, stats):
@@ -312,11 +305,18 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     split_every : int, default=None
         Fan-in of the tree reduction (default 8).
     solver : {"auto", "cholesky", "eigh", "pcg"}, default="auto"
-        Solver of the final fit (``"auto"`` is Cholesky). Cross-validation always uses
-        one eigendecomposition per fold for the whole grid. ``"pcg"``: matrix-free CG (ALGORITHMS.md 3.9).
-    pcg_rank, tol, max_iter : int, float, int, default=None, 1e-6, 200
+        ``"cholesky"``/``"eigh"``: the Gram path (its CV uses one eigendecomposition per
+        fold for the whole grid). ``"pcg"``: matrix-free preconditioned CG, one pass per
+        iteration, no p x p array; with ``cv`` every (fold, alpha) system shares each pass
+        (fold-masked matvecs, ALGORITHMS.md 3.9). ``"auto"``: Cholesky when the Gram path's
+        memory estimate fits the workers' and this machine's memory, else ``"pcg"``
+        (``solver_`` says which).
+    pcg_rank, tol, max_iter, pcg_persist : int, float, int, bool or "auto", default=None, 1e-6, 200, "auto"
         ``solver="pcg"``: rank of the Nystrom preconditioner (None: ``min(256, p)``; 0: plain
-        CG), relative residual to stop at, most iterations (then a ``ConvergenceWarning``).
+        CG), relative residual to stop at, most iterations (then a ``ConvergenceWarning``),
+        and whether X is kept in (worker) memory across the passes (``"auto"``: when X and
+        y take at most a quarter of the memory the fit's estimate leaves free; else every
+        pass reads the source).
     sampling : {None, "surrogate_leverage", "ridge_leverage"}, default=None
         Data-dependent frequencies (ALGORITHMS.md section 4, Liu et al. 2020): draw
         ``n_candidates`` candidates with ``method``, score them in one streamed pass
@@ -387,8 +387,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         The column means and scales of ``standardize`` (None without it).
     fold_seed_ : int
         Seed of the fold hash.
+    solver_ : {"cholesky", "eigh", "pcg"}
+        The solver used (what ``"auto"`` chose).
     solver_info_ : dict
-        ``solver="pcg"``: ``n_iter``, ``converged``, ``residuals`` (iterations x targets), ``rank``.
+        PCG only: ``n_iter``, ``converged``, ``residuals`` (iterations x systems: targets, or
+        with ``cv`` (folds + 1) x alphas x targets), ``tol``, ``rank``, ``passes``, ``persisted``.
     precision_ : {"float64", "float32"}
         The precision the statistics were computed in.
     precision_error_ : float

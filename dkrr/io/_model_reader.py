@@ -40,7 +40,7 @@ _RIDGE = {
     "feature_map_": "ridge_map", "n_features_in_": "count", "n_output_features_": "count",
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
     "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
-    "solver_info_": "solver_info",  # solver="pcg"
+    "solver_": "solver", "solver_info_": "solver_info",  # the solver used; solver="pcg"
     "mean_": "columns", "scale_": "columns",  # standardize (None without it)
     "precision_": "precision", "precision_error_": "score",
 }
@@ -52,7 +52,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_",
+_OPTIONAL = {"solver_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_",
              "precision_", "precision_error_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
@@ -311,10 +311,19 @@ class _Reader:
     def _f_columns(self, v, where):
         return None if v is None else self.array(v, where, ndim=(1,))
 
+    def _f_solver(self, v, where):
+        if v not in ("cholesky", "eigh", "pcg"):
+            raise self.bad(where, f"must be 'cholesky', 'eigh' or 'pcg', got {v!r}")
+        return v
+
     def _f_solver_info(self, v, where):
         keys = {"solver", "n_iter", "converged", "residuals", "tol", "rank", "passes"}
-        if not isinstance(v, dict) or set(v) != keys or v["solver"] != "pcg":
-            raise self.bad(where, f"must be the pcg solver's record with exactly the keys {sorted(keys)}")
+        # "persisted" (whether X was kept in memory) since pcg_persist; older files lack it
+        if not isinstance(v, dict) or set(v) - {"persisted"} != keys or v["solver"] != "pcg":
+            raise self.bad(where, f"must be the pcg solver's record with exactly the keys {sorted(keys)} "
+                                  "(and 'persisted')")
+        if not isinstance(v.get("persisted", False), bool):
+            raise self.bad(f"{where}.persisted", f"must be true or false, got {v['persisted']!r}")
         for k in ("n_iter", "rank", "passes"):
             if not _is_int(v[k]) or not 0 <= v[k] <= 2**40:
                 raise self.bad(f"{where}.{k}", f"must be a non-negative integer, got {v[k]!r}")

@@ -388,15 +388,17 @@ def _positive_int(value) -> bool:
 
 def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_every=None,
                      max_block_bytes=64 * 2**20, displacement_rank=None, sampling=None,
-                     n_candidates=None, n_gammas=1, solver=None, pcg_rank=256, is_complex=False) -> None:
+                     n_candidates=None, n_gammas=1, solver=None, pcg_rank=256, is_complex=False,
+                     n_alphas=1, limits=None):
     """Estimate a streamed fit on the row-chunked dask arrays ``X``, ``y`` and refuse it
     (:class:`~dkrr.errors.MemoryBudgetError`) when it cannot fit; before any compute.
 
     Parameters that are not valid yet are left to the checks that follow (nothing is
     estimated for them). ``n_gammas``: a gamma grid holds one map and one statistics
     object per gamma. ``solver="pcg"`` (rank ``pcg_rank``) has no p x p term
-    (:func:`dkrr.linalg._pcg.pcg_memory_estimate`). ``is_complex``: complex ROM features
-    (2 D columns).
+    (:func:`dkrr.linalg._pcg.pcg_memory_estimate`; ``n_alphas``: its CV grid). ``is_complex``:
+    complex ROM features (2 D columns). ``limits``: ``(worker_limit, local)`` in place of
+    :func:`available_memory`. Returns the :class:`MemoryEstimate` (None when not estimated).
     """
     if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
         return
@@ -414,9 +416,11 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
             kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
             n_targets=n_targets, rank=int(pcg_rank), split_every=split_every, block_rows=int(max(X.chunks[0])),
             n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes), displacement_rank=displacement_rank,
-            is_complex=bool(is_complex),
+            is_complex=bool(is_complex), n_folds=int(n_folds), n_alphas=int(n_alphas),
         )
-        return check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), is_complex=bool(is_complex))
+        check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), limits=limits,
+                            is_complex=bool(is_complex))
+        return estimate
     estimate = ridge_memory_estimate(
         kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
         n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,
@@ -427,4 +431,5 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
     if sampling is not None and n_candidates is None:
         n_candidates = 4 * int(n_components)
     check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), n_folds=int(n_folds),
-                        split_every=split_every, n_candidates=n_candidates, is_complex=bool(is_complex))
+                        split_every=split_every, n_candidates=n_candidates, limits=limits, is_complex=bool(is_complex))
+    return estimate

@@ -15,13 +15,16 @@ without forming any p x p matrix (ALGORITHMS.md section 3.9):
   chain-then-tree reduction sums them, and the client adds the centring and the shift:
   ``A V + alpha V = Z^T Z V - n mu (mu^T V) + alpha V``.
 
-The r right-hand sides (targets, or a classifier's classes) run independent CG
-recurrences that share each pass; a column stops when its relative residual
+The r right-hand sides (targets, or a classifier's classes; with cross-validation every
+(fold, alpha, target) system, :mod:`dkrr.linalg._pcg_cv`, whose block tasks zero the
+entries of ``Z_b V`` that belong to a column's own fold) run independent CG
+recurrences that share each pass (:func:`solve_systems`); a column stops when its relative residual
 ``||b - (A + alpha I) beta|| / ||b||`` (recurrence residual) is ``<= tol`` (scipy's
 ``rtol`` convention with ``atol = 0``). Memory: a block task holds the feature buffer,
 ``Z_b V`` and two p x r partial sums (p x l and the linear statistics in pass 1); the
 client holds ``U``, ``G`` and a few p x l work arrays of the preconditioner and six
-p x r CG vectors: ``O(p (l + r))``.
+p x r CG vectors: ``O(p (l + r))`` (:func:`pcg_memory_estimate`). ``pcg_persist``
+keeps X in memory across the passes when :func:`data_fits_in_memory`.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ from ._stats import (
     RidgeStatistics,
     combine_statistics,
     fold_feature_blocks,
+    fold_ids,
     prepare_block,
 )
 
-__all__ = ["DEFAULT_PCG_RANK", "PcgResult", "pcg_ridge", "sketch_seed"]
+__all__ = ["DEFAULT_PCG_RANK", "PcgResult", "Systems", "first_pass", "pcg_ridge", "preconditioner", "sketch_seed",
+           "solve_systems", "warn_not_converged"]
 
 #: rank of the Nystrom preconditioner when ``pcg_rank`` is not given (capped by p)
 DEFAULT_PCG_RANK = 256
@@ -57,20 +62,24 @@ def sketch_seed(fold_seed: int) -> int:
 
 
 # ------------------------------------------------------------------ block tasks
-def _first_pass_block(X, y, row_offset, block_index, fmap, seed, rank, max_block_bytes, labels_mode):
-    """Linear statistics and the sketch ``Z_b^T (Z_b G)`` of one row block."""
-    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, 1, 0, labels_mode)
+def _first_pass_block(X, y, row_offset, block_index, fmap, seed, rank, max_block_bytes, labels_mode,
+                      n_folds=1, fold_seed=0, with_norms=False):
+    """Linear statistics (per fold; column sums of squares ``zsq`` with ``with_norms``)
+    and the sketch ``Z_b^T (Z_b G)`` of one row block."""
+    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
     p = fmap.n_output_features
-    stats = RidgeStatistics.zeros(1, p, Y.shape[1], labels, with_gram=False)
+    stats = RidgeStatistics.zeros(n_folds, p, Y.shape[1], labels, with_gram=False, with_norms=with_norms)
     G = gaussian_test_matrix(seed, p, rank) if rank else None
     S = np.zeros((p, rank))
-    for _, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
-        stats.n[0] += Zk.shape[0]
-        stats.zsum[0] += Zk.sum(axis=0)
-        stats.ysum[0] += Yk.sum(axis=0)
-        stats.c[0] += Zk.T @ Yk
+    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
+        stats.n[k] += Zk.shape[0]
+        stats.zsum[k] += Zk.sum(axis=0)
+        stats.ysum[k] += Yk.sum(axis=0)
+        stats.c[k] += Zk.T @ Yk
         if not labels_mode:
-            stats.yy[0] += np.einsum("ij,ij->j", Yk, Yk)
+            stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
+        if with_norms:
+            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
         if G is not None:
             S += Zk.T @ (Zk @ G)
     return [stats, S]
@@ -81,8 +90,20 @@ def _combine_first(parts):
     return [combine_statistics([s for s, _ in parts]), sum(S for _, S in parts[1:]) + parts[0][1]]
 
 
-def _matvec_block(X, row_offset, block_index, fmap, V, max_block_bytes):
-    """``Z_b^T (Z_b V)`` of one row block, features in sub-blocks of max_block_bytes."""
+def _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed):
+    """(rows, m) True where row ``i`` of the sub-block is in column ``j``'s own fold."""
+    folds = fold_ids(np.arange(row_offset + start, row_offset + stop), n_folds, fold_seed)
+    return folds[:, None] == col_folds[None, :]
+
+
+def _matvec_block(X, row_offset, block_index, fmap, V, col_folds, n_folds, fold_seed, max_block_bytes):
+    """``Z_b^T M (Z_b V)`` of one row block, features in sub-blocks of max_block_bytes.
+
+    ``M`` masks nothing when ``col_folds`` is None; else entry ``(i, j)`` of ``U = Z_b V``
+    is zeroed when row ``i`` is in fold ``col_folds[j]`` (a column of fold ``K`` is never
+    masked): column ``j`` then gets the product with its training rows only. One GEMM pair
+    serves every (fold, alpha, target) system.
+    """
     n_rows = X.shape[0]
     p = fmap.n_output_features
     Xf = np.ascontiguousarray(X, dtype=np.float64)
@@ -92,7 +113,10 @@ def _matvec_block(X, row_offset, block_index, fmap, V, max_block_bytes):
     for start in range(0, n_rows, sub):
         stop = min(n_rows, start + sub)
         Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
-        out += Z.T @ (Z @ V)
+        U = Z @ V
+        if col_folds is not None:
+            U[_own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)] = 0.0
+        out += Z.T @ U
     return out
 
 
@@ -128,6 +152,101 @@ class PcgResult:
     info: dict
 
 
+@dataclasses.dataclass(eq=False)
+class Systems:
+    """The ``m`` shifted systems that share the passes: column ``j`` solves
+    ``(A_g + alphas[j] I) beta_j = b[:, j]`` where ``A_g = Z_g^T Z_g - counts[g] mu_g mu_g^T``
+    (``mu_g = centres[:, g]``; no centring without intercept) is the centred Gram of the rows
+    of group ``g = groups[j]``.
+
+    Attributes
+    ----------
+    b : ndarray (p, m)
+    alphas : ndarray (m,)
+    groups : ndarray (m,) int
+        Row group of each column: ``g < K`` the training rows of fold ``g`` (all rows but
+        fold g), ``g = K`` all rows. Without folds every column is group 0 (all rows).
+    centres : ndarray (p, n_groups) or None
+        Mean feature row of each group (None without intercept).
+    counts : ndarray (n_groups,)
+        Rows of each group.
+    n_folds, fold_seed : int
+        The fold assignment (``n_folds = 1``: no masking).
+    """
+
+    b: np.ndarray
+    alphas: np.ndarray
+    groups: np.ndarray
+    centres: np.ndarray | None
+    counts: np.ndarray
+    n_folds: int = 1
+    fold_seed: int = 0
+
+
+def first_pass(X, y, fmap, *, rank, seed, max_block_bytes, split_every=None, labels_mode=False,
+               n_folds=1, fold_seed=0, with_norms=False, n_chains=None):
+    """Pass 1: per-fold linear statistics and the sketch ``Z^T (Z G)`` (p, rank)."""
+    from ._reduce import reduce_row_blocks
+
+    return reduce_row_blocks(
+        [X, y], _first_pass_block, _combine_first, split_every=split_every, n_chains=n_chains,
+        constants=(fmap, int(seed), int(rank), int(max_block_bytes), bool(labels_mode), int(n_folds),
+                   int(fold_seed), bool(with_norms)),
+        label="pcg: statistics and preconditioner sketch",
+    )
+
+
+def preconditioner(S, seed, rank, mu, n, fit_intercept):
+    """The Nystrom factor of the total centred Gram from the sketch (None for rank 0).
+
+    The factor does not depend on the shift (the ``mu`` of the returned object is a
+    placeholder; :meth:`~dkrr.linalg._precondition.NystromPreconditioner.apply_columns`
+    takes each column's shift)."""
+    if not rank:
+        return None
+    G = gaussian_test_matrix(seed, S.shape[0], rank)
+    if fit_intercept:
+        S = S - n * np.outer(mu, mu @ G)
+    return nystrom_from_sketch(S, G, 1.0)
+
+
+def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_block_bytes, split_every=None,
+                  n_chains=None):
+    """Block CG over ``systems``, one streamed pass per iteration: ``(beta (p, m), info)``.
+
+    Each pass computes ``Z^T M (Z V)`` for the search directions ``V`` of the columns
+    still running (fold-masked, :func:`_matvec_block`); the client subtracts each
+    column's centring and adds its shift. Column ``j`` is preconditioned with the shared
+    factor scaled by ``counts[g] / counts.max()`` and shifted by ``alphas[j]``.
+    """
+    from ._reduce import reduce_row_blocks
+
+    s = systems
+    masked = s.n_folds > 1
+    col_folds = s.groups.astype(np.int64)
+    total = float(np.max(s.counts))
+    scales = s.counts[s.groups] / total
+
+    def apply_A(V, cols):
+        folds = col_folds[cols] if masked else None
+        ZZV = reduce_row_blocks(
+            [X], _matvec_block, _sum_arrays, split_every=split_every, n_chains=n_chains,
+            constants=(fmap, np.ascontiguousarray(V), folds, int(s.n_folds), int(s.fold_seed), int(max_block_bytes)),
+            label="pcg: iteration",
+        )
+        if s.centres is not None:
+            M = s.centres[:, s.groups[cols]]
+            ZZV -= M * (s.counts[s.groups[cols]] * np.einsum("ij,ij->j", M, V))
+        return ZZV + s.alphas[cols] * V
+
+    apply_M = None
+    if precond is not None:
+        def apply_M(R, cols):
+            return precond.apply_columns(R, s.alphas[cols], scales[cols])
+
+    return _block_cg(apply_A, s.b, apply_M, tol, max_iter)
+
+
 def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: float, max_iter: int,
               seed: int, max_block_bytes: int, split_every=None, labels_mode: bool = False,
               targets_fn=None, n_chains=None) -> PcgResult:
@@ -160,57 +279,60 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     -------
     PcgResult
     """
-    from ._reduce import reduce_row_blocks
-
     p = fmap.n_output_features
     rank = int(min(rank, p))
-    stats, S = reduce_row_blocks(
-        [X, y], _first_pass_block, _combine_first, split_every=split_every, n_chains=n_chains,
-        constants=(fmap, int(seed), rank, int(max_block_bytes), bool(labels_mode)),
-        label="pcg: statistics and preconditioner sketch",
-    )
+    stats, S = first_pass(X, y, fmap, rank=rank, seed=seed, max_block_bytes=max_block_bytes,
+                          split_every=split_every, labels_mode=labels_mode, n_chains=n_chains)
     if targets_fn is not None:
         stats = targets_fn(stats)
     tot = stats.total()
     n = float(tot.weights()[0])
+    t = tot.c.shape[2]
     if fit_intercept:
         mu = tot.zsum[0] / n
         ybar = tot.ysum[0] / n
         b = tot.c[0] - n * np.outer(mu, ybar)
     else:
-        mu, ybar = None, np.zeros(tot.c.shape[2])
+        mu, ybar = None, np.zeros(t)
         b = tot.c[0].copy()
-    precond = None
-    if rank:
-        G = gaussian_test_matrix(seed, p, rank)
-        if fit_intercept:
-            S = S - n * np.outer(mu, mu @ G)
-        precond = nystrom_from_sketch(S, G, alpha)
-        del G, S
-
-    def apply_A(V):
-        ZZV = reduce_row_blocks(
-            [X], _matvec_block, _sum_arrays, split_every=split_every, n_chains=n_chains,
-            constants=(fmap, np.ascontiguousarray(V), int(max_block_bytes)), label="pcg: iteration",
-        )
-        if fit_intercept:
-            ZZV -= n * np.outer(mu, mu @ V)
-        return ZZV + alpha * V
-
-    beta, info = _block_cg(apply_A, b, None if precond is None else precond.apply, tol, max_iter)
+    precond = preconditioner(S, seed, rank, mu, n, fit_intercept)
+    del S
+    systems = Systems(b, np.full(t, float(alpha)), np.zeros(t, dtype=np.int64),
+                      None if mu is None else mu[:, None], np.array([n]))
+    beta, info = solve_systems(X, fmap, systems, precond, tol=tol, max_iter=max_iter,
+                               max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains)
+    info.pop("active")
+    if not info["converged"]:
+        warn_not_converged(info, max_iter)
     info.update(rank=rank, passes=info["n_iter"] + 1)
     intercept = ybar - (mu @ beta if fit_intercept else 0.0)
     return PcgResult(beta, np.atleast_1d(intercept), stats, info)
 
 
+def warn_not_converged(info, max_iter, detail="the coefficients are not converged", stacklevel=4):
+    """The :class:`~sklearn.exceptions.ConvergenceWarning` of a CG run stopped at max_iter."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    worst = float(info["residuals"][-1].max())
+    warnings.warn(
+        f"solver='pcg' stopped at max_iter={max_iter} iterations with relative residual "
+        f"{worst:.3g} > tol={info['tol']:g}; {detail}. Raise max_iter, raise pcg_rank (a stronger "
+        "preconditioner), use a larger alpha, or loosen tol.",
+        ConvergenceWarning, stacklevel=stacklevel,
+    )
+
+
 def _block_cg(apply_A, b, apply_M, tol, max_iter):
     """Independent preconditioned CG recurrences for the columns of ``b`` (p, t); one
-    ``apply_A`` call per iteration on the columns still running."""
+    ``apply_A(V, cols)`` call per iteration on the columns ``cols`` still running
+    (``apply_M(R, cols)`` preconditions them). Returns ``(x, info)``; ``info["active"]``
+    marks the columns that did not reach ``tol``."""
     p, t = b.shape
     bnorm = np.linalg.norm(b, axis=0)
     x = np.zeros((p, t))
     r = b.copy()
-    z = r if apply_M is None else apply_M(r)
+    every = np.arange(t)
+    z = r if apply_M is None else apply_M(r, every)
     d = z.copy()
     rz = np.einsum("ij,ij->j", r, z)
     rel = np.where(bnorm > 0, np.linalg.norm(r, axis=0) / np.where(bnorm > 0, bnorm, 1.0), 0.0)
@@ -219,7 +341,7 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter):
     n_iter = 0
     while active.any() and n_iter < max_iter:
         cols = np.nonzero(active)[0]
-        q = apply_A(d[:, cols])
+        q = apply_A(d[:, cols], cols)
         a = rz[cols] / np.einsum("ij,ij->j", d[:, cols], q)
         x[:, cols] += a * d[:, cols]
         r[:, cols] -= a * q
@@ -229,54 +351,78 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter):
         active = rel > tol
         cols = np.nonzero(active)[0]
         if cols.size:
-            zc = r[:, cols] if apply_M is None else apply_M(r[:, cols])
+            zc = r[:, cols] if apply_M is None else apply_M(r[:, cols], cols)
             rz_new = np.einsum("ij,ij->j", r[:, cols], zc)
             d[:, cols] = zc + (rz_new / rz[cols]) * d[:, cols]
             rz[cols] = rz_new
-    converged = not active.any()
-    if not converged:
-        from sklearn.exceptions import ConvergenceWarning
-
-        warnings.warn(
-            f"solver='pcg' stopped at max_iter={max_iter} iterations with relative residual "
-            f"{float(rel.max()):.3g} > tol={tol:g}; the coefficients are not converged. Raise "
-            "max_iter, raise pcg_rank (a stronger preconditioner), use a larger alpha, or "
-            "loosen tol.",
-            ConvergenceWarning, stacklevel=3,
-        )
-    info = {"solver": "pcg", "n_iter": n_iter, "converged": bool(converged),
-            "residuals": np.array(history), "tol": float(tol)}
+    info = {"solver": "pcg", "n_iter": n_iter, "converged": bool(not active.any()),
+            "residuals": np.array(history), "tol": float(tol), "active": active}
     return x, info
 
 
 def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_components: int, n_targets: int,
                         rank: int, split_every, block_rows: int, n_blocks: int, max_block_bytes: int,
-                        displacement_rank=None, is_complex: bool = False):
+                        displacement_rank=None, is_complex: bool = False, n_folds: int = 1, n_alphas: int = 1):
     """Memory of a ``solver="pcg"`` fit (ALGORITHMS.md 3.9), as a
     :class:`~dkrr.linalg._memory.MemoryEstimate`; ``statistics`` is the largest partial sum.
 
-    With ``l = min(rank, p)``, ``t`` targets, ``b`` rows of a feature sub-block and ``r``
-    rows per block: a partial sum of the first pass is the linear statistics
-    ``8 (p t + p + 2 t) + 8`` plus the sketch ``8 p l`` (an iteration's is ``8 p t``); a block
-    task holds two of them, the test matrix ``8 p l``, the feature buffers
-    ``8 b (p + D' + max(l, t))``, the map and ``16 r (d + t)``; the client ``7`` p x l
-    arrays of the preconditioner's construction, six p x t CG vectors, the statistics and
-    the map. No term is quadratic in p.
+    With ``l = min(rank, p)``, ``t`` targets, ``K`` folds, ``m`` right-hand sides per pass
+    (``t``; with cross-validation ``(K + 1) n_alphas t``), ``b`` rows of a feature
+    sub-block and ``r`` rows per block: a partial sum of the first pass is the per-fold
+    linear statistics ``8 K (p t + 2 p + 2 t) + 8 K`` plus the sketch ``8 p l``, an
+    iteration's is ``8 p m``; a block task holds two partial sums, the product
+    ``Z_s^T (Z_s V)`` of a sub-block before it is added (``8 p max(l, m)``), the test
+    matrix ``8 p l``, the directions ``V`` (``8 p m``), the feature buffers
+    ``8 b (p + D' + max(l, m)) + b m`` (features, projections, ``Z V`` and its fold mask),
+    the map and ``16 r (d + t)``; the client ``9`` p x l arrays while it builds the
+    preconditioner (the sketch, its centred copy, the test matrix, Q, Y, Y_nu, B, U and
+    the SVD's workspace), six p x m CG vectors, the centres, the statistics and the map.
+    No term is quadratic in p.
     """
-    from . import _memory as m
+    from . import _memory as mem
     from ._reduce import DEFAULT_SPLIT_EVERY, default_n_chains
 
-    d, D, t = int(n_features_in), int(n_components), int(n_targets)
-    p = m._output_width(kernel, D, is_complex)
+    d, D, t, K = int(n_features_in), int(n_components), int(n_targets), int(n_folds)
+    p = mem._output_width(kernel, D, is_complex)
     rank = min(int(rank), p)
-    fmap = m.feature_map_bytes(method, d, D, displacement_rank=displacement_rank)
+    m = t if K == 1 else (K + 1) * int(n_alphas) * t
+    fmap = mem.feature_map_bytes(method, d, D, displacement_rank=displacement_rank)
     sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
-    partial = m.statistics_bytes(p, t, 1, with_gram=False) + 8 * p * max(rank, t)
-    block = (2 * partial + 8 * p * rank + 8 * sub * (p + m._work_width(method, d, D) + max(rank, t)) + fmap
-             + 16 * int(block_rows) * (d + t) + 2**20)
+    first = mem.statistics_bytes(p, t, K, with_gram=False) + 8 * K * p * (K > 1) + 8 * p * rank
+    partial = max(first, 8 * p * m)
+    block = (2 * partial + 8 * p * (rank + m + max(rank, m)) + 8 * sub * (p + mem._work_width(method, d, D) + max(rank, m))
+             + sub * m + fmap + 16 * int(block_rows) * (d + t) + 2**20)
     split = DEFAULT_SPLIT_EVERY if split_every is None else int(split_every)
     chains = min(default_n_chains(), max(1, int(n_blocks)))
-    threads = m.threads_per_worker()
+    threads = mem.threads_per_worker()
     reduction = (min(split, chains) + 1) * partial
-    client = 8 * p * (7 * rank + 6 * t) + partial + fmap
-    return m.MemoryEstimate(p, fmap, partial, block, reduction, client, threads, min(threads, -(-chains // split)))
+    client = 8 * p * (9 * rank + 6 * m + K + 1) + first + fmap
+    return mem.MemoryEstimate(p, fmap, partial, block, reduction, client, threads, min(threads, -(-chains // split)))
+
+
+#: ``pcg_persist="auto"`` keeps X and y in memory across the passes when they take at most
+#: this fraction of the memory the fit's own estimate leaves free (per worker with a Client)
+PERSIST_FRACTION = 0.25
+
+
+def data_fits_in_memory(nbytes: int, block_bytes: int, estimate, *, limits=None, n_workers=None) -> bool:
+    """Whether ``pcg_persist="auto"`` keeps the row blocks (``nbytes`` in all, the largest
+    ``block_bytes``) in memory: with a distributed Client whose workers have a memory
+    limit, a worker's share ``nbytes / workers + block_bytes`` must be at most
+    :data:`PERSIST_FRACTION` of ``limit - estimate.worker``; else (threaded scheduler) all
+    of it must be at most that fraction of this machine's available memory less the
+    estimate. ``limits`` is ``(worker_limit, local)`` as
+    :func:`~dkrr.linalg._memory.available_memory` returns it (called when None) and
+    ``n_workers`` the Client's workers (asked when None)."""
+    from ._memory import available_memory
+
+    worker_limit, local = available_memory() if limits is None else limits
+    if worker_limit is not None:
+        if n_workers is None:
+            from .._progress import active_client
+
+            client = active_client()
+            n_workers = 1 if client is None else max(1, len(client.nthreads()))
+        share = nbytes / max(1, int(n_workers)) + block_bytes
+        return share <= PERSIST_FRACTION * (worker_limit - estimate.worker)
+    return nbytes <= PERSIST_FRACTION * (local - max(estimate.worker, estimate.client))

@@ -56,9 +56,22 @@ class NystromPreconditioner:
 
     def apply(self, R: np.ndarray) -> np.ndarray:
         """``P^-1 R`` for a block of vectors ``R`` (p, r)."""
-        UtR = self.U.T @ R
-        scale = (self.lam[-1] + self.mu) / (self.lam + self.mu) - 1.0
-        return R + self.U @ (scale[:, None] * UtR)
+        return self.apply_columns(R, np.full(R.shape[1], self.mu), np.ones(R.shape[1]))
+
+    def apply_columns(self, R: np.ndarray, shifts: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """``P_j^-1 r_j`` for every column ``r_j`` of ``R`` (p, r), each with its own system.
+
+        Column ``j`` is preconditioned for ``scales[j] A + shifts[j] I``: the same factor
+        ``U`` with eigenvalues ``scales[j] lam`` and shift ``shifts[j]`` (eq. 5.3), so one
+        sketch serves every alpha of a grid and every cross-validation fold, whose
+        training Gram is about ``(n - n_k) / n`` times the total's.
+        """
+        if self.U.shape[1] == 0:
+            return R.copy()
+        lam = self.lam[:, None] * np.asarray(scales, dtype=np.float64)[None, :]  # (l, r)
+        shifts = np.asarray(shifts, dtype=np.float64)[None, :]
+        scale = (lam[-1:] + shifts) / (lam + shifts) - 1.0
+        return R + self.U @ (scale * (self.U.T @ R))
 
 
 def nystrom_from_sketch(S: np.ndarray, G: np.ndarray, mu: float) -> NystromPreconditioner:

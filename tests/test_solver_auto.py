@@ -1,0 +1,123 @@
+"""solver="auto" (the Gram path when its memory estimate fits, else "pcg") and
+pcg_persist (X kept in memory across the CG passes when it fits): ALGORITHMS.md 3.9."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from test_one_pass import ROWS, counting_array, loads
+
+from dkrr import RandomFeatureRidge
+from dkrr.errors import MemoryBudgetError
+from dkrr.estimators._solver import choose_solver
+from dkrr.io._model import load_model, save_model
+from dkrr.linalg._pcg import PERSIST_FRACTION, data_fits_in_memory, pcg_memory_estimate
+
+GiB = 2**30
+MiB = 2**20
+
+
+def _data(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+def _dask(n=1000, d=8):
+    return da.zeros((n, d), chunks=(250, d)), da.zeros(n, chunks=250)
+
+
+def test_auto_chooses_by_the_gram_paths_estimate():
+    """p = 4096: a chain step of the Gram path holds two 128 MiB statistics objects and a
+    p x p temporary (~0.4 GiB); PCG's largest part is a few MiB."""
+    X, y = _dask()
+    est = RandomFeatureRidge(method="rff", n_components=2048)
+    args = (est, X, y, None, 1, 1.0, None, None)
+    assert choose_solver(*args, limits=(None, 8 * GiB)) == "cholesky"  # threaded: this machine's memory
+    assert choose_solver(*args, limits=(None, 256 * MiB)) == "pcg"
+    assert choose_solver(*args, limits=(4 * GiB, 8 * GiB)) == "cholesky"  # a Client: the worker limit
+    assert choose_solver(*args, limits=(256 * MiB, 8 * GiB)) == "pcg"
+    with pytest.raises(MemoryBudgetError, match=r"also tried the matrix-free solver='pcg', which does not fit"):
+        choose_solver(*args, limits=(None, 1 * MiB))
+    # the Gram solvers asked for by name keep the Gram path and name pcg as the fix
+    est.set_params(solver="eigh")
+    assert choose_solver(*args, limits=(None, 8 * GiB)) == "eigh"
+    with pytest.raises(MemoryBudgetError, match=r"Or use solver='pcg' \(matrix-free"):
+        choose_solver(*args, limits=(None, 256 * MiB))
+    # options pcg does not support keep "auto" on the Gram path, and the error says why
+    est.set_params(solver="auto", sampling="surrogate_leverage")
+    with pytest.raises(MemoryBudgetError, match=r"could not switch to the matrix-free solver='pcg': sampling="):
+        choose_solver(*args, limits=(None, 256 * MiB))
+    est.set_params(sampling=None)
+    with pytest.raises(MemoryBudgetError, match=r"could not switch.*alpha = 0"):
+        choose_solver(est, X, y, None, 3, 1.0, np.array([0.0, 1.0]), None, limits=(None, 256 * MiB))
+
+
+@pytest.mark.cluster
+def test_auto_switches_to_pcg_on_a_worker_memory_limit(local_cluster, tmp_path):
+    """The session cluster's workers have 1 GiB: D = 8192 (p = 16384, a 2 GiB Gram) goes
+    to PCG, D = 64 stays on the Gram path; the model file keeps the choice."""
+    import distributed
+
+    X, y = _data()
+    kw = {"method": "rff", "gamma": 0.3, "alpha": 1.0, "random_state": 0}
+    with distributed.Client(local_cluster):
+        big = RandomFeatureRidge(n_components=8192, tol=1e-8, **kw).fit(X, y)
+        small = RandomFeatureRidge(n_components=64, **kw).fit(X, y)
+    assert big.solver_ == "pcg" and big.solver_info_["converged"] and big.n_output_features_ == 16384
+    assert big.solver_info_["persisted"]  # 13 KiB of X: kept on the workers across the passes
+    assert small.solver_ == "cholesky" and not hasattr(small, "solver_info_")
+    # the same model as asking for pcg on the threaded scheduler
+    with dask.config.set(scheduler="threads"):
+        ref = RandomFeatureRidge(n_components=8192, tol=1e-8, solver="pcg", **kw).fit(X, y)
+    np.testing.assert_allclose(big.predict(X), ref.predict(X), rtol=1e-6, atol=1e-9)
+    save_model(big, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert back.solver_ == "pcg" and back.solver_info_["persisted"] is True
+
+
+def test_data_fits_in_memory_rule():
+    est = pcg_memory_estimate(kernel="gaussian", method="sorf", n_features_in=8, n_components=1024, n_targets=1,
+                              rank=64, split_every=None, block_rows=1000, n_blocks=10, max_block_bytes=64 * MiB)
+    free = 4 * GiB - est.worker
+    fits = PERSIST_FRACTION * free
+    # a Client with 2 workers of 4 GiB: a worker's share is half of X plus a block
+    assert data_fits_in_memory(int(2 * (fits - MiB)), MiB, est, limits=(4 * GiB, 64 * GiB), n_workers=2)
+    assert not data_fits_in_memory(int(2 * fits), MiB, est, limits=(4 * GiB, 64 * GiB), n_workers=2)
+    # threaded: all of X against this machine's available memory less the estimate
+    local = 4 * GiB
+    room = PERSIST_FRACTION * (local - max(est.worker, est.client))
+    assert data_fits_in_memory(int(room), MiB, est, limits=(None, local))
+    assert not data_fits_in_memory(int(room) + 1, MiB, est, limits=(None, local))
+
+
+@pytest.mark.parametrize("persist", [True, False])
+def test_persist_reads_each_block_once(tmp_path, scheduler, persist):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((sum(ROWS), 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(len(X))
+    Xd, yd = counting_array(X, str(tmp_path), "X"), counting_array(y, str(tmp_path), "y")
+    kw = {"method": "rff", "n_components": 16, "gamma": 0.5, "random_state": 0, "solver": "pcg", "tol": 1e-10,
+          "pcg_rank": 4}
+    est = RandomFeatureRidge(**kw, pcg_persist=persist).fit(Xd, yd)
+    info = est.solver_info_
+    assert info["persisted"] is persist and info["passes"] == info["n_iter"] + 1 > 3
+    reads = info["passes"] if not persist else 1  # pass 1 and one pass per iteration read X
+    assert dict(loads(tmp_path)) == {f"X-{i}": reads for i in range(len(ROWS))} | {f"y-{i}": 1 for i in range(len(ROWS))}
+    ref = RandomFeatureRidge(**kw, pcg_persist=not persist).fit(X, y)  # other chunks: rounding differs
+    assert np.linalg.norm(est.coef_ - ref.coef_) < 1e-8 * np.linalg.norm(ref.coef_)
+
+
+def test_persist_auto_follows_the_rule_and_cv_reads_once(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((sum(ROWS), 4))
+    y = np.sin(X[:, 0])
+    Xd, yd = counting_array(X, str(tmp_path), "X"), counting_array(y, str(tmp_path), "y")
+    with dask.config.set(scheduler="threads"):
+        est = RandomFeatureRidge(method="rff", n_components=16, gamma=0.5, random_state=0, solver="pcg", cv=3,
+                                 alphas=[0.1, 1.0], tol=1e-8, pcg_rank=4).fit(Xd, yd)
+    # 3 KiB of data on this machine: "auto" keeps it; the CV's passes (iterations + 2) read it once
+    assert est.solver_info_["persisted"] and est.solver_info_["passes"] == est.solver_info_["n_iter"] + 2
+    assert set(loads(tmp_path).values()) == {1}
