@@ -29,6 +29,7 @@ __all__ = [
     "PrecisionWarning",
     "SchedulerProbeError",
     "SchedulerUnreachableError",
+    "SingularAlphaWarning",
     "SingularSystemError",
     "StoreError",
     "StoreNotFoundError",
@@ -138,7 +139,14 @@ class GridEdgeWarning(UserWarning):
     lie beyond it). A warning, not an error: the fit is done."""
 
 
+class SingularAlphaWarning(UserWarning):
+    """Cross-validation met alphas for which a fold's training system ``G + alpha I`` is
+    not positive definite at the rounding of the statistics: they were scored ``inf`` and
+    cannot be chosen. A warning, not an error: the fit is done with the best usable alpha."""
+
+
 class PrecisionWarning(UserWarning):
-    """``precision="auto"`` found the float32 statistics' rounding too large against the
-    regularisation and recomputed them in float64. A warning, not an error: the fit is
-    done, in float64."""
+    """The float32 statistics' rounding may be large against the regularisation:
+    ``precision="auto"`` then recomputed them in float64, ``precision="float32"`` kept
+    them and says how large the effect on the coefficients may be (``precision_error_``).
+    A warning, not an error: the fit is done."""

@@ -11,7 +11,7 @@ import pytest
 
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from dkrr.datasets import load_casp, load_magic04
-from dkrr.errors import InvalidParameterError, PrecisionWarning
+from dkrr.errors import InvalidParameterError, PrecisionWarning, SingularAlphaWarning, SingularSystemError
 from dkrr.linalg import streamed_statistics
 from dkrr.linalg._precision import AUTO_PRECISION_TOL, precision_error
 from dkrr.linalg._stats import FLOAT32_SUB_ROWS, block_statistics, check_precision, sub_block_rows
@@ -222,3 +222,80 @@ def test_model_files_keep_the_precision(tmp_path, casp):
     assert back.precision == "float32" and back.precision_ == "float32"
     assert back.precision_error_ == est.precision_error_
     np.testing.assert_array_equal(back.predict(Xt), est.predict(Xt))
+
+
+@pytest.fixture(scope="module")
+def casp_wide():
+    """8,000 CASP rows at D = 1024: the bottom of the default alpha grid (s 1e-7) is below
+    the float32 statistics' rounding, which makes a training Gram indefinite there."""
+    X, y = load_casp()
+    idx = np.random.default_rng(0).permutation(len(y))[:8000]
+    return X[idx], y[idx]
+
+
+def test_float32_cv_scores_alphas_below_its_rounding_as_inf(casp_wide):
+    """Found by the speed benchmark: the float32 CV failed with SingularSystemError on the
+    grid's smallest alpha. Those alphas are now scored inf (with a SingularAlphaWarning) and
+    the choice is float64's."""
+    X, y = casp_wide
+    base = dict(n_components=1024, cv=5, standardize=True, gamma="median", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m64 = RandomFeatureRidge(**base).fit(X, y)
+    with pytest.warns(SingularAlphaWarning, match="scored inf") as rec:
+        m32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
+    mean = m32.cv_results_["mean_mse"]
+    bad = ~np.isfinite(mean)
+    assert bad[0] and not bad.all() and np.isfinite(m64.cv_results_["mean_mse"]).all()
+    assert str(float(f"{m32.cv_results_['alphas'][0]:.4g}")) in str(rec[0].message)
+    assert m32.alpha_ == pytest.approx(m64.alpha_, rel=1e-6)
+    # the alphas just above the float32 rounding score with a few % noise (far from the
+    # best), those near the choice agree with float64's
+    near = m32.cv_results_["alphas"] >= 1e-3 * m32.alpha_
+    np.testing.assert_allclose(mean[near], m64.cv_results_["mean_mse"][near], rtol=1e-4)
+    assert (mean[~bad & ~near] > 2 * mean.min()).all()
+
+
+def test_float32_solve_failure_names_the_precision(casp_wide):
+    X, y = casp_wide
+    est = RandomFeatureRidge(n_components=1024, alpha=1e-7, standardize=True, gamma="median", random_state=0,
+                             precision="float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrecisionWarning)
+        with pytest.raises(SingularSystemError, match="statistics are float32.*precision='float64' or 'auto'"):
+            est.fit(X, y)
+
+
+def test_explicit_float32_warns_when_the_estimate_is_large(casp):
+    X, y, _, _ = casp
+    est = RandomFeatureRidge(n_components=128, gamma="median", standardize=True, random_state=0, alpha=1e-5,
+                             precision="float32")
+    with pytest.warns(PrecisionWarning, match="precision='float32'.*above 0.01"):
+        est.fit(X, y)
+    assert est.precision_ == "float32" and est.precision_error_ > AUTO_PRECISION_TOL
+
+
+def test_cross_validation_with_an_indefinite_fold():
+    """A fold whose training Gram has a negative eigenvalue (rounding): the alphas below it
+    are inf, the others scored as usual; no usable alpha at all is an error."""
+    from dkrr.linalg import cross_validate_statistics
+    from dkrr.linalg._stats import RidgeStatistics
+
+    rng = np.random.default_rng(0)
+    K, p = 3, 6
+    stats = RidgeStatistics.zeros(K, p, 1)
+    for k in range(K):
+        Z = rng.standard_normal((20, p))
+        yk = rng.standard_normal((20, 1))
+        stats.G[k], stats.c[k], stats.zsum[k] = Z.T @ Z, Z.T @ yk, Z.sum(0)
+        stats.n[k], stats.ysum[k], stats.yy[k] = 20, yk.sum(0), (yk**2).sum(0)
+    good = cross_validate_statistics(stats, [1e-3, 1.0, 10.0], fit_intercept=False)
+    # make the training Gram of fold 0 (G_1 + G_2) have eigenvalue -0.5 along one direction
+    G_train = stats.G[1] + stats.G[2]
+    lam, V = np.linalg.eigh(G_train)
+    stats.G[1] -= (lam[0] + 0.5) * np.outer(V[:, 0], V[:, 0])
+    with pytest.warns(SingularAlphaWarning, match=r"alphas \[0\.001\].*fold 0"):
+        mse = cross_validate_statistics(stats, [1e-3, 1.0, 10.0], fit_intercept=False)
+    assert mse[0, 0] == np.inf and np.isfinite(mse[:, 1:]).all() and np.isfinite(good).all()
+    with pytest.raises(SingularSystemError, match="fold 0"):
+        cross_validate_statistics(stats, [1e-3, 0.1], fit_intercept=False)

@@ -3,14 +3,55 @@ the one-pass cross-validation: the Gram path of :meth:`_RandomFeatureRidgeBase._
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..features._nonlinear import output_width
 from ..linalg import cross_validate_statistics, streamed_statistics
+from ..errors import PrecisionWarning
 from ..linalg._cv import default_alphas, score_grid, warn_grid_edge
+from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 
-__all__ = ["statistics_and_alpha"]
+__all__ = ["statistics_and_alpha", "statistics_in_precision"]
+
+
+def statistics_in_precision(self, pass_args):
+    """:func:`statistics_and_alpha` in the estimator's ``precision``: ``(stats, fmap,
+    alpha, precision_, precision_error_)``.
+
+    ``"float32"`` warns (:class:`~dkrr.errors.PrecisionWarning`) when the estimate
+    :func:`~dkrr.linalg._precision.precision_error` at the chosen alpha exceeds
+    :data:`~dkrr.linalg._precision.AUTO_PRECISION_TOL`; ``"auto"`` then repeats the pass
+    in float64 instead, and the warnings of the discarded float32 pass are dropped (they
+    are re-issued when float32 is kept).
+    """
+    if self.precision != "auto":
+        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, self.precision)
+        error = precision_error(stats, alpha, self.precision)
+        if self.precision == "float32" and error > AUTO_PRECISION_TOL:
+            warnings.warn(PrecisionWarning(
+                f"precision='float32': the statistics' rounding may change the coefficients by up to "
+                f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}, an upper "
+                f"estimate), above {AUTO_PRECISION_TOL:g}. precision='auto' would repeat the pass in float64; "
+                "precision_error_ holds the estimate."), stacklevel=4)
+        return stats, fmap, alpha, self.precision, error
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, "float32")
+    error = precision_error(stats, alpha, "float32")
+    if error <= AUTO_PRECISION_TOL:
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return stats, fmap, alpha, "float32", error
+    warnings.warn(PrecisionWarning(
+        f"precision='auto': the float32 statistics' rounding may change the coefficients by "
+        f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}), above "
+        f"{AUTO_PRECISION_TOL:g}: the pass is repeated in float64. Pass precision='float64' "
+        "to skip the float32 pass, or a larger alpha."), stacklevel=4)
+    stats, fmap, alpha = statistics_and_alpha(self, *pass_args, "float64")
+    return stats, fmap, alpha, "float64", precision_error(stats, alpha, "float64")
 
 
 def statistics_and_alpha(self, Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed, precision):

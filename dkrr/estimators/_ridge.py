@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -12,14 +11,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
-from ..errors import InputValidationError, InvalidParameterError, PrecisionWarning
+from ..errors import InputValidationError, InvalidParameterError, SingularSystemError
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
 from ..linalg._cv import check_folds, check_gammas
-from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_sample_weight
-from ._passes import statistics_and_alpha
+from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse  # noqa: F401 - the classifier imports them from here
@@ -188,26 +186,23 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
         fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
-        precision = "float32" if self.precision == "auto" else self.precision
-        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, precision)
-        error = precision_error(stats, alpha, precision)
-        if self.precision == "auto" and error > AUTO_PRECISION_TOL:
-            warnings.warn(PrecisionWarning(
-                f"precision='auto': the float32 statistics' rounding may change the coefficients by "
-                f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}), above "
-                f"{AUTO_PRECISION_TOL:g}: the pass is repeated in float64. Pass precision='float64' "
-                "to skip the float32 pass, or a larger alpha."), stacklevel=3)
-            precision = "float64"
-            stats, fmap, alpha = statistics_and_alpha(self, *pass_args, precision)
-            error = precision_error(stats, alpha, precision)
-        self.precision_, self.precision_error_ = precision, float(error)
+        stats, fmap, alpha, self.precision_, error = statistics_in_precision(self, pass_args)
+        self.precision_error_ = float(error)
         self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
         self.mean_, self.scale_ = mean, scale
         self.n_features_in_ = fmap.n_features_in
         self.n_output_features_ = fmap.n_output_features
         self.fold_seed_ = fold_seed
         self.alpha_ = alpha
-        beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), self.solver_)
+        try:
+            beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), self.solver_)
+        except SingularSystemError as exc:
+            if self.precision_ != "float32":
+                raise
+            raise SingularSystemError(
+                f"{exc} The statistics are float32 (precision={self.precision!r}), whose rounding "
+                f"(about eps32 ||G||, precision_error_ = {error:.1e}) can make G + alpha*I indefinite "
+                "at this alpha: use precision='float64' or 'auto'.") from None
         return beta, intercept
 
     def _targets_from_statistics(self, stats):

@@ -25,8 +25,8 @@ import warnings
 
 import numpy as np
 
-from ..errors import GridEdgeWarning, InputValidationError, InvalidParameterError
-from ._solve import center_statistics, eigh_gram, solve_eigh
+from ..errors import GridEdgeWarning, InputValidationError, InvalidParameterError, SingularAlphaWarning
+from ._solve import _singular, center_statistics, eigh_gram, solve_eigh, usable_alphas
 
 __all__ = [
     "check_alphas",
@@ -142,14 +142,19 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
     G, c, zs, ys = tot.G[0], tot.c[0], tot.zsum[0], tot.ysum[0]
     n = int(tot.n[0]) if stats.wsum is None else float(weights.sum())
     t = c.shape[1]
-    mse = np.empty((K, alphas.size))
+    mse = np.full((K, alphas.size), np.inf)
+    lam_min = np.full(K, np.inf)
     for k in range(K):
         nk = int(stats.n[k]) if stats.wsum is None else float(weights[k])
         Gk, ck, zk, yk, yyk = stats.G[k], stats.c[k], stats.zsum[k], stats.ysum[k], stats.yy[k]
         Gtr, ctr = G - Gk, c - ck
         Gc, cc, mu, ybar = center_statistics(Gtr, ctr, zs - zk, n - nk, ys - yk, fit_intercept)
         lam, V = eigh_gram(Gc)
-        B = solve_eigh(lam, V, cc, alphas)  # (a, p, t)
+        ok = usable_alphas(lam, alphas)  # G' + alpha I positive definite beyond rounding
+        lam_min[k] = lam[0] if lam.size else np.inf
+        if not ok.any():
+            continue
+        B = solve_eigh(lam, V, cc, alphas[ok])  # (a, p, t)
         if fit_intercept:
             Gv = Gk - np.outer(zk, mu) - np.outer(mu, zk) + nk * np.outer(mu, mu)
             cv = ck - np.outer(zk, ybar) - np.outer(mu, yk) + nk * np.outer(mu, ybar)
@@ -162,8 +167,34 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
         quad = np.einsum("pat,pat->at", B.transpose(1, 0, 2), GB)
         lin = np.einsum("apt,pt->at", B, cv)
         sse = yyv[None, :] - 2.0 * lin + quad  # (a, t)
-        mse[k] = sse.sum(axis=1) / (nk * t)
+        mse[k, ok] = sse.sum(axis=1) / (nk * t)
+    _report_unusable(alphas, mse, lam_min)
     return mse
+
+
+def _report_unusable(alphas, mse, lam_min) -> None:
+    """Alphas scored ``inf`` (a fold's ``G' + alpha I`` not positive definite beyond the
+    rounding of the statistics): a :class:`~dkrr.errors.SingularAlphaWarning`, or, when
+    no alpha is usable in every fold, the :class:`~dkrr.errors.SingularSystemError` of
+    the largest alpha."""
+    bad = ~np.isfinite(mse).all(axis=0)
+    if not bad.any():
+        return
+    k = int(np.argmin(lam_min))
+    if bad.all():
+        a = float(alphas.max())
+        raise _singular(a, f"in cross-validation fold {k}, whose training Gram has smallest eigenvalue "
+                           f"{lam_min[k]:.3g}")
+    warnings.warn(
+        f"alphas {[float(f'{a:.4g}') for a in alphas[bad]]} leave a cross-validation fold's training system "
+        f"G + alpha*I not positive definite at the rounding of the statistics (smallest eigenvalue of a "
+        f"training Gram: {lam_min[k]:.3g}, fold {k}): they were scored inf and cannot be chosen. The "
+        "statistics carry the rounding of their precision (with precision='float32' about eps32 ||G||: "
+        "use precision='float64' or 'auto' for alphas this small), or the Gram is rank-deficient "
+        "(more features than rows).",
+        SingularAlphaWarning,
+        stacklevel=4,
+    )
 
 
 def select_alpha(alphas, mse, n_per_fold) -> tuple[int, np.ndarray, np.ndarray]:
@@ -174,7 +205,8 @@ def select_alpha(alphas, mse, n_per_fold) -> tuple[int, np.ndarray, np.ndarray]:
     alphas = np.asarray(alphas, dtype=np.float64)
     w = np.asarray(n_per_fold, dtype=np.float64)
     mean = (w[:, None] * mse).sum(axis=0) / w.sum()
-    std = mse.std(axis=0)
+    with np.errstate(invalid="ignore"):  # an unusable alpha (inf in a fold) has std nan
+        std = mse.std(axis=0)
     best = mean.min()
     tied = np.nonzero(mean <= best + 1e-12 * abs(best))[0]
     idx = int(tied[np.argmax(alphas[tied])])
@@ -204,7 +236,8 @@ def select_gamma_alpha(gammas, alphas, mse, fold_weights) -> tuple[int, int, np.
     w = np.asarray(fold_weights, dtype=np.float64)
     mse = np.asarray(mse, dtype=np.float64)
     mean = np.einsum("k,gka->ga", w, mse) / w.sum()
-    std = mse.std(axis=1)
+    with np.errstate(invalid="ignore"):
+        std = mse.std(axis=1)
     best = mean.min()
     gi, ai = np.nonzero(mean <= best + 1e-12 * abs(best))
     order = np.lexsort((gammas[gi], -alphas[ai]))  # larger alpha first, then smaller gamma

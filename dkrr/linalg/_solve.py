@@ -27,6 +27,7 @@ __all__ = [
     "ridge_coefficients",
     "solve_cholesky",
     "solve_eigh",
+    "usable_alphas",
 ]
 
 #: warn (``scipy.linalg.LinAlgWarning``) when the condition number exceeds this
@@ -130,10 +131,24 @@ def eigh_gram(G) -> tuple[np.ndarray, np.ndarray]:
     return lam, V
 
 
+def usable_alphas(lam, alphas) -> np.ndarray:
+    """Mask of the alphas for which ``lam[0] + alpha`` is above the rounding noise of the
+    eigenvalues ``lam`` (ascending) of a symmetric Gram: ``G + alpha I`` is then positive
+    definite, as :func:`solve_eigh` requires."""
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if not lam.size:
+        return np.ones(alphas.shape, dtype=bool)
+    return lam[0] + alphas > _spectrum_floor(lam)
+
+
+def _spectrum_floor(lam) -> float:
+    scale = max(float(np.abs(lam).max()), 1.0) if lam.size else 1.0
+    return lam.size * _EPS * scale  # rounding noise of the eigenvalues
+
+
 def _check_spectrum(lam, alphas):
     """Raise for alphas that leave ``lam + alpha`` non-positive; warn on bad conditioning."""
-    scale = max(float(np.abs(lam).max()), 1.0) if lam.size else 1.0
-    floor = lam.size * _EPS * scale  # rounding noise of the eigenvalues
+    floor = _spectrum_floor(lam)
     for a in alphas:
         if lam[0] + a <= floor:
             raise _singular(float(a), f"smallest eigenvalue of G + alpha*I is {lam[0] + a:.3g}")
