@@ -9,8 +9,11 @@ it (a fused step, so only running sums outlive their task), and a tree of combin
 of fan-in ``split_every`` merges the ``C`` chain sums. A thread thus holds about two
 partial results at a time (the running sum it received and the one it builds) instead of
 the ``split_every + 1`` of a combine over block results. ``n_chains >= n_blocks`` gives
-the plain tree over the blocks. Only the row blocks of the inputs are data dependencies,
-so every block is loaded exactly once per reduction, and the reduction runs on whatever
+the plain tree over the blocks. The tasks that only one block needs (its Zarr read, its
+slice or cast) run inside that block's step (:mod:`._inline_blocks`), so a worker never
+reads blocks ahead of the chain that consumes them; what several blocks share (a store
+handle, an in-memory array's chunks) stays a dependency. Every block is loaded exactly
+once per reduction, and the reduction runs on whatever
 dask scheduler is active (a distributed ``Client`` when one is the default, else the
 threaded scheduler).
 
@@ -117,6 +120,15 @@ def _accumulate_into(part, acc, combine_fn):
 def _chain_step(block_fn, combine_fn, acc, *args):
     """One fused step of a chain: the block's partial result plus the running sum."""
     return _accumulate_into(block_fn(*args), acc, combine_fn)
+
+
+def _inline_step(block_fn, combine_fn, acc, recipe, dep_values, *rest):
+    """A chain step that first reads its inputs' blocks (:mod:`._inline_blocks`).
+
+    ``acc`` is None for a chain's first block.
+    """
+    part = block_fn(*recipe.values(dep_values), *rest)
+    return part if acc is None else _accumulate_into(part, acc, combine_fn)
 
 
 def _chain_bounds(n_blocks: int, n_chains: int) -> np.ndarray:
@@ -283,6 +295,9 @@ def reduce_row_blocks(
     thread for the duration, since dask already runs one task per core.
     """
     import dask
+    from dask.delayed import Delayed
+
+    from ._inline_blocks import inline_block_recipes
 
     split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
     if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
@@ -308,6 +323,9 @@ def reduce_row_blocks(
             )
     optimized = dask.optimize(*arrays)
     blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
+    # the tasks only one block needs run inside the step that consumes it (no read-ahead)
+    graph = dask.base.merge(*(dict(a.__dask_graph__()) for a in optimized))
+    recipes = inline_block_recipes(graph, [[b.key for b in bs] for bs in blocks])
     consts = [dask.delayed(c, pure=True) for c in constants]
     offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
     n_blocks = len(row_chunks)
@@ -325,8 +343,16 @@ def reduce_row_blocks(
     for c in range(n_chains):
         acc = None
         for i in range(bounds[c], bounds[c + 1]):
-            args = (*(b[i] for b in blocks), int(offsets[i]), int(i), *consts)
             key = f"dkrr-{name}-{token}-{i}"  # the chain's sum up to block i
+            if recipes is not None:
+                r = recipes[i]
+                own = {b[i].key: b[i] for b in blocks}  # keeps a persisted block's own graph
+                deps = [own[k] if k in own else Delayed(k, graph) for k in r.deps]
+                acc = dask.delayed(_inline_step, pure=True)(
+                    block_fn, combine_fn, acc, r, deps, int(offsets[i]), int(i), *consts, dask_key_name=key
+                )
+                continue
+            args = (*(b[i] for b in blocks), int(offsets[i]), int(i), *consts)
             if acc is None:
                 acc = dask.delayed(block_fn, pure=True)(*args, dask_key_name=key)
             else:
