@@ -55,6 +55,12 @@ def _closure(graph: dict, key) -> set:
     return seen
 
 
+def subgraph(graph: dict, key) -> dict:
+    """The nodes ``key`` needs: what a dependency's ``Delayed`` carries (the whole graph
+    would be culled again at every step that names it)."""
+    return {k: graph[k] for k in _closure(graph, key)}
+
+
 def inline_block_recipes(graph_mapping, block_keys: Sequence[Sequence]) -> list[InlineBlocks] | None:
     """Per block index, the tasks to run inside its step; None when nothing would move.
 

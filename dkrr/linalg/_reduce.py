@@ -295,9 +295,10 @@ def reduce_row_blocks(
     thread for the duration, since dask already runs one task per core.
     """
     import dask
+    from dask._task_spec import convert_legacy_graph
     from dask.delayed import Delayed
 
-    from ._inline_blocks import inline_block_recipes
+    from ._inline_blocks import inline_block_recipes, subgraph
 
     split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
     if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
@@ -324,8 +325,9 @@ def reduce_row_blocks(
     optimized = dask.optimize(*arrays)
     blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
     # the tasks only one block needs run inside the step that consumes it (no read-ahead)
-    graph = dask.base.merge(*(dict(a.__dask_graph__()) for a in optimized))
+    graph = convert_legacy_graph(dask.base.merge(*(dict(a.__dask_graph__()) for a in optimized)))
     recipes = inline_block_recipes(graph, [[b.key for b in bs] for bs in blocks])
+    shared = {}  # the Delayed of each dependency that several steps name
     consts = [dask.delayed(c, pure=True) for c in constants]
     offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
     n_blocks = len(row_chunks)
@@ -347,7 +349,10 @@ def reduce_row_blocks(
             if recipes is not None:
                 r = recipes[i]
                 own = {b[i].key: b[i] for b in blocks}  # keeps a persisted block's own graph
-                deps = [own[k] if k in own else Delayed(k, graph) for k in r.deps]
+                for k in r.deps:
+                    if k not in own and k not in shared:
+                        shared[k] = Delayed(k, subgraph(graph, k))
+                deps = [own[k] if k in own else shared[k] for k in r.deps]
                 acc = dask.delayed(_inline_step, pure=True)(
                     block_fn, combine_fn, acc, r, deps, int(offsets[i]), int(i), *consts, dask_key_name=key
                 )
