@@ -3,20 +3,104 @@
 With a distributed Client the bar follows the scheduler (so it works against a remote
 cluster: :class:`distributed.diagnostics.progressbar.TextProgressBar` polls the scheduler
 over its comm); without one, dask's local :class:`dask.diagnostics.ProgressBar` is used.
-Progress goes to stderr, so piping a command's stdout stays clean.
+Progress goes to stderr, so piping a command's stdout stays clean. On a terminal the bar
+redraws in place; when the stream is not a terminal (a batch job's log file, a pipe) the
+redraws become plain lines, at most one every :data:`LOG_INTERVAL` seconds plus the last,
+so a log holds a few short lines instead of one line of thousands of carriage returns.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import re
 import sys
+import time
 from typing import Any
 
 import dask
 
-__all__ = ["active_client", "compute", "compute_limited", "progress_enabled", "set_progress"]
+__all__ = ["LOG_INTERVAL", "active_client", "compute", "compute_limited", "progress_enabled",
+           "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
+
+#: seconds between two progress lines when the stream is not a terminal
+LOG_INTERVAL = 10.0
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class _LineLog(io.TextIOBase):
+    """A text stream that turns a progress bar's in-place redraws (``\\r...``) into plain
+    lines for a log: the newest state is written as one line at most every ``interval``
+    seconds, and once more when the bar is closed, each prefixed with ``label``."""
+
+    _CLEAR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+    def __init__(self, out, label: str, interval: float = LOG_INTERVAL):
+        self._out, self._label, self._interval = out, label, interval
+        self._pending = ""
+        self._written = ""
+        self._last = time.monotonic()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        for part in re.split(r"[\r\n]", self._CLEAR.sub("", text)):
+            part = part.strip()
+            if part:
+                self._pending = part
+        now = time.monotonic()
+        if self._pending and now - self._last >= self._interval:
+            self._emit()
+            self._last = now
+        return len(text)
+
+    def _emit(self) -> None:
+        if self._pending and self._pending != self._written:
+            print(f"{self._label}: {self._pending}", file=self._out, flush=True)
+            self._written = self._pending
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._emit()
+        super().close()
+
+
+@contextlib.contextmanager
+def _bar_stream(label: str):
+    """The stream a progress bar draws on: the progress stream itself on a terminal, else
+    a :class:`_LineLog` over it (closed, so its last state is written, on exit)."""
+    stream = _STATE["stream"] or sys.stderr
+    print(label, file=stream, flush=True)
+    if _is_terminal(stream):
+        yield stream
+        return
+    log = _LineLog(stream, label)
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def _check_collections(collections) -> None:
+    """``compute`` takes dask collections only: anything else (a plain integer, a numpy
+    array) would reach the progress bar as a task key that never finishes."""
+    for i, c in enumerate(collections):
+        if not dask.is_dask_collection(c):
+            raise TypeError(
+                f"dkrr._progress.compute takes dask collections only; argument {i} is a "
+                f"{type(c).__name__}: compute it separately or pass it as a dask collection"
+            )
 
 
 def set_progress(enabled: bool, stream=None) -> None:
@@ -33,9 +117,7 @@ def progress_enabled() -> bool:
 def _local_bar(label: str):
     from dask.diagnostics import ProgressBar
 
-    stream = _STATE["stream"] or sys.stderr
-    print(label, file=stream, flush=True)
-    with ProgressBar(out=stream, dt=0.5):
+    with _bar_stream(label) as stream, ProgressBar(out=stream, dt=0.5):
         yield
 
 
@@ -55,8 +137,10 @@ def compute(*collections: Any, label: str = "computing", **kwargs) -> tuple:
     """``dask.compute(*collections)`` with a progress bar when progress is enabled.
 
     Uses the active distributed Client if there is one (then the bar tracks the
-    scheduler's task states), else the scheduler configured in dask.
+    scheduler's task states), else the scheduler configured in dask. Every argument must
+    be a dask collection (``TypeError`` otherwise).
     """
+    _check_collections(collections)
     if not _STATE["enabled"]:
         return dask.compute(*collections, **kwargs)
     client = active_client()
@@ -67,10 +151,8 @@ def compute(*collections: Any, label: str = "computing", **kwargs) -> tuple:
 
     futures = client.compute(list(collections), **kwargs)
     try:
-        stream = _STATE["stream"] or sys.stderr
-        print(label, file=stream, flush=True)
         # futures carry their client, so the bar connects with its security settings (TLS)
-        with contextlib.redirect_stdout(stream):
+        with _bar_stream(label) as stream, contextlib.redirect_stdout(stream):
             TextProgressBar(futures, scheduler=client.scheduler.address, complete=True)
         return tuple(client.gather(futures))
     except BaseException:  # Ctrl-C or a failed task: stop the rest of the work now

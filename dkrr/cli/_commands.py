@@ -89,14 +89,22 @@ def cmd_ingest(args) -> int:
     target = args.target
     if target is not None and target.lstrip("-").isdigit():
         target = int(target)
-    last = [0.0]
+    from .._progress import LOG_INTERVAL, _is_terminal
+
+    # on a terminal the line is redrawn in place; in a log, a plain line now and then
+    terminal = _is_terminal(sys.stderr)
+    interval = 0.5 if terminal else LOG_INTERVAL
+    last = [time.monotonic() if not terminal else 0.0]
 
     def progress(rows, done, total):
         now = time.monotonic()
-        if now - last[0] >= 0.5 or (total and done >= total):
+        if now - last[0] >= interval or (total and done >= total):
             last[0] = now
             pct = f" ({100.0 * done / total:5.1f}%)" if total else ""
-            print(f"\ringest: {rows:,} rows{pct}", end="", file=sys.stderr, flush=True)
+            if terminal:
+                print(f"\ringest: {rows:,} rows{pct}", end="", file=sys.stderr, flush=True)
+            else:
+                print(f"ingest: {rows:,} rows{pct}", file=sys.stderr, flush=True)
 
     from ..io._kinds import zarr_replace_check
 
@@ -116,7 +124,8 @@ def cmd_ingest(args) -> int:
         overwrite=args.overwrite,
         progress=None if args.quiet else progress,
     )
-    _say(args, "")
+    if terminal:
+        _say(args, "")
     print(
         f"wrote {summary.path}: X {summary.n_rows} x {summary.n_features}, "
         f"{summary.n_targets} target(s)"
@@ -233,7 +242,7 @@ def cmd_fit(args) -> int:
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
     y = data.y
-    with _client(args), _grid_warnings_as_lines():
+    with _client(args), _warnings_as_lines("fit"):
         t0 = time.perf_counter()
         est.fit(data.X, y)
         elapsed = time.perf_counter() - t0
@@ -249,24 +258,39 @@ def cmd_fit(args) -> int:
 
 
 @contextlib.contextmanager
-def _grid_warnings_as_lines():
-    """A chosen value on the edge of its grid is said in one line on stderr
-    (``dkrr fit: warning: ...``), not as a Python warning with a source line; other
-    warnings pass as they are."""
+def _warnings_as_lines(command: str):
+    """Every warning raised while the block runs is said once, as one line on stderr
+    (``dkrr fit: warning: ...``; a warning that is not dkrr's own also names its class),
+    after the block ends, not as a Python warning with a source line.
+
+    The warnings are recorded first and printed only once recording has stopped: printing
+    through :func:`warnings.showwarning` while recording appends to the list being read
+    (the command never returned).
+    """
     import warnings
 
-    from ..errors import GridEdgeWarning
+    from .. import errors
+    from ..errors import DkrrError
 
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", GridEdgeWarning)
+        # dkrr's own warnings every time (the text is deduplicated below); others by the
+        # filters in force (so deprecations inside dependencies stay quiet)
+        for name in errors.__all__:
+            category = getattr(errors, name)
+            if isinstance(category, type) and issubclass(category, Warning):
+                warnings.simplefilter("always", category)
         try:
             yield
         finally:
-            for w in caught:
-                if issubclass(w.category, GridEdgeWarning):
-                    print(f"dkrr fit: warning: {w.message}", file=sys.stderr, flush=True)
-                else:
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            recorded = list(caught)
+    seen = set()
+    for w in recorded:
+        dkrr_own = w.category.__module__.split(".")[0] == "dkrr" or issubclass(w.category, DkrrError)
+        text = str(w.message) if dkrr_own else f"{w.category.__name__}: {w.message}"
+        if text in seen:
+            continue
+        seen.add(text)
+        print(f"dkrr {command}: warning: {text}", file=sys.stderr, flush=True)
 
 
 def _load(model_dir):
@@ -332,9 +356,10 @@ def cmd_evaluate(args) -> int:
         else:
             y = y.astype(np.float64)
             resid = y - y_pred.reshape(y.shape)
-            sse, ysum, yy, n = compute(
-                (resid**2).sum(axis=0), y.sum(axis=0), (y**2).sum(axis=0), y.shape[0], label="evaluating"
+            sse, ysum, yy = compute(
+                (resid**2).sum(axis=0), y.sum(axis=0), (y**2).sum(axis=0), label="evaluating"
             )
+            n = int(y.shape[0])
             with np.errstate(divide="ignore", invalid="ignore"):
                 sst = yy - ysum**2 / n
                 metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
