@@ -251,7 +251,8 @@ def load_model(path: str | os.PathLike):
     Raises
     ------
     ModelFormatError
-        Missing directory or ``model.json``; ``model.json`` not UTF-8, not JSON, not an
+        A path that does not exist, is a file, or is a directory without ``model.json``
+        (each said as such); ``model.json`` not UTF-8, not JSON, not an
         object, too deeply nested, of another format or a newer format version; an
         unknown estimator class, parameter or fitted attribute; a value of the wrong type,
         shape, dtype or not finite; an array file outside the model directory, missing,
@@ -260,10 +261,19 @@ def load_model(path: str | os.PathLike):
     """
     root = Path(path)
     meta = root / "model.json"
-    if not root.is_dir():
+    if not root.exists():
         raise ModelFormatError(f"model directory {str(root)!r} does not exist")
+    if not root.is_dir():
+        hint = f"; give the directory that holds it, {str(root.parent)!r}" if root.name == "model.json" else ""
+        raise ModelFormatError(
+            f"{str(root)!r} is a file, not a dkrr model directory (a directory holding model.json "
+            f"and arrays/, written by save_model or dkrr fit){hint}"
+        )
     if not meta.is_file():
-        raise ModelFormatError(f"{str(root)!r} is not a dkrr model directory (no model.json)")
+        raise ModelFormatError(
+            f"{str(root)!r} is a directory but not a dkrr model directory: it holds no model.json; "
+            "give the directory that save_model or dkrr fit wrote"
+        )
     doc = _read_doc(meta)
     for key in _TOP_KEYS - {"estimator"}:
         if key not in doc:

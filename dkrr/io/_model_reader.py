@@ -249,7 +249,8 @@ class _Reader:
             if key in vars(est):
                 problem = rule(est)
                 if problem is not None:
-                    raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}")
+                    raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. The file "
+                                                     "was changed after it was saved; fit and save the model again")
 
     # one method per kind of fitted attribute (see FITTED_ATTRIBUTES)
     def _f_ridge_map(self, v, where):
