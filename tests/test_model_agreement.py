@@ -17,7 +17,8 @@ import pytest
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
 from dkrr.errors import ModelFormatError
 from dkrr.io._model import load_model, save_model
-from dkrr.io._model_reader import AGREEMENT, FITTED_ATTRIBUTES
+from dkrr.io._model_agreement import AGREEMENT
+from dkrr.io._model_reader import FITTED_ATTRIBUTES
 
 _rows = np.random.default_rng(3).standard_normal((60, 3))
 _codes = (_rows[:, 0] > 0).astype(int) + (_rows[:, 1] > 0.8).astype(int)  # 3 classes 0, 1, 2
@@ -38,6 +39,9 @@ MODELS = {
                                       random_state=0).fit(_rows, _rows[:, 0]),
     "plain": lambda: RandomFeatureRidge(method="rff", n_components=8, alpha=0.5, fit_intercept=False,
                                         random_state=0).fit(_rows, _rows[:, :2]),
+    # weighted folds: mean_mse is weighted by the folds' weight sums, not by fold_sizes
+    "weighted": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, random_state=0).fit(
+        _rows, _rows[:, 0], sample_weight=np.random.default_rng(1).uniform(0.1, 3.0, len(_rows))),
     "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
                                  random_state=0).fit(_rows),
 }
@@ -143,6 +147,7 @@ CASES = {
     "intercept_without_fit_intercept": ("plain", _value("intercept_", fn=lambda b: 0.5), "intercept_"),
     "store_classes_too_few": ("clf", _value("store_classes_", fn=lambda v: {**v, "__labels__": v["__labels__"][:2]}), "store_classes_"),
     "mean_mse_not_a_mean_of_folds": ("clf", _permuted_mean, "cv_results_"),
+    "weighted_mean_mse_not_a_mean_of_folds": ("weighted", _permuted_mean, "cv_results_"),
     "std_mse_not_the_folds_std": ("clf", _array("cv_results_", "std_mse", fn=lambda s: s * 2.0), "cv_results_"),
     "alphas_not_the_parameter": ("clf", _array("cv_results_", "alphas", fn=lambda a: a * 10.0), "cv_results_"),
     "fold_sizes_zero": ("clf", _array("cv_results_", "fold_sizes", fn=lambda n: n * 0), "cv_results_"),

@@ -13,8 +13,10 @@ Layout of a model directory::
 The loader trusts nothing in the directory. Only estimator classes in the whitelist of
 :data:`dkrr.estimators.MODEL_CLASSES` are built, their constructor receives
 only JSON values, and only the fitted attributes listed in :data:`FITTED_ATTRIBUTES` for
-that class are set, each checked for its type, dtype, shape and finiteness and against the
-others (feature counts, coefficient shapes, number of classes). An array file must lie in
+that class are set, each checked for its type, dtype, shape and finiteness and then
+against what it derives from (the rules of ``AGREEMENT`` in :mod:`dkrr.io._model_agreement`:
+the chosen alpha against the CV scores, the classes' order, gamma against the map, ...),
+so a changed field is refused even when its checksums were recomputed. An array file must lie in
 the model directory, have the size its recorded shape and dtype imply (checked before it
 is read), its recorded checksum, and a little-endian bool/int/float dtype. Every problem
 is a :class:`~dkrr.errors.ModelFormatError` naming the field. No pickle anywhere.
