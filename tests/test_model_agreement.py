@@ -139,6 +139,8 @@ CASES = {
     # the other fields and relations
     "map_kernel_not_the_parameter": (
         "clf", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("kernel", "angular"), "feature_map_"),
+    "map_n_components_not_the_parameter": (
+        "rf", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("n_components", 5), "feature_map_"),
     "n_features_in_": ("clf", _value("n_features_in_", fn=lambda n: n + 1), "n_features_in_"),
     "n_output_features_": ("clf", _value("n_output_features_", fn=lambda n: n + 2), "n_output_features_"),
     "scale_not_the_maps": ("gammas", _array("scale_", fn=lambda s: s * 2.0), "scale_"),

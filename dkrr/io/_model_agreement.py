@@ -22,6 +22,7 @@ __all__ = ["AGREEMENT"]
 def _is_real(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
+
 def _targets(est) -> int:
     """Coefficient rows: 1 for a 1-D coef_ (one target, or two classes)."""
     return 1 if est.coef_.ndim == 1 else est.coef_.shape[0]
@@ -80,7 +81,6 @@ def _is_weighted_mean(fold_mse: np.ndarray, mean: np.ndarray, usable: np.ndarray
 def _agree_feature_map(est):
     """The map is of the parameters' kernel, method (``"auto"`` resolved at its input
     width) and n_components, standardized exactly when ``standardize`` is true."""
-    from ..features._map import RandomFeatureMap
     from ..features._nystroem import NystroemMap
     from ..features._registry import resolve_method
     from ..features._sampled import SampledFeatureMap
@@ -101,8 +101,10 @@ def _agree_feature_map(est):
         found = inner.projection.method
     if found != method:
         return f"the map is drawn by method {found!r}, the parameter method={est.method!r} gives {method!r}"
-    if isinstance(inner, RandomFeatureMap) and inner.n_components != est.n_components:
-        return f"the map has {inner.n_components} frequencies, the parameter n_components={est.n_components!r}"
+    n = inner.landmarks.shape[0] if isinstance(inner, NystroemMap) else inner.n_components
+    if n != est.n_components:
+        what = "landmarks" if isinstance(inner, NystroemMap) else "frequencies"
+        return f"the map has {n} {what}, the parameter n_components={est.n_components!r}"
     return None
 
 

@@ -249,7 +249,10 @@ class _Reader:
         """Every fitted attribute against what it derives from: the rules of :data:`AGREEMENT`."""
         for key, rule in AGREEMENT.items():
             if key in vars(est):
-                problem = rule(est)
+                try:
+                    problem = rule(est)
+                except Exception as exc:  # noqa: BLE001 - a tampered field may break a rule in any way
+                    problem = f"it cannot be checked against them ({type(exc).__name__}: {exc})"
                 if problem is not None:
                     raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. The file "
                                                      "was changed after it was saved; fit and save the model again")
