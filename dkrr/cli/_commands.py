@@ -115,12 +115,16 @@ def cmd_ingest(args) -> int:
         target=target,
         format=args.format,
         header=args.header,
-        delimiter=args.delimiter,
+        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(
+            args.delimiter, args.delimiter),
         dtype=args.dtype,
+        y_dtype=args.y_dtype,
         chunk_rows=args.chunk_rows,
         n_features=args.n_features,
+        index_base=int(args.index_base) if args.index_base.isdigit() else args.index_base,
         missing=args.missing,
         target_type="labels" if args.labels else "auto",
+        like=args.like,
         overwrite=args.overwrite,
         progress=None if args.quiet else progress,
     )
@@ -131,6 +135,12 @@ def cmd_ingest(args) -> int:
         f"{summary.n_targets} target(s)"
         + (f", classes {list(summary.classes)}" if summary.classes else "")
     )
+    if summary.index_base_guessed and summary.index_base == 1:
+        print(
+            "LIBSVM indices read as one-based (index 0 never occurs); if the file is "
+            "zero-based, ingest it again with --index-base 0. Ingest a test file with "
+            "--like this store to read it the same way."
+        )
     return 0
 
 

@@ -130,21 +130,31 @@ class StoreWriter:
                 self.y[start:stop] = mapping[self.y[start:stop]]
 
     def finish(self, fmt: str, src: Path, feature_names: list, target_names: list, *,
-               classes=None, dropped: int = 0) -> dict[str, Any]:
+               classes=None, dropped: int = 0, read_as: dict[str, Any] | None = None,
+               like: str | None = None, guessed: bool = False) -> dict[str, Any]:
         """Trim the arrays to the rows written, write the group attributes of the dkrr
         layout (one metadata write: ``attrs.update`` writes per key) and return the
-        reader's summary fields."""
+        reader's summary fields.
+
+        `read_as` holds how the file was read (``index_base``; ``delimiter``,
+        ``header``, ``target_columns``), recorded so that ``like=`` can read another
+        file the same way; `like` is the store whose layout was followed.
+        """
         attrs: dict[str, Any] = {
             "dkrr_layout": LAYOUT_VERSION,
             "feature_names": feature_names,
             "target_names": target_names,
             "source": str(src),
             "format": fmt,
+            "n_features": len(feature_names),
+            **(read_as or {}),
         }
         if classes is not None:
             attrs["classes"] = classes
         if dropped:
             attrs["rows_dropped"] = dropped
+        if like is not None:
+            attrs["like"] = like
         with interrupts_deferred():
             if self.X.shape[0] != self.n:
                 self.X.resize((self.n,) + self.X.shape[1:])
@@ -153,6 +163,7 @@ class StoreWriter:
         return {
             "n_rows": self.n, "n_features": len(feature_names), "n_targets": len(target_names),
             "feature_names": feature_names, "target_names": target_names, "classes": classes,
+            "index_base": attrs.get("index_base"), "index_base_guessed": guessed,
         }
 
 
@@ -161,8 +172,10 @@ def cast_checked(
     dtype: np.dtype,
     where: Callable[[int, int], str],
     columns: Sequence[int],
+    option: str = "dtype",
 ) -> np.ndarray:
-    """Cast to `dtype`, refusing NaN/inf and values that overflow `dtype`."""
+    """Cast to `dtype`, refusing NaN/inf and values that overflow `dtype` (`option`:
+    the ingest option that sets `dtype`, named in the fix)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = values.astype(dtype, copy=False)
     finite = np.isfinite(out)
@@ -174,7 +187,7 @@ def cast_checked(
         if np.isfinite(original):
             raise NonFiniteInputError(
                 f"{location}: value {float(original)!r} is too large for {dtype}; "
-                "ingest with dtype='float64' (--dtype float64)"
+                f"ingest with {option}='float64' (--{option.replace('_', '-')} float64)"
             )
         fix = (
             "pass missing='drop' (--missing drop) to leave out rows with NaN or missing "
