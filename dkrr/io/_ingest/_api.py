@@ -9,7 +9,9 @@ One reader per format turns the input into row blocks for the one store writer:
 Memory is bounded by the chunk (at most ``chunk_rows`` rows and about
 :data:`._writer.CHUNK_BYTES` of ``X``) and by the longest line accepted
 (:data:`._text.MAX_LINE_CHARS`), never by the number of rows: files larger than memory
-convert. The store layout is described in :mod:`dkrr.io._store`.
+convert. The input must be a regular file (a pipe is refused: it cannot be sized or
+read twice). The store layout is described in :mod:`dkrr.io._store`; the attributes that
+record how the file was read (for ``like=``) in :mod:`._like`.
 """
 
 from __future__ import annotations
