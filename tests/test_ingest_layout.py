@@ -137,6 +137,12 @@ def test_csv_like_codes_labels_with_the_training_classes(tmp_path):
     swapped = _write(tmp_path / "s.csv", ["kind;b;a", "dog;1;2"])
     with pytest.raises(FeatureMismatchError, match=r"column 1 is 'b' where the store's file had 'a'"):
         ingest(swapped, tmp_path / "s.zarr", like=tmp_path / "train.zarr")
+    # a test file without the header: its columns are taken by position
+    bare = _write(tmp_path / "bare.csv", ["cat;0;1", "dog;2;3"])
+    ingest(bare, tmp_path / "bare.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "bare.zarr")
+    assert X.tolist() == [[0, 1], [2, 3]] and y.tolist() == [0, 1]
+    assert attrs["header"] is False and attrs["feature_names"] == ["column_1", "column_2"]
     with pytest.raises(InvalidParameterError, match=r"target='a' contradicts like=.*target=0"):
         ingest(test, tmp_path / "x.zarr", like=tmp_path / "train.zarr", target="a")
     assert not any((tmp_path / n).exists() for n in ("u.zarr", "s.zarr", "x.zarr"))
@@ -175,8 +181,22 @@ def test_numeric_target_is_stored_float64_by_default(tmp_path):
         ingest(csv, tmp_path / "i.zarr", y_dtype="int64")
 
 
-def test_cli_help_states_the_stored_dtypes_and_header_detection():
-    out = dkrr("ingest", "--help").stdout
+def _main(capsys, *args):
+    """The dkrr command, in process: (exit code, stdout, stderr)."""
+    from dkrr.cli._main import main
+
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_help_states_the_stored_dtypes_and_header_detection(capsys):
+    code, out, _ = _main(capsys, "ingest", "--help")
+    assert code == 0
     flat = " ".join(out.split())
     assert "stored dtype of X (default float32)" in flat
     assert "--y-dtype" in flat and "stored dtype of a numeric y (default float64" in flat
@@ -185,23 +205,28 @@ def test_cli_help_states_the_stored_dtypes_and_header_detection():
     assert "--index-base {0,1,auto}" in flat and "--like STORE" in flat
 
 
-def test_cli_like_index_base_and_delimiter_words(tmp_path):
+def test_cli_like_index_base_and_delimiter_words(tmp_path, capsys):
     train = _write(tmp_path / "train.svm", ["1 1:2 3:4", "0 2:1"])
-    p = dkrr("ingest", train, "--out", tmp_path / "train.zarr", "-q")
-    assert p.returncode == 0, p.stderr
-    assert "read as one-based (index 0 never occurs)" in p.stdout and "--index-base 0" in p.stdout
+    code, out, err = _main(capsys, "ingest", train, "--out", tmp_path / "train.zarr", "-q")
+    assert code == 0, err
+    assert "read as one-based (index 0 never occurs)" in out and "--index-base 0" in out
     test = _write(tmp_path / "test.svm", ["1 1:5"])
-    p = dkrr("ingest", test, "--out", tmp_path / "test.zarr", "--like", tmp_path / "train.zarr", "-q")
-    assert p.returncode == 0, p.stderr
-    assert "one-based" not in p.stdout  # not guessed: taken from the store
+    code, out, err = _main(capsys, "ingest", test, "--out", tmp_path / "test.zarr",
+                           "--like", tmp_path / "train.zarr", "-q")
+    assert code == 0, err
+    assert "one-based" not in out  # not guessed: taken from the store
     X, _, attrs = _read(tmp_path / "test.zarr")
     assert X.tolist() == [[5.0, 0.0, 0.0]] and attrs["index_base"] == 1
-    p = dkrr("ingest", test, "--out", tmp_path / "z.zarr", "--index-base", "0", "-q")
-    assert p.returncode == 0, p.stderr
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "z.zarr", "--index-base", "0")
+    assert code == 0, err
     assert _read(tmp_path / "z.zarr")[0].tolist() == [[0.0, 5.0]]
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "n.zarr", "--n-features", "4")
+    assert code == 1 and err.startswith("dkrr ingest: error: ") and err.count("\n") == 1
+    assert "--index-base 1 or 0" in err and "--like" in err
     ws = _write(tmp_path / "ws.csv", ["1  2\t3", "4 5 6"])
-    p = dkrr("ingest", ws, "--out", tmp_path / "ws.zarr", "--delimiter", "whitespace", "-q")
-    assert p.returncode == 0, p.stderr
+    code, _, err = _main(capsys, "ingest", ws, "--out", tmp_path / "ws.zarr",
+                         "--delimiter", "whitespace", "-q")
+    assert code == 0, err
     assert _read(tmp_path / "ws.zarr")[0].tolist() == [[1, 2], [4, 5]]
 
 
@@ -244,14 +269,13 @@ def test_libsvm_index_beyond_int64_is_one_error(tmp_path):
 
 def test_stdin_pipe_is_refused_in_one_line(tmp_path):
     """A pipe cannot be sized or read twice: refused before reading, not misread."""
-    for fmt in ("libsvm", "csv"):
-        p = dkrr("ingest", "/dev/stdin", "--format", fmt, "--out", tmp_path / "p.zarr",
-                 stdin="1 1:2\n0 2:3\n" if fmt == "libsvm" else "1,2\n3,4\n")
-        assert p.returncode == 1, (p.stdout, p.stderr)
-        assert "Traceback" not in p.stderr
-        assert p.stderr.startswith("dkrr ingest: error: /dev/stdin is not a regular file")
-        assert "save the stream to a file first" in p.stderr
-        assert not (tmp_path / "p.zarr").exists()
+    p = dkrr("ingest", "/dev/stdin", "--format", "libsvm", "--out", tmp_path / "p.zarr",
+             stdin="1 1:2\n0 2:3\n")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith("dkrr ingest: error: /dev/stdin is not a regular file")
+    assert "save the stream to a file first" in p.stderr
+    assert not (tmp_path / "p.zarr").exists()
 
 
 # ------------------------------------------------------------------ hints and line numbers

@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "else 1; refused as ambiguous when --n-features fits both)")
     p.add_argument("--like", metavar="STORE",
                    help="read the file with the layout of this store (e.g. the training store): "
-                        "its features, dtypes, index base, delimiter, header, target and classes")
+                        "its features, dtypes, index base, delimiter, target and classes; a "
+                        "header must name the store's columns")
     p.add_argument("--chunk-rows", type=int, default=65536,
                    help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
                         "chunk of X stays within 64 MiB (default 65536)")

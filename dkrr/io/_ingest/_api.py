@@ -77,8 +77,8 @@ class IngestSummary:
     index_base : int or None
         LIBSVM: the index of the first column, 0 or 1, as read (None for CSV/``.npy``).
     index_base_guessed : bool
-        LIBSVM: whether `index_base` was decided by ``index_base="auto"`` (the file has
-        no index 0, so it was read one-based).
+        LIBSVM: whether ``index_base="auto"`` decided `index_base` (0 when index 0
+        occurs; 1, the LIBSVM convention, when it does not).
     """
 
     n_rows: int
@@ -192,11 +192,12 @@ def ingest(
     like : str or os.PathLike, optional
         A store written by ingest (typically the training set) whose layout this file
         must follow: its number of features, its dtypes, and what it records of how
-        its file was read -- the LIBSVM index base, the CSV delimiter, header and
-        target column(s), and the classes of a label target (this file's labels are
-        coded with those classes; a label they lack is an error naming it). A CSV
-        header must name the same columns as the store's. Those options may be left
-        out; one given with a different value is an error. The format still comes
+        its file was read -- the LIBSVM index base, the CSV delimiter and target
+        column(s), and the classes of a label target (this file's labels are coded
+        with those classes; a label they lack is an error naming it). Those options
+        may be left out; one given with a different value is an error. Whether this
+        CSV has a header is still `header` (detected by default); when both files
+        have one, they must name the same columns. The format still comes
         from `format` or the extension (the store's when the extension is unknown).
     overwrite : bool, default=False
         Replace an existing Zarr store at `out` (only once the new one is complete).
@@ -222,10 +223,10 @@ def ingest(
         the file is read twice (LIBSVM) or mapped (``.npy``), and its size drives the
         progress; save the stream to a file first), a corrupt or truncated ``.gz`` or
         ``.bz2`` file, text that is not UTF-8 (with the line), a CSV line that is one
-        field (with the delimiter it seems to use), an ambiguous LIBSVM index base,
-        a label missing from the classes of `like`, unknown format, a file that is not of its format (binary data, no line breaks,
-        a line over 16 Mi characters), a non-numeric feature cell (with line and
-        column), a row with the wrong number of fields (with line), an unknown target
+        field (with the delimiter it seems to use), an ambiguous LIBSVM index base, a
+        LIBSVM index beyond int64, a label missing from the classes of `like`, unknown
+        format, a file that is not of its format (binary data, no line breaks, a line
+        over 16 Mi characters), a non-numeric feature cell (with line and column), a row with the wrong number of fields (with line), an unknown target
         column, no data, or a feature index (LIBSVM) that makes one row of ``X``
         larger than 256 MiB.
     FeatureMismatchError
@@ -289,7 +290,6 @@ def ingest(
                     "or 1 (--index-base)"
                 )
             delimiter = take("delimiter", delimiter, ",", layout.delimiter, layout)
-            header = take("header", header, None, layout.header, layout)
             target = take("target", target, None, layout.target, layout)
             if fmt == "csv":
                 target_type = take("target_type", target_type, "auto",

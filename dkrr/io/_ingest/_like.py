@@ -6,7 +6,9 @@ mean. Every store written by ingest records how its file was read (the group att
 ``target_columns`` and ``classes``, next to the dtypes of ``X`` and ``y``);
 :func:`read_layout` reads them back and :func:`take` lets each of them replace an
 option left at its default. An option given with a different value is an error, not a
-silent choice between the two.
+silent choice between the two. Whether a CSV has a header is decided per file (a test
+file may lack the training file's header); when both have one, the names must agree
+(``Layout.columns``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ class Layout:
     y_dtype: Any
     index_base: Any
     delimiter: Any
-    header: Any
     target: Any
     target_type: str
     classes: list[str] | None
@@ -74,7 +75,6 @@ def read_layout(like: str | os.PathLike) -> Layout:
         y_dtype=np.dtype(ds.y.dtype) if ds.y.dtype.kind == "f" else UNKNOWN,
         index_base=attrs.get("index_base", UNKNOWN),
         delimiter=attrs.get("delimiter", UNKNOWN),
-        header=attrs.get("header", UNKNOWN),
         target=target,
         target_type="labels" if classes is not None else "numeric",
         classes=None if classes is None else [str(c) for c in classes],
