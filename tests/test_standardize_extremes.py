@@ -99,3 +99,16 @@ def test_moments_scale_exactly_with_powers_of_two(k):
     np.testing.assert_array_equal(m.mean, np.ldexp(ref.mean, k))
     np.testing.assert_array_equal(m.std(), np.ldexp(ref.std(), k))
     np.testing.assert_array_equal(m.constant(), ref.constant())
+
+
+@pytest.mark.parametrize("factor", [1e150, 1e-150])
+def test_public_scale_gamma_at_extreme_magnitudes(factor):
+    """dkrr.bandwidth.scale_gamma uses the same streamed moments: X.var() of 1e150s is
+    1e300 (not inf, which was reported as NaN in X), of 1e-150s 1e-300 (not 0, which gave
+    gamma = 1 as for a constant X)."""
+    from dkrr.bandwidth import scale_gamma
+
+    X, _ = _data()
+    assert scale_gamma(X * factor) == pytest.approx(scale_gamma(X) / factor**2, rel=1e-12)
+    with pytest.raises(InputValidationError, match="variance of X is about"):
+        scale_gamma(X * factor * (1e10 if factor > 1 else 1e-10))

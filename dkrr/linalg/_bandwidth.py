@@ -223,7 +223,10 @@ def scale_gamma(X: Any) -> float:
     """scikit-learn's ``gamma="scale"``: ``1 / (n_features * X.var())``.
 
     The variance is over every entry of X (not per column), as in ``sklearn.svm.SVC``;
-    a constant X gives 1.0, as there. Dask and zarr input is read once, blockwise.
+    a constant X gives 1.0, as there. It comes from the streamed column moments
+    (:func:`~dkrr.linalg._moments.column_moments`: within-column plus between-column
+    variance, computed without over- or underflow at any magnitude), so dask and zarr
+    input is read once, blockwise.
 
     Parameters
     ----------
@@ -236,7 +239,10 @@ def scale_gamma(X: Any) -> float:
     Raises
     ------
     NonFiniteInputError
-        X holds NaN or inf.
+        X holds NaN or inf (the message names the row block and the rows).
+    InputValidationError
+        The variance of X is outside float64's range (about beyond 1e308 or below
+        1e-308: X of magnitude 1e155 or 1e-155), named with its magnitude.
 
     Examples
     --------
@@ -245,11 +251,9 @@ def scale_gamma(X: Any) -> float:
     >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))
     0.5
     """
-    X = check_input(X, name="X")
-    var = X.var(dtype=np.float64)
-    var = float(var.compute() if is_dask(X) else var)
-    if not np.isfinite(var):
-        raise NonFiniteInputError(
-            f"X contains NaN or inf (its variance is {var}); remove or impute them first."
-        )
-    return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+    from ._moments import column_moments
+    from ._reduce import as_row_chunked
+
+    Xd, _ = as_row_chunked(X)
+    var = column_moments(Xd).total_variance()
+    return 1.0 / (Xd.shape[1] * var) if var != 0 else 1.0
