@@ -50,7 +50,7 @@ class ColumnMoments:
     """Column moments of X in the scaled representation (all float64, shape (d,)).
 
     ``n`` rows; ``shift`` the power of two per column by which ``x`` is divided
-    (``|x| <= shift``); ``mean_s`` and ``m2_s`` the mean and centred sum of squares of
+    (``|x| <= shift``, or ``< 2 shift`` for values above ``2^1023``); ``mean_s`` and ``m2_s`` the mean and centred sum of squares of
     ``x / shift``; ``lo`` and ``hi`` the columns' smallest and largest values.
     """
 
@@ -71,13 +71,15 @@ class ColumnMoments:
     @property
     def m2(self) -> np.ndarray:
         """Centred sums of squares; ``inf`` or 0 where they leave float64's range."""
-        return self.m2_s * self.shift * self.shift
+        with np.errstate(over="ignore", under="ignore"):
+            return self.m2_s * self.shift * self.shift
 
     @property
     def var(self) -> np.ndarray:
         """Population variances (``ddof=0``); ``inf`` or 0 where they leave float64's range
         (use :meth:`std`, which does not)."""
-        return self.m2_s / self.n * self.shift * self.shift
+        with np.errstate(over="ignore", under="ignore"):
+            return self.m2_s / self.n * self.shift * self.shift
 
     def std(self) -> np.ndarray:
         """Population standard deviations, ``shift sqrt(M2_s / n)`` (never above max ``|x|``)."""
@@ -125,12 +127,12 @@ class ColumnMoments:
             (its magnitude is named; ``standardize=True`` is the fix).
         """
         if scale is not None:
+            var = self.var
             with np.errstate(over="ignore", under="ignore"):
-                var = self.var
                 # (std / scale)^2 where var itself leaves float64's normal range
                 r = self.shift / scale * np.sqrt(self.m2_s / self.n)
-            plain = np.isfinite(var) & ((var >= np.finfo(np.float64).tiny) | (self.m2_s == 0))
-            return float(np.where(plain, var / np.where(plain, scale, 1.0) ** 2, r * r).mean())
+                plain = np.isfinite(var) & ((var >= np.finfo(np.float64).tiny) | (self.m2_s == 0))
+                return float(np.where(plain, var / np.where(plain, scale, 1.0) ** 2, r * r).mean())
         g = float(self.shift.max())
         r = self.shift / g
         means = self.mean_s * r
