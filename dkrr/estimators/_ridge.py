@@ -15,7 +15,7 @@ from ..errors import InputValidationError, InvalidParameterError, SingularSystem
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
-from ..linalg._cv import check_folds, check_gammas
+from ..linalg._cv import check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
 from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
@@ -176,8 +176,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 "scores are unweighted); drop one of them."
             )
         n = Xd.shape[0]
-        if K > 1 and n < 2 * K:
-            check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
+        check_rows_for_folds(n, K)
         yd, shift = _shifted_target(yd, not self._labels_mode and bool(self.fit_intercept), y)
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
