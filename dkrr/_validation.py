@@ -24,6 +24,7 @@ from .errors import (
 
 __all__ = [
     "as_float_dtype",
+    "check_class_labels",
     "check_finite_rows",
     "check_input",
     "check_n_features",
@@ -113,6 +114,39 @@ def check_finite_rows(
         f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
         "them before fitting or predicting."
     )
+
+
+def check_class_labels(
+    block: np.ndarray,
+    name: str = "y",
+    block_index: int | None = None,
+    row_offset: int = 0,
+) -> None:
+    """Refuse float class labels that are not finite whole numbers (a continuous target).
+
+    The one rule for every input kind (numpy before the pass, dask and zarr on the first
+    block before the pass and on every block inside it): float labels must be finite
+    (else :class:`NonFiniteInputError` from :func:`check_finite_rows`) and integral, which
+    is scikit-learn's ``type_of_target`` test for ``"continuous"``. Whole-number floats
+    (LIBSVM's ``+1``/``-1``) are labels. Non-float dtypes pass. Arguments as in
+    :func:`check_finite_rows`.
+    """
+    if block.dtype.kind != "f":
+        return
+    check_finite_rows(block, name, block_index, row_offset)
+    flat = block.reshape(block.shape[0], -1)
+    rows = np.nonzero((flat != np.trunc(flat)).any(axis=1))[0]
+    if rows.size:
+        span = ""
+        if block_index is not None:
+            span = f" in row block {block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}),"
+        first = int(rows[0])
+        raise InputValidationError(
+            f"Unknown label type: continuous. {name} holds non-integer values{span} in "
+            f"{rows.size} row(s), first in row {row_offset + first} ({float(flat[first, 0])!r}); "
+            "a classifier needs class labels: fit a regression (RandomFeatureRidge, `dkrr fit` "
+            "without --classifier), or make the target labels (round or bin it)."
+        )
 
 
 def check_input(

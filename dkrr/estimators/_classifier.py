@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import is_dask
+from .._validation import _is_zarr, check_class_labels, is_dask
 from ..errors import InputValidationError
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
@@ -20,18 +20,19 @@ def _labels_block(scores, classes):
 
 
 def _check_label_kind(y):
-    """In-memory labels: refuse continuous targets, ravel (n, 1) with a warning (as sklearn)."""
-    if y is None or is_dask(y) or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
+    """Refuse continuous or non-finite labels before the pass, for every input kind.
+
+    numpy: every value (and ravel (n, 1) with a warning, as scikit-learn). dask and zarr:
+    the first row block, read before the pass (the pass checks every block again, in its
+    tasks). The rule is :func:`~dkrr._validation.check_class_labels`: float labels must be
+    finite whole numbers; the error names the rows.
+    """
+    if y is None or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
         return y
-    try:
-        import zarr
-
-        if isinstance(y, zarr.Array):
-            return y
-    except ImportError:  # pragma: no cover
-        pass
-    from sklearn.utils.multiclass import type_of_target
-
+    if is_dask(y) or _is_zarr(y):
+        if np.dtype(y.dtype).kind == "f" and y.ndim >= 1 and y.shape[0]:
+            check_class_labels(_first_block(y), "y", 0, 0)
+        return y
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         import warnings
@@ -41,14 +42,21 @@ def _check_label_kind(y):
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
                       DataConversionWarning, stacklevel=3)
         y = y[:, 0]
-    if y.dtype == object:
-        _check_object_labels(y)
-    if y.ndim == 1 and y.size and type_of_target(y) == "continuous":
-        raise InputValidationError(
-            "Unknown label type: continuous. y holds continuous values; a classifier needs "
-            "class labels (use RandomFeatureRidge for regression)."
-        )
+    if y.ndim == 1:
+        kind = _check_object_labels(y) if y.dtype == object and y.size else None
+        # numbers held as objects (e.g. from pandas) follow the rule of float labels
+        check_class_labels(y.astype(np.float64) if kind == "number" else y, "y")
     return y
+
+
+def _first_block(y) -> np.ndarray:
+    """The first row block of a dask or zarr array (one chunk read, nothing else)."""
+    if is_dask(y):
+        import dask
+
+        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
+        return np.asarray(block)
+    return np.asarray(y[: max(1, int(y.chunks[0]))])
 
 
 def _label_kind(v) -> str:
@@ -63,8 +71,9 @@ def _label_kind(v) -> str:
     return type(v).__name__
 
 
-def _check_object_labels(y: np.ndarray) -> None:
-    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value.
+def _check_object_labels(y: np.ndarray) -> str:
+    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value
+    (returned: ``"bool"``, ``"number"`` or ``"str"``).
 
     ``np.unique`` neither merges NaNs nor orders ``1`` against ``"a"``, so a missing label
     would become many classes and mixed labels a bare ``TypeError``.
@@ -82,6 +91,7 @@ def _check_object_labels(y: np.ndarray) -> None:
             f"y mixes label types {found}; class labels must be all numbers, all strings or "
             "all booleans (convert them, e.g. y.astype(str))."
         )
+    return found[0]
 
 
 class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
@@ -141,9 +151,12 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         Raises
         ------
         InputValidationError
-            Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds.
+            Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds;
+            a continuous target ("Unknown label type: continuous": float labels that are
+            not whole numbers, checked on all of numpy ``y``, on the first block of dask or
+            zarr ``y`` before the pass and on every block in it; the message names the rows).
         NonFiniteInputError
-            NaN or inf in X (or in float labels).
+            NaN or inf in X or in float labels (naming the rows, for every input kind).
         InvalidParameterError
             Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError
