@@ -42,10 +42,10 @@ def _check_label_kind(y):
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
                       DataConversionWarning, stacklevel=3)
         y = y[:, 0]
+    if y.dtype == object:
+        _check_object_labels(y)
     if y.ndim == 1:
-        kind = _check_object_labels(y) if y.dtype == object and y.size else None
-        # numbers held as objects (e.g. from pandas) follow the rule of float labels
-        check_class_labels(y.astype(np.float64) if kind == "number" else y, "y")
+        check_class_labels(y, "y")
     return y
 
 
@@ -71,9 +71,8 @@ def _label_kind(v) -> str:
     return type(v).__name__
 
 
-def _check_object_labels(y: np.ndarray) -> str:
-    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value
-    (returned: ``"bool"``, ``"number"`` or ``"str"``).
+def _check_object_labels(y: np.ndarray) -> None:
+    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value.
 
     ``np.unique`` neither merges NaNs nor orders ``1`` against ``"a"``, so a missing label
     would become many classes and mixed labels a bare ``TypeError``.
@@ -91,7 +90,6 @@ def _check_object_labels(y: np.ndarray) -> str:
             f"y mixes label types {found}; class labels must be all numbers, all strings or "
             "all booleans (convert them, e.g. y.astype(str))."
         )
-    return found[0]
 
 
 class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
