@@ -37,7 +37,9 @@ Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whateve
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
 read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
 or ``(n_samples, n_outputs)``), chunked along rows like the input, with the attributes
-``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes.
+``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes (``dkrr predict``
+with a classifier of text labels: int32 codes in ``y_pred`` and the model's labels in
+``classes``, laid out as ``y`` and ``classes`` of a dataset).
 
 A store is refused when opened if its metadata declares a block over
 :data:`~dkrr.io._reader.MAX_BLOCK_BYTES` (2 GiB) or more than
