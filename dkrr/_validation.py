@@ -25,6 +25,7 @@ from .errors import (
 __all__ = [
     "as_float_dtype",
     "check_class_labels",
+    "check_first_label_block",
     "check_finite_rows",
     "check_input",
     "check_n_features",
@@ -147,6 +148,21 @@ def check_class_labels(
             "a classifier needs class labels: fit a regression (RandomFeatureRidge, `dkrr fit` "
             "without --classifier), or make the target labels (round or bin it)."
         )
+
+
+def check_first_label_block(y: Any) -> None:
+    """:func:`check_class_labels` on the first row block of dask or zarr float labels,
+    read now: a continuous target is refused before a pass (whose tasks check every
+    block again, in whatever order they run)."""
+    if np.dtype(y.dtype).kind != "f" or y.ndim < 1 or not y.shape[0]:
+        return
+    if is_dask(y):
+        import dask
+
+        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
+    else:
+        block = y[: max(1, int(y.chunks[0]))]
+    check_class_labels(np.asarray(block), "y", 0, 0)
 
 
 def check_input(

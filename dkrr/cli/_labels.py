@@ -64,7 +64,10 @@ def _model_names(est) -> np.ndarray:
 
 
 def _is_text(names: np.ndarray) -> bool:
-    return names.dtype.kind in "USO"
+    """Whether labels are text (strings, also as objects) rather than numbers or booleans."""
+    if names.dtype.kind == "O":
+        return all(isinstance(n, str) for n in names.tolist())
+    return names.dtype.kind in "US"
 
 
 def _as_number(label) -> float | None:
@@ -143,6 +146,7 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
     import dask.array as da
 
     from .._progress import compute
+    from .._validation import check_first_label_block
     from ..io._labels import store_classes
 
     names = _model_names(est)
@@ -176,6 +180,7 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
                 "holds numbers (the store has no 'classes' attribute); ingest the test data with "
                 "`dkrr ingest` from a file with the same label column as the training data"
             )
+        check_first_label_block(y)  # a regression store: refused before the pass
         y_model = y.map_blocks(_codes_of_values, numbers=keys, positions=positions, dtype=np.int64)
         values, counts = da.unique(y, return_counts=True)
         correct, values, counts = compute((pred == y_model).sum(), values, counts, label="evaluating")

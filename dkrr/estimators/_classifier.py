@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import _is_zarr, check_class_labels, is_dask
+from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
@@ -30,8 +30,7 @@ def _check_label_kind(y):
     if y is None or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
         return y
     if is_dask(y) or _is_zarr(y):
-        if np.dtype(y.dtype).kind == "f" and y.ndim >= 1 and y.shape[0]:
-            check_class_labels(_first_block(y), "y", 0, 0)
+        check_first_label_block(y)
         return y
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -47,16 +46,6 @@ def _check_label_kind(y):
     if y.ndim == 1:
         check_class_labels(y, "y")
     return y
-
-
-def _first_block(y) -> np.ndarray:
-    """The first row block of a dask or zarr array (one chunk read, nothing else)."""
-    if is_dask(y):
-        import dask
-
-        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
-        return np.asarray(block)
-    return np.asarray(y[: max(1, int(y.chunks[0]))])
 
 
 def _label_kind(v) -> str:
