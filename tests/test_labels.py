@@ -157,6 +157,12 @@ def test_a_regression_on_class_codes_is_refused(tmp_path, capsys, addr):
     assert "holds class codes" in err and "'a', 'b', 'c'" in err
     assert "--classifier" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m").exists()
+    # nor is a regression model evaluated on the codes
+    num = _ingest(capsys, tmp_path, "num", X, X[:, 0] + 0.5 * X[:, 1])
+    code, _, err = _main(capsys, "fit", num, "--out", tmp_path / "r", *FIT, *addr)
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "r", store, *addr)
+    assert code == 1 and out == "" and "holds class codes" in err, err
 
 
 def _store_with_codes(path, codes, classes):
