@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
 from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line
 
@@ -251,6 +252,7 @@ def cmd_fit(args) -> int:
     out = Path(args.out)
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
+    check_regression_target(est, data)
     y = data.y
     with _client(args), _warnings_as_lines("fit"):
         t0 = time.perf_counter()
@@ -321,8 +323,10 @@ def cmd_predict(args) -> int:
     with _client(args):
         y_pred = est.predict(data.X)
         attrs = {"model": str(Path(args.model).resolve()), "source": str(Path(args.store).resolve())}
-        if hasattr(est, "store_classes_"):
-            attrs["classes"] = [str(c) for c in est.store_classes_]
+        if hasattr(est, "classes_"):  # text labels: codes, and the model's labels in 'classes'
+            y_pred, classes = prediction_output(est, y_pred)
+            if classes is not None:
+                attrs["classes"] = classes
         write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
                           compute=lambda tasks: compute(*tasks, label="predicting"))
     if args.json:
@@ -341,14 +345,13 @@ def _plural(n: int, word: str) -> str:
 
 
 def cmd_evaluate(args) -> int:
-    import dask.array as da
-
     from .._progress import compute
     from ..errors import InputValidationError
     from ..io import open_dataset
 
     est = _load(args.model)
     data = open_dataset(args.store, require_y=True)
+    check_regression_target(est, data)
     with _client(args):
         y_pred = est.predict(data.X)
         y = data.y
@@ -359,10 +362,9 @@ def cmd_evaluate(args) -> int:
                 f"{_plural(n_true, 'target')}; evaluate the model on a store with the "
                 "targets it was fitted on"
             )
-        if hasattr(est, "classes_"):
-            (acc,) = compute(da.mean(y_pred.reshape(y.shape) == y.astype(y_pred.dtype)),
-                             label="evaluating")
-            metrics = {"accuracy": float(acc)}
+        note = None
+        if hasattr(est, "classes_"):  # labels, not codes: each store's codes through its classes
+            metrics, note = class_metrics(est, data, y_pred)
         else:
             y = y.astype(np.float64)
             resid = y - y_pred.reshape(y.shape)
@@ -375,6 +377,8 @@ def cmd_evaluate(args) -> int:
                 metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
                            "mse": float(np.mean(sse) / n)}
     metrics["n_rows"] = int(data.X.shape[0])
+    if note is not None:
+        print(f"dkrr evaluate: note: {note}", file=sys.stderr, flush=True)
     if args.json:
         # JSON has no NaN or infinity (Python's json would write the invalid token NaN)
         for key, value in metrics.items():

@@ -27,13 +27,19 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
     Absolute path of the ingested file and its format (``csv``, ``libsvm`` or ``npy``).
 ``classes``
     Present only when the target column was not numeric: the original labels in
-    sorted order; ``y == i`` means label ``classes[i]``.
+    sorted order; ``y == i`` means label ``classes[i]``. A list of distinct strings;
+    with it ``y`` must hold integer codes ``0 .. len(classes) - 1`` (else a
+    :class:`~dkrr.errors.StoreError`, for a code when its block is read; see
+    :mod:`dkrr.io._labels`). Codes are local to a store: ``dkrr evaluate`` compares
+    labels, not codes.
 
 Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
 read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
 or ``(n_samples, n_outputs)``), chunked along rows like the input, with the attributes
-``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes.
+``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes (``dkrr predict``
+with a classifier of text labels: int32 codes in ``y_pred`` and the model's labels in
+``classes``, laid out as ``y`` and ``classes`` of a dataset).
 
 A store is refused when opened if its metadata declares a block over
 :data:`~dkrr.io._reader.MAX_BLOCK_BYTES` (2 GiB) or more than
@@ -65,6 +71,7 @@ from ._kinds import (
     predictions_replace_check,
     zarr_replace_check,
 )
+from ._labels import checked_class_codes, store_classes
 from ._reader import read_array
 
 __all__ = [
@@ -208,7 +215,10 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         If `path` does not exist.
     StoreError
         If `path` is not a Zarr group (a file, a plain directory, corrupted metadata,
-        a lone array), or the group has no ``X`` (or no ``y`` with `require_y`).
+        a lone array), or the group has no ``X`` (or no ``y`` with `require_y`), or
+        its ``classes`` attribute is not a list of distinct strings, or ``y`` of a store
+        with ``classes`` is not an integer array; when a block of such a ``y`` is
+        computed, if it holds a code outside ``0 .. len(classes) - 1``.
     InputValidationError
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
@@ -253,7 +263,11 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
         if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
             y = y.rechunk(target_chunks)
-    return ZarrDataset(X=X, y=y, attrs=dict(group.attrs.asdict()), path=str(path))
+    attrs = dict(group.attrs.asdict())
+    classes = store_classes(attrs, path)
+    if y is not None and classes is not None:
+        y = checked_class_codes(y, classes, path)  # codes outside classes: StoreError in the read
+    return ZarrDataset(X=X, y=y, attrs=attrs, path=str(path))
 
 
 def _regular_rows(arr: da.Array, name: str) -> da.Array:
