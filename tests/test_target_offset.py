@@ -53,3 +53,33 @@ def test_multi_target_offsets_per_column():
     far = RandomFeatureRidge(n_components=64, gamma=0.5, cv=3, random_state=0).fit(X, Y + [1e8, -3e7])
     np.testing.assert_allclose(far.intercept_ - [1e8, -3e7], ref.intercept_, atol=1e-6)
     np.testing.assert_allclose(far.cv_results_["mean_mse"], ref.cv_results_["mean_mse"], rtol=1e-3)
+
+
+def test_cli_evaluate_r2_of_a_target_far_from_zero(tmp_path):
+    """``dkrr evaluate`` printed r2 = -inf for y = 1e8 + sin x (sum y^2 - (sum y)^2 / n)."""
+    import json
+    import subprocess
+    import sys
+
+    from sklearn.metrics import r2_score
+
+    from dkrr.io import open_dataset
+
+    X, y = _data(1200)
+    csv = tmp_path / "far.csv"
+    np.savetxt(csv, np.column_stack([X, y + 1e8]), delimiter=",", fmt="%.17g")
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args), "-q"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    run("ingest", csv, "--out", tmp_path / "s", "--chunk-rows", 400, "--dtype", "float64")
+    run("fit", tmp_path / "s", "--out", tmp_path / "m", "--n-components", 128, "--workers", 1)
+    metrics = json.loads(run("evaluate", tmp_path / "m", tmp_path / "s", "--json", "--workers", 1))
+    data = open_dataset(tmp_path / "s")
+    pred = np.asarray(load_model(tmp_path / "m").predict(np.asarray(data.X)))
+    expected = r2_score(np.asarray(data.y), pred)
+    assert 0.9 < expected < 1.0
+    assert abs(metrics["r2"] - expected) < 1e-6, (metrics, expected)
