@@ -529,3 +529,95 @@ def test_an_output_being_written_is_refused_for_every_kind(tmp_path):
                 write()
             assert not out.exists(), kind
     assert out.is_dir() and not (tmp_path / ".out.lock").exists()
+
+
+# ------------------------------------------------------------- URLs are not paths
+
+URLS = ["s3://bucket/d.zarr", "gs://bucket/d.zarr", "https://host/d.zarr",
+        "abfs://container/d.zarr", "file:///tmp/d.zarr", Path("s3://bucket/d.zarr")]
+
+
+def _no_url_folders(directory):
+    return sorted(p.name for p in Path(directory).iterdir() if p.name.endswith(":"))
+
+
+@pytest.mark.parametrize("url", URLS, ids=str)
+def test_url_paths_are_refused_by_every_python_entry_point(tmp_path, monkeypatch, url):
+    # s3://bucket/d.zarr used to become the local folder ./s3:/bucket/d.zarr
+    from dkrr import RandomFeatureRidge
+    from dkrr.errors import InvalidParameterError
+    from dkrr.io import ingest
+    from dkrr.io._model import load_model, save_model
+
+    monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,t\n1,2\n3,4\n")
+    est = RandomFeatureRidge(n_components=4, random_state=0).fit(np.ones((4, 2)), np.ones(4))
+    calls = {
+        "ingest input": lambda: ingest(url, tmp_path / "x.zarr", target="t"),
+        "ingest output": lambda: ingest(csv, url, target="t"),
+        "open_dataset": lambda: open_dataset(url),
+        "write_dataset": lambda: write_dataset(np.ones((4, 2)), np.ones(4), url),
+        "write_predictions": lambda: write_predictions(np.ones(4), url),
+        "save_model": lambda: save_model(est, url),
+        "load_model": lambda: load_model(url),
+        "check_output": lambda: check_output(url),
+        "check_output input": lambda: check_output(tmp_path / "o", inputs=[url]),
+        "atomic_output": lambda: atomic_output(url).__enter__(),
+    }
+    scheme = str(url).split(":")[0]
+    for name, call in calls.items():
+        with pytest.raises(InvalidParameterError, match=rf"'{scheme}:/.*' is a URL \({scheme}://\), "
+                                                        r"not a local path: "):
+            call()
+    assert _no_url_folders(tmp_path) == [] and not (tmp_path / "x.zarr").exists()
+
+
+def test_object_store_message_and_what_is_not_a_url(tmp_path):
+    from dkrr.errors import InvalidParameterError
+    from dkrr.io._paths import refuse_url, url_scheme
+
+    with pytest.raises(InvalidParameterError, match="object stores and remote URLs are not "
+                                                    "supported yet.*copy the data to a local"):
+        refuse_url("s3://bucket/d.zarr", "output")
+    with pytest.raises(InvalidParameterError, match="give the local path itself, without file://"):
+        refuse_url("file:///data/d.zarr", "output")
+    for local in ["C:/data/d.zarr", "C:\\data\\d.zarr", "d.zarr", "./s3:/bucket/d.zarr",
+                  "/data/s3://x", "data:set.zarr", b"/data/d.zarr", Path("a/b")]:
+        assert url_scheme(local) is None, local
+    # a local name ending with a colon is still reachable as ./name:
+    out = check_output(tmp_path / "s3:" / "d.zarr")
+    assert out.parent.name == "s3:"
+
+
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{csv}", "--out", "s3://bucket/d.zarr", "--target", "t"],
+    ["ingest", "s3://bucket/d.csv", "--out", "d.zarr", "--target", "t"],
+    ["fit", "s3://bucket/d.zarr", "--out", "m"],
+    ["fit", "{store}", "--out", "gs://bucket/m"],
+    ["predict", "{model}", "{store}", "--out", "s3://bucket/p.zarr"],
+    ["predict", "s3://bucket/m", "{store}", "--out", "p.zarr"],
+    ["evaluate", "{model}", "https://host/d.zarr"],
+], ids=lambda a: " ".join(a[:1] + [x for x in a if "://" in x]))
+def test_url_paths_are_refused_by_the_cli(tmp_path, monkeypatch, capsys, argv):
+    from dkrr import RandomFeatureRidge
+    from dkrr.cli import main
+    from dkrr.io._model import save_model
+
+    monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,t\n1,2\n3,4\n")
+    store = _dataset(tmp_path / "data.zarr")
+    model = tmp_path / "model"
+    save_model(RandomFeatureRidge(n_components=4, random_state=0).fit(np.ones((4, 3)), np.ones(4)),
+               model)
+    args = [a.format(csv=csv, store=store, model=model) for a in argv]
+    if argv[0] != "ingest":  # nothing may reach a scheduler
+        args += ["--scheduler", "tcp://127.0.0.1:9"]
+    code = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert re.fullmatch(rf"dkrr {argv[0]}: error: .* '\w+://.*' is a URL \(\w+://\), not a "
+                        r"local path: object stores .*not supported yet.*", err[0]), err
+    assert _no_url_folders(tmp_path) == []
+    assert not {"d.zarr", "m", "p.zarr"} & set(os.listdir(tmp_path))
