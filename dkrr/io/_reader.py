@@ -124,7 +124,7 @@ def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
     # one stat per chunk (a listing costs a directory read per row chunk: several
     # times slower); the key encoding ("c/0/0", or "0.0" for format 2) is the array's
     missing = [c for c in itertools.product(*(range(g) for g in grid))
-               if not os.path.isfile(os.path.join(root, arr.metadata.encode_chunk_key(c)))]
+               if not os.path.exists(os.path.join(root, arr.metadata.encode_chunk_key(c)))]
     if missing:
         blocks = sorted({c[0] for c in missing})
         raise StoreError(
