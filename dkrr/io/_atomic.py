@@ -204,6 +204,7 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
         yield
         return
     lock = _lock_path(path)
+    deadline = time.monotonic() + 0.25  # a preflight probe holds it for an instant
     while True:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
@@ -212,19 +213,23 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
                 f"cannot create the lock file {lock} for {path}: {exc.strerror or exc}"
             ) from None
         try:
-            if not _try_lock(fd):
+            locked = _try_lock(fd)
+            if locked:
+                # the previous holder removes the file when it ends: a lock taken on a
+                # file no longer at `lock` locks nothing, so take it on the current file
+                mine, now = os.fstat(fd), os.stat(lock)
+                if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
+                    break
+            elif time.monotonic() > deadline:
                 raise _busy(path, fd)
-            # the previous holder removes the file when it ends: a lock taken on a file
-            # no longer at `lock` locks nothing, so take it again on the current file
-            mine, now = os.fstat(fd), os.stat(lock)
-            if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
-                break
         except FileNotFoundError:
             pass
         except BaseException:
             os.close(fd)
             raise
         os.close(fd)
+        if not locked:
+            time.sleep(0.05)
     try:
         info = {"pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}

@@ -81,6 +81,7 @@ __all__ = [
     "LAYOUT_VERSION",
     "PREDICTIONS_MARKER",
     "ZarrDataset",
+    "create_arrays",
     "open_dataset",
     "write_dataset",
     "write_predictions",
@@ -353,6 +354,10 @@ def write_predictions(
         dkrr predictions, or it overlaps an input or lies inside a Zarr store.
     OutputNotWritableError
         If `out` cannot be created (checked before anything is computed).
+    OutputBusyError
+        If another process is writing `out` right now.
+    InvalidParameterError
+        If `out` is a URL (``s3://...``): only local paths are supported.
     InputValidationError
         If `y_pred` is not 1-D or 2-D or has unknown chunk sizes.
     """
