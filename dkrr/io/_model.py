@@ -45,6 +45,7 @@ from ._model_reader import (
     _read_doc,
     _Reader,
 )
+from ._paths import refuse_url
 
 __all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION", "check_replaceable_model", "load_model", "save_model"]
 
@@ -189,6 +190,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
             f"supported: {sorted(_model_classes())}"
         )
     check_is_fitted(estimator)
+    refuse_url(path, "model directory")
     path = Path(path)
     with atomic_output(path, overwrite=overwrite, can_replace=check_replaceable_model) as tmp:
         writer = _Writer(tmp)
@@ -261,6 +263,7 @@ def load_model(path: str | os.PathLike):
         of the wrong size (checked before reading), corrupted, or inconsistent with the
         others. The message names the field.
     """
+    refuse_url(path, "model directory")
     root = Path(path)
     meta = root / "model.json"
     if not root.exists():

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import InputNotFoundError, InputValidationError, InvalidParameterError
 from .._atomic import atomic_output
+from .._paths import refuse_url
 from .._store import zarr_replace_check
 from ._csv import read_csv
 from ._like import UNKNOWN, read_layout, take
@@ -260,6 +261,8 @@ def ingest(
     >>> s.n_rows, s.feature_names, s.classes
     (2, ['a', 'b'], ['g', 'h'])
     """
+    refuse_url(path, "input file")
+    refuse_url(out, "output")
     src = Path(os.path.abspath(os.fspath(path)))
     layout = None if like is None else read_layout(like)
     if format is not None:

@@ -22,7 +22,8 @@ import zarr
 
 from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
 from .._atomic import interrupts_deferred
-from .._store import LAYOUT_VERSION, default_compressors
+from .._reader import MANIFEST, manifest
+from .._store import LAYOUT_VERSION, create_arrays
 from ._text import format_bytes
 
 #: bytes of ``X`` in one chunk (and one block in memory); a chunk holds at least one row
@@ -95,20 +96,11 @@ class StoreWriter:
 
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
         self.group = zarr.open_group(str(path), mode="w-")
-        self.X = self.group.create_array(
-            "X",
-            shape=(n_rows, n_features),
-            dtype=x_dtype,
-            chunks=(rows, n_features),
-            compressors=default_compressors(),
-        )
-        self.y = self.group.create_array(
-            "y",
-            shape=(n_rows,) + y_tail,
-            dtype=y_dtype,
-            chunks=(rows,) + y_tail,
-            compressors=default_compressors(),
-        )
+        arrays = create_arrays(self.group, {
+            "X": ((n_rows, n_features), x_dtype, (rows, n_features)),
+            "y": ((n_rows,) + y_tail, y_dtype, (rows,) + y_tail),
+        }, {})
+        self.X, self.y = arrays["X"], arrays["y"]
 
     def append(self, Xb: np.ndarray, yb: np.ndarray) -> None:
         if Xb.shape[0] == 0:
@@ -159,6 +151,7 @@ class StoreWriter:
             if self.X.shape[0] != self.n:
                 self.X.resize((self.n,) + self.X.shape[1:])
                 self.y.resize((self.n,) + self.y.shape[1:])
+            attrs[MANIFEST] = manifest({"X": self.X, "y": self.y})
             self.group.update_attributes(attrs)
         return {
             "n_rows": self.n, "n_features": len(feature_names), "n_targets": len(target_names),
