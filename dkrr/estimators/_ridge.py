@@ -15,7 +15,7 @@ from ..errors import InputValidationError, InvalidParameterError, SingularSystem
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
-from ..linalg._cv import check_folds, check_gammas
+from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, check_folds, check_gammas
 from ..linalg._weighted import check_sample_weight
 from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
@@ -178,13 +178,21 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         n = Xd.shape[0]
         if K > 1 and n < 2 * K:
             check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
+        # gammas="auto": the grid around the resolved gamma (known after the draws below);
+        # the memory estimate and the solver's choice need only its length
+        relative = isinstance(gammas, str)
+        if relative:
+            gammas = AUTO_GAMMA_FACTORS
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         if self.solver_ == "pcg":  # matrix-free: one streamed pass per CG iteration
             self.precision_, self.precision_error_ = "float64", float("nan")
             return fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
-        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
+        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(
+            self, Xd, moments, scale, resolve=gammas is None or relative)
+        if relative:
+            gammas = auto_gammas(self.gamma_)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
         stats, fmap, alpha, self.precision_, error = statistics_in_precision(self, pass_args)
         self.precision_error_ = float(error)
