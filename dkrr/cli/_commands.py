@@ -152,7 +152,8 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
             if isinstance(v, list) and v and all(number(a) is not None for a in v):
                 return v
             return None
-        return "a list of numbers or a comma-separated string", grid
+        what = "a list of numbers or a comma-separated string" + (", 'auto' or 'none'" if dest == "gammas" else "")
+        return what, grid
     if typ is int:
         return "an integer", lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
     if typ is float:

@@ -332,10 +332,13 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     n_candidates : int, default=None
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.
-    gammas : array-like of float, default=None
+    gammas : array-like of float or "auto", default=None
         Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
         one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
-        ``gamma`` is then not used). X is read once: one map is drawn and rescaled to each
+        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 4**(-2..2)`` around
+        ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
+        that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
+        follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each
         gamma (``W = sqrt(2 gamma) W_unit``, the map that ``gamma`` and the same
         ``random_state`` would draw; Nystroem keeps its landmarks), and every block task
         accumulates one statistics object per gamma, so the cost grows with the number
