@@ -65,7 +65,7 @@ def check_alphas(alphas) -> np.ndarray:
 
 #: ``gammas="auto"``: the grid ``gamma * AUTO_GAMMA_FACTORS`` around the estimator's
 #: (resolved) gamma, chosen by ``benchmarks/bench_defaults.py`` (docs/ALGORITHMS.md 3.6)
-AUTO_GAMMA_FACTORS = 4.0 ** np.arange(-2, 3)
+AUTO_GAMMA_FACTORS = 2.0 ** np.arange(-2, 3)
 
 
 def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | str | None:
