@@ -256,3 +256,17 @@ def test_unknown_gamma_grid_word_is_refused(data):
         RandomFeatureRidge(method="rff", n_components=D, gammas="wide", cv=K).fit(X, y)
     with pytest.raises(InvalidParameterError, match="cv is None"):
         RandomFeatureRidge(method="rff", n_components=D, gammas="auto").fit(X, y)
+
+
+def test_auto_grid_that_does_not_fit_names_the_way_to_one_gamma(data):
+    """A Gram path too large for memory cannot fall back to PCG with a gamma grid: the
+    refusal names gammas='auto' (not five numbers the user never wrote) and the fix."""
+    from dkrr.errors import MemoryBudgetError
+    from dkrr.estimators._solver import choose_solver
+    from dkrr.linalg._cv import AUTO_GAMMA_FACTORS
+
+    X, y = data
+    Xd, yd = as_row_chunked(X, y)
+    est = RandomFeatureRidge(n_components=512, cv=5, gamma="median", gammas="auto")
+    with pytest.raises(MemoryBudgetError, match=r"gammas='auto' is not cross-validated by solver='pcg'.*--gammas none"):
+        choose_solver(est, Xd, yd, None, 5, 1.0, None, AUTO_GAMMA_FACTORS, limits=(None, 30 * 2**20))

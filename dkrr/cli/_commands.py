@@ -222,7 +222,7 @@ def _command_defaults(options: dict) -> None:
       the single alpha is fitted;
     - with CV, the gaussian kernel, a gamma *rule* and neither ``sampling`` nor
       ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
-      gamma_rule x 4**(-2..2) are scored in the same pass. ``gammas="none"`` turns that off.
+      gamma_rule x 2**(-2..2) are scored in the same pass. ``gammas="none"`` turns that off.
     """
     options.setdefault("standardize", True)
     options.setdefault("random_state", DEFAULT_RANDOM_STATE)

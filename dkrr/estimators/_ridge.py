@@ -335,7 +335,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     gammas : array-like of float or "auto", default=None
         Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
         one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
-        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 4**(-2..2)`` around
+        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
         ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
         that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
         follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each
