@@ -232,7 +232,7 @@ def main(argv=None):
     print("\n".join(header), flush=True)
     from threadpoolctl import threadpool_limits
 
-    rows = []
+    rows, seed_lines = [], []
     for name in args.datasets:
         for seed in args.seeds:
             t0 = time.perf_counter()
@@ -240,10 +240,11 @@ def main(argv=None):
                 r = run_one(name, seed, args)
             rows.append(r)
             e = r["errors"]
-            print(f"  {name} seed {seed}: new {e['new']:.5g}, old {e['old']:.5g}, wide CV {e['wide_cv']:.5g}, "
+            seed_lines.append(f"  {name} seed {seed}: new {e['new']:.5g}, old {e['old']:.5g}, wide CV {e['wide_cv']:.5g}, "
                   f"oracle {e['oracle']:.5g}; gamma_/rule {r['new_gamma_factor']:g} (oracle "
                   f"{r['oracle_gamma_factor']:g}); fit {r['fit_seconds']['new']:.2f} s vs "
-                  f"{r['fit_seconds']['old']:.2f} s ({time.perf_counter() - t0:.0f} s)", flush=True)
+                  f"{r['fit_seconds']['old']:.2f} s ({time.perf_counter() - t0:.0f} s)")
+            print(seed_lines[-1], flush=True)
     lines = summarize(rows, label)
     validity = script_end(run_start)
     lines += ["", "timings are indicative only: the machine is shared by other work (see validity); the errors "
@@ -251,7 +252,7 @@ def main(argv=None):
     print("\n".join(lines))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.txt").write_text("\n".join(header + lines) + "\n")
+    (out / "report.txt").write_text("\n".join(header + seed_lines + [""] + lines) + "\n")
     (out / "results.json").write_text(json.dumps({"args": vars(args), "factors": factors, "rows": rows,
                                                   "validity": validity}, indent=1, default=str))
     return rows
