@@ -266,6 +266,15 @@ def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
     assert _options("--random-state", 7).random_state == 7
 
 
+def test_cli_fit_without_cv_says_how_the_default_chooses_alpha():
+    from dkrr.cli._report import fit_lines
+
+    X, y = _data(n=100)
+    est = _options("--no-cv", "--n-components", 8).fit(X, y)
+    (line,) = [s for s in fit_lines(est, out="m", seconds=0.1, n_rows=100, n_features=4) if "fitted with" in s]
+    assert "no cross-validation: without --no-cv or a lone --alpha, 5-fold CV chooses alpha" in line, line
+
+
 def test_cli_config_file_takes_cv_0_and_gammas_words(tmp_path):
     cfg = tmp_path / "fit.toml"
     cfg.write_text('cv = 0\n')
