@@ -226,18 +226,117 @@ def test_cli_fit_uses_the_defaults_on_an_ingested_store(tmp_path, capsys, local_
                  "--cv", "3", "--random-state", "0", "--json", "-q",
                  "--scheduler", local_cluster.scheduler_address]) == 0, capsys.readouterr().err
     est = load_model(tmp_path / "m")
-    assert est.standardize is True and est.gamma == "median" and est.mean_ is not None
+    assert est.standardize is True and est.gamma == "median" and est.gammas == "auto" and est.mean_ is not None
     from dkrr.io import open_dataset
 
     data = open_dataset(tmp_path / "s")
     X, y = data.X.compute(), data.y.compute()
     ref = RandomFeatureRidgeClassifier(n_components=32, cv=3, random_state=0, standardize=True,
-                                       gamma="median").fit(X, y)
+                                       gamma="median", gammas="auto").fit(X, y)
     np.testing.assert_allclose(est.mean_, X.mean(axis=0), rtol=1e-12)
     assert est.gamma_ == pytest.approx(ref.gamma_, rel=1e-9)
     assert len(est.cv_results_["alphas"]) == 9 and est.alpha_ == pytest.approx(ref.alpha_, rel=1e-9)
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     assert doc["estimator"]["__estimator__"]["params"]["standardize"] is True
+
+
+# --- issue 29: CV, the gamma grid and the seed by default; every default in --help ------------
+
+def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
+    est = _options()
+    assert (est.cv, est.gammas, est.gamma, est.random_state, est.alphas) == (5, "auto", "median", 0, None)
+    assert _options("--gamma", "scale").gammas == "auto"  # the grid around the other rule
+    # one alpha: --no-cv, --cv 0, or --alpha alone (no grid then: a grid needs CV)
+    for flags in (["--no-cv"], ["--cv", 0], ["--alpha", 0.5]):
+        est = _options(*flags)
+        assert est.cv is None and est.gammas is None, flags
+    assert _options("--alpha", 0.5).alpha == 0.5
+    assert _options("--alpha", 0.5, "--cv", 3).cv == 3
+    # --alphas / --gammas without --cv: the default folds
+    assert (_options("--alphas", "0.1,1").cv, _options("--gammas", "0.1,1").cv) == (5, 5)
+    assert _options("--gammas", "0.1,1").gammas == [0.1, 1.0]
+    # a numeric gamma is fitted as given; --gammas auto puts the grid around it; none turns it off
+    assert _options("--gamma", 0.5).gammas is None and _options("--gamma", 0.5).cv == 5
+    assert _options("--gamma", 0.5, "--gammas", "auto").gammas == "auto"
+    assert _options("--gammas", "none").gammas is None
+    # no grid where it cannot be scored: no width, pcg, leverage sampling
+    assert _options("--kernel", "angular").gammas is None
+    assert _options("--solver", "pcg").gammas is None
+    assert _options("--sampling", "surrogate_leverage").gammas is None
+    assert _options("--random-state", 7).random_state == 7
+
+
+def test_cli_fit_without_cv_says_how_the_default_chooses_alpha():
+    from dkrr.cli._report import fit_lines
+
+    X, y = _data(n=100)
+    est = _options("--no-cv", "--n-components", 8).fit(X, y)
+    (line,) = [s for s in fit_lines(est, out="m", seconds=0.1, n_rows=100, n_features=4) if "fitted with" in s]
+    assert "no cross-validation: without --no-cv or a lone --alpha, 5-fold CV chooses alpha" in line, line
+
+
+def test_cli_config_file_takes_cv_0_and_gammas_words(tmp_path):
+    cfg = tmp_path / "fit.toml"
+    cfg.write_text('cv = 0\n')
+    assert _options("--config", cfg).cv is None
+    cfg.write_text('gammas = "none"\n')
+    assert _options("--config", cfg).gammas is None
+    cfg.write_text('gamma = 0.2\ngammas = "auto"\n')
+    assert _options("--config", cfg).gammas == "auto"
+
+
+def _help(command):
+    from dkrr.cli._options import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    return sub
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "evaluate"])
+def test_help_states_the_default_of_every_option(command):
+    """Every option that takes a value and may be left out says its default in --help
+    (the input and output paths, the config file and the TLS files have none)."""
+    parser = _help(command)
+    no_default = {"--out", "--config", "--tls-ca-file", "--tls-cert", "--tls-key"}
+    missing = [a.option_strings[0] for a in parser._actions
+               if a.option_strings and a.nargs != 0 and not a.required
+               and not no_default & set(a.option_strings) and "default" not in (a.help or "").lower()]
+    assert missing == [], f"dkrr {command} --help gives no default for {missing}"
+    text = parser.format_help()
+    if command == "fit":
+        for phrase in ("default 5", "default 0", "--no-cv", "Default: auto", "2**(-2..2)"):
+            assert phrase in " ".join(text.split()), phrase
+    assert "LocalCluster picks" in " ".join(text.split()) and "default auto" in text
+
+
+@pytest.mark.cluster
+def test_cli_fit_without_flags_cross_validates_the_gamma_grid(tmp_path, capsys, local_cluster):
+    """`dkrr fit STORE --out M` alone: 5-fold CV over the default alpha grid and the gamma
+    grid around the 50-NN rule, seed 0: the model Python fits with the explicit grid."""
+    import dask.array as da
+
+    from dkrr.cli import main
+    from dkrr.io import write_dataset
+    from dkrr.linalg._cv import AUTO_GAMMA_FACTORS
+
+    X, y = _data(n=600)
+    write_dataset(da.from_array(X, chunks=(200, 4)), da.from_array(y, chunks=200), tmp_path / "s")
+    assert main(["fit", str(tmp_path / "s"), "--out", str(tmp_path / "m"), "--n-components", "32", "--json",
+                 "-q", "--scheduler", local_cluster.scheduler_address]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    est = load_model(tmp_path / "m")
+    rule = RandomFeatureRidge(n_components=32, standardize=True, gamma="median", random_state=0).fit(X, y).gamma_
+    res = est.cv_results_
+    assert est.cv == 5 and est.gammas == "auto" and est.random_state == 0
+    assert res["fold_mse"].shape == (len(AUTO_GAMMA_FACTORS), 5, 9) and len(res["fold_sizes"]) == 5
+    np.testing.assert_allclose(res["gammas"], rule * AUTO_GAMMA_FACTORS, rtol=1e-12)
+    assert out["cv_results"]["gammas"] == res["gammas"].tolist()
+    ref = RandomFeatureRidge(n_components=32, standardize=True, gamma="median", cv=5, random_state=0,
+                             gammas=list(rule * AUTO_GAMMA_FACTORS)).fit(X, y)
+    assert (est.gamma_, est.alpha_) == pytest.approx((ref.gamma_, ref.alpha_), rel=1e-12)
+    np.testing.assert_allclose(res["mean_mse"], ref.cv_results_["mean_mse"], rtol=1e-9)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-8, atol=1e-10)
 
 
 # --- scikit-learn's checks with the data-driven options on -------------------------------

@@ -215,3 +215,58 @@ def test_nystroem_gamma_grid_rebuilds_the_landmarks_map_for_each_gamma(data):
     brute = brute_force_cv(ref.transform(X), y, folds)
     gi = [0.1, 1.0].index(est.gamma_)
     np.testing.assert_allclose(est.cv_results_["fold_mse"][gi], brute, rtol=1e-7)
+
+
+# --- gammas="auto": the grid around the (resolved) gamma (issue 29, item 4) ---------------
+
+@pytest.mark.parametrize("gamma", ["median", "scale", 0.3])
+@pytest.mark.parametrize("standardize", [True, False])
+def test_auto_gamma_grid_is_the_explicit_grid_around_the_gamma_or_its_rule(data, gamma, standardize):
+    from dkrr.linalg._cv import AUTO_GAMMA_FACTORS
+
+    X, y = data
+    params = dict(method="orf", n_components=D, gamma=gamma, standardize=standardize, cv=K, random_state=5)
+    centre = RandomFeatureRidge(**params).fit(X, y).gamma_  # the rule's value (or gamma itself)
+    auto = RandomFeatureRidge(gammas="auto", **params).fit(X, y)
+    explicit = RandomFeatureRidge(gammas=list(centre * AUTO_GAMMA_FACTORS), **params).fit(X, y)
+    assert len(AUTO_GAMMA_FACTORS) >= 3 and AUTO_GAMMA_FACTORS[len(AUTO_GAMMA_FACTORS) // 2] == 1.0
+    np.testing.assert_array_equal(auto.cv_results_["gammas"], centre * AUTO_GAMMA_FACTORS)
+    for key in ("alphas", "fold_mse", "mean_mse"):
+        np.testing.assert_array_equal(auto.cv_results_[key], explicit.cv_results_[key])
+    assert auto.gamma_ == explicit.gamma_ and auto.alpha_ == explicit.alpha_
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+
+
+def test_a_gamma_grid_scores_every_model_of_its_middle_gamma_alone(data):
+    """The default alpha grid of a gamma grid follows the middle width's Gram: the single
+    gamma's CV table is the middle row of the grid's (so the grid can only choose better
+    by CV)."""
+    X, y = data
+    params = dict(method="rff", n_components=D, gamma="median", standardize=True, cv=K, random_state=1)
+    single = RandomFeatureRidge(**params).fit(X, y)
+    auto = RandomFeatureRidge(gammas="auto", **params).fit(X, y)
+    np.testing.assert_array_equal(auto.cv_results_["alphas"], single.cv_results_["alphas"])
+    np.testing.assert_allclose(auto.cv_results_["mean_mse"][2], single.cv_results_["mean_mse"], rtol=1e-12)
+    assert auto.best_score_ >= single.best_score_
+
+
+def test_unknown_gamma_grid_word_is_refused(data):
+    X, y = data
+    with pytest.raises(InvalidParameterError, match=r"gammas='wide' is neither 'auto'"):
+        RandomFeatureRidge(method="rff", n_components=D, gammas="wide", cv=K).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="cv is None"):
+        RandomFeatureRidge(method="rff", n_components=D, gammas="auto").fit(X, y)
+
+
+def test_auto_grid_that_does_not_fit_names_the_way_to_one_gamma(data):
+    """A Gram path too large for memory cannot fall back to PCG with a gamma grid: the
+    refusal names gammas='auto' (not five numbers the user never wrote) and the fix."""
+    from dkrr.errors import MemoryBudgetError
+    from dkrr.estimators._solver import choose_solver
+    from dkrr.linalg._cv import AUTO_GAMMA_FACTORS
+
+    X, y = data
+    Xd, yd = as_row_chunked(X, y)
+    est = RandomFeatureRidge(n_components=512, cv=5, gamma="median", gammas="auto")
+    with pytest.raises(MemoryBudgetError, match=r"gammas='auto' is not cross-validated by solver='pcg'.*--gammas none"):
+        choose_solver(est, Xd, yd, None, 5, 1.0, None, AUTO_GAMMA_FACTORS, limits=(None, 30 * 2**20))

@@ -163,7 +163,8 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
             if isinstance(v, list) and v and all(number(a) is not None for a in v):
                 return v
             return None
-        return "a list of numbers or a comma-separated string", grid
+        what = "a list of numbers or a comma-separated string" + (", 'auto' or 'none'" if dest == "gammas" else "")
+        return what, grid
     if typ is int:
         return "an integer", lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
     if typ is float:
@@ -216,6 +217,42 @@ def _load_config(path: str | None) -> dict:
     return config
 
 
+#: folds of the command's default cross-validation
+DEFAULT_CV = 5
+#: the command's seed when --random-state is not given
+DEFAULT_RANDOM_STATE = 0
+
+
+def _command_defaults(options: dict) -> None:
+    """The command's defaults, where they differ from the classes' (which follow
+    scikit-learn), filled into ``options`` (config file and flags already in):
+
+    - standardised columns, the gaussian width from the 50-NN rule, ``random_state=0``;
+    - alpha (and gamma) chosen by 5-fold one-pass CV over the default alpha grid, unless
+      ``cv`` is 0 (``--no-cv``), or ``alpha`` is given without ``cv`` or ``alphas``: then
+      the single alpha is fitted;
+    - with CV, the gaussian kernel, a gamma *rule* and neither ``sampling`` nor
+      ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
+      gamma_rule x 2**(-2..2) are scored in the same pass. ``gammas="none"`` turns that off.
+    """
+    options.setdefault("standardize", True)
+    options.setdefault("random_state", DEFAULT_RANDOM_STATE)
+    gaussian = options.get("kernel", "gaussian") == "gaussian"
+    if "gamma" not in options and gaussian:
+        options["gamma"] = "median"
+    if "cv" not in options:
+        single = "alpha" in options and options.get("alphas") is None and options.get("gammas") in (None, "none")
+        options["cv"] = None if single else DEFAULT_CV
+    elif options["cv"] == 0:
+        options["cv"] = None
+    if options.get("gammas") == "none":
+        options["gammas"] = None
+    elif ("gammas" not in options and gaussian and options["cv"] is not None
+          and isinstance(options.get("gamma"), str) and options.get("sampling") is None
+          and options.get("solver", "auto") != "pcg"):
+        options["gammas"] = "auto"
+
+
 def estimator_from_options(args):
     """The estimator a ``dkrr fit`` invocation describes (config file, then flags)."""
     from ..estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
@@ -229,11 +266,7 @@ def estimator_from_options(args):
         value = getattr(args, dest, None)
         if value is not None:
             options[dest] = value
-    # the command's defaults differ from the classes' (which follow scikit-learn): scale the
-    # columns, and choose the gaussian width by the 50-NN rule
-    options.setdefault("standardize", True)
-    if "gamma" not in options and options.get("kernel", "gaussian") == "gaussian":
-        options["gamma"] = "median"
+    _command_defaults(options)
     classifier = bool(options.pop("classifier", False))
     cls = RandomFeatureRidgeClassifier if classifier else RandomFeatureRidge
     valid = set(cls().get_params())

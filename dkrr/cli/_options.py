@@ -16,26 +16,37 @@ ESTIMATOR_OPTIONS = [
                                 "up to 128 padded columns, sorf above)"),
     ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
     ("--gamma", "gamma", "gamma", "Gaussian kernel exp(-gamma ||x-y||^2): a number, 'median' (the "
-                                 "50-NN rule on a 1,000-row sample; the default) or 'scale' (1 / (d Var X))"),
-    ("--alpha", "alpha", float, "ridge penalty (default 1.0)"),
-    ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation"),
-    ("--gammas", "gammas", None, "comma-separated gamma grid scored jointly with the alphas by "
-                                 "the same one-pass cross-validation (gaussian kernel; needs --cv)"),
-    ("--cv", "cv", int, "number of folds for one-pass cross-validation"),
-    ("--random-state", "random_state", int, "seed that determines every random draw"),
-    ("--sampling", "sampling", str, "surrogate_leverage or ridge_leverage (data-dependent features)"),
-    ("--n-candidates", "n_candidates", int, "candidate frequencies scored by leverage sampling"),
-    ("--n-hd-blocks", "n_hd_blocks", int, "SORF: number of H D factors"),
-    ("--displacement-rank", "displacement_rank", int, "toeplitz_like: displacement rank"),
-    ("--rom-diagonal", "rom_diagonal", str, "rom: rademacher, complex4 or unit_circle (complex: "
-                                            "linear kernel only, 2 D feature columns)"),
-    ("--row-sampling", "row_sampling", str, "sorf/rom with D not a multiple of d': first, "
-                                            "with_replacement or without_replacement"),
+                                 "50-NN rule on a 1,000-row sample; the default) or 'scale' (1 / (d Var X)); "
+                                 "a rule is the centre of the default gamma grid (--gammas)"),
+    ("--alpha", "alpha", float, "fit this one ridge penalty without cross-validation (unless --cv, "
+                                "--alphas or --gammas is given; default: alpha chosen by the default CV)"),
+    ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation (default: the "
+                                 "grid s * 10**(-7..1), s the mean diagonal of the centred Gram)"),
+    ("--gammas", "gammas", None, "gamma grid scored jointly with the alphas by the same one-pass "
+                                 "cross-validation: comma-separated numbers, 'auto' (gamma x 2**(-2..2), "
+                                 "5 widths around the rule's or the given gamma: about 4-6x the fit time "
+                                 "and 5x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
+                                 "the gaussian kernel and CV (not with --solver pcg or --sampling); none "
+                                 "with a numeric --gamma"),
+    ("--cv", "cv", int, "folds of the one-pass cross-validation that chooses alpha (and gamma) "
+                        "(default 5; 0 or --no-cv: fit the single --alpha, default 1.0)"),
+    ("--random-state", "random_state", int, "seed that determines every random draw (default 0: the "
+                                            "same command on the same store gives the same model)"),
+    ("--sampling", "sampling", str, "surrogate_leverage or ridge_leverage (data-dependent features; default none: "
+                                    "plain random frequencies)"),
+    ("--n-candidates", "n_candidates", int, "candidate frequencies scored by leverage sampling (default 4 x "
+                                            "--n-components)"),
+    ("--n-hd-blocks", "n_hd_blocks", int, "SORF and ROM: number of H D factors (default 3)"),
+    ("--displacement-rank", "displacement_rank", int, "toeplitz_like: displacement rank (default 1)"),
+    ("--rom-diagonal", "rom_diagonal", str, "rom: rademacher (the default), complex4 or unit_circle "
+                                            "(complex: linear kernel only, 2 D feature columns)"),
+    ("--row-sampling", "row_sampling", str, "sorf/rom with D not a multiple of d': first (the "
+                                            "default), with_replacement or without_replacement"),
     ("--solver", "solver", str, "auto (the default: the Gram path's Cholesky when its p x p statistics "
                                 "fit the workers' and this machine's memory, else pcg), cholesky, eigh or "
                                 "pcg (matrix-free preconditioned CG, no p x p matrix; --cv by fold-masked "
                                 "passes); the model records the choice (solver_)"),
-    ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner"),
+    ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner (default 256, at most p)"),
     ("--tol", "tol", float, "pcg: relative residual at which CG stops (default 1e-6)"),
     ("--max-iter", "max_iter", int, "pcg: most CG iterations (default 200)"),
     ("--pcg-persist", "pcg_persist", "persist", "pcg: keep X in worker memory across the passes: auto "
@@ -44,7 +55,8 @@ ESTIMATOR_OPTIONS = [
     ("--precision", "precision", str, "float64 (default), float32 (features and sub-block Grams in "
                                       "single precision, summed in double: about half the fit time) or "
                                       "auto (float32 unless its estimated effect on the coefficients exceeds 1e-2, then float64)"),
-    ("--chunk-rows", "chunk_rows", int, "rows per block when the input is rechunked"),
+    ("--chunk-rows", "chunk_rows", int, "rows per block: the store is rechunked to this (default: the store's "
+                                        "own chunks)"),
 ]
 
 
@@ -66,12 +78,15 @@ def _parse_alphas(text) -> list[float]:
     return alphas
 
 
-def _parse_gammas(text) -> list[float]:
+def _parse_gammas(text):
+    """``--gammas``: comma-separated positive numbers, ``auto`` or ``none``."""
+    if isinstance(text, str) and text.strip().lower() in ("auto", "none"):
+        return text.strip().lower()
     gammas = _parse_grid(text, "--gammas")
     if not all(g > 0 for g in gammas):  # also refuses nan
         raise argparse.ArgumentTypeError(
             f"--gammas {text!r} contains a value that is not > 0: every Gaussian width must be "
-            "a positive number, e.g. --gammas 0.01,0.1,1"
+            "a positive number, e.g. --gammas 0.01,0.1,1 (or auto, or none)"
         )
     return gammas
 
@@ -114,9 +129,13 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="address of an existing Dask scheduler (tcp://... or tls://...) or a "
                         "scheduler JSON file; default: start an in-process LocalCluster")
-    g.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes")
+    g.add_argument("--workers", type=int, default=None,
+                   help="LocalCluster worker processes (default: one per available core divided by "
+                        "--threads-per-worker, as LocalCluster picks)")
     g.add_argument("--threads-per-worker", type=int, default=1, help="LocalCluster threads per worker (default 1)")
-    g.add_argument("--memory-limit", default="auto", help="LocalCluster memory limit per worker, e.g. 2GB")
+    g.add_argument("--memory-limit", default="auto",
+                   help="LocalCluster memory limit per worker, e.g. 2GB (default auto: this machine's "
+                        "memory, or its cgroup limit, shared evenly by the worker threads)")
     g.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler")
     g.add_argument("--tls-cert", help="client certificate for a tls:// scheduler")
     g.add_argument("--tls-key", help="client private key for a tls:// scheduler")
@@ -183,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
         typ = {"gamma": _parse_gamma, "persist": _parse_persist}.get(typ, GRID_PARSERS.get(dest, typ))
         p.add_argument(flag, dest=dest, type=typ, help=help_)
+    p.add_argument("--no-cv", dest="cv", action="store_const", const=0,
+                   help="no cross-validation: fit the single --alpha (the same as --cv 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     p.add_argument("--json", action="store_true",
                    help="print the summary and the cross-validation results as JSON, at full "

@@ -137,7 +137,7 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
             score += f", RMSE {significant(math.sqrt(best))}"
         lines.append(f"chosen: {chosen} ({score})")
     else:
-        lines.append(f"fitted with {chosen} (no cross-validation: --cv K chooses alpha)")
+        lines.append(f"fitted with {chosen} (no cross-validation: without --no-cv or a lone --alpha, 5-fold CV chooses alpha)")
     what = type(est).__name__
     if getattr(est, "standardize", False):
         what += ", standardized X"

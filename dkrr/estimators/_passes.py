@@ -94,7 +94,10 @@ def statistics_and_alpha(self, Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gamma
         check_weight_total(every[0])
         stats = every[0]
         if K > 1:
-            alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
+            # the default alpha grid follows the Gram of the grid's middle width (the rule's
+            # own with gammas="auto"), so that it scores every model the single gamma would
+            middle = every[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else stats
+            alphas = default_alphas(middle, self.fit_intercept) if alphas is None else alphas
             fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
             fold_sizes = stats.n.copy()
             fold_mse = fold_mse if gammas is not None else fold_mse[0]

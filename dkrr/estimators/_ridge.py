@@ -15,7 +15,7 @@ from ..errors import InputValidationError, InvalidParameterError, SingularSystem
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
-from ..linalg._cv import check_gammas, check_rows_for_folds
+from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
 from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
@@ -178,6 +178,11 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         n = Xd.shape[0]
         check_rows_for_folds(n, K)
         yd, shift = _shifted_target(yd, not self._labels_mode and bool(self.fit_intercept), y)
+        # gammas="auto": the grid around the resolved gamma (known after the draws below);
+        # the memory estimate and the solver's choice need only its length
+        relative = isinstance(gammas, str)
+        if relative:
+            gammas = AUTO_GAMMA_FACTORS
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         if self.solver_ == "pcg":  # matrix-free: one streamed pass per CG iteration
@@ -185,7 +190,10 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             beta, intercept = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
             return beta, intercept + shift
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
-        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
+        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(
+            self, Xd, moments, scale, resolve=gammas is None or relative)
+        if relative:
+            gammas = auto_gammas(self.gamma_)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
         stats, fmap, alpha, self.precision_, error = statistics_in_precision(self, pass_args)
         self.precision_error_ = float(error)
@@ -325,10 +333,13 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     n_candidates : int, default=None
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.
-    gammas : array-like of float, default=None
+    gammas : array-like of float or "auto", default=None
         Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
         one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
-        ``gamma`` is then not used). X is read once: one map is drawn and rescaled to each
+        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
+        ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
+        that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
+        follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each
         gamma (``W = sqrt(2 gamma) W_unit``, the map that ``gamma`` and the same
         ``random_state`` would draw; Nystroem keeps its landmarks), and every block task
         accumulates one statistics object per gamma, so the cost grows with the number

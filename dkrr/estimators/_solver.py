@@ -23,9 +23,10 @@ __all__ = ["choose_solver", "gram_memory_check", "pcg_memory_check", "pcg_unavai
 def pcg_unavailable(est, alpha, n_folds, gammas, sample_weight, alphas=None) -> str | None:
     """Why ``solver="pcg"`` cannot fit ``est`` with these arguments (None: it can)."""
     if gammas is not None:
-        return (f"gammas={[float(g) for g in gammas]!r} is not cross-validated by solver='pcg' (each gamma is another "
-                "feature map, so another set of passes); fit one gamma at a time, or choose gamma with "
-                "the Gram path on a row sub-sample")
+        shown = est.gammas if isinstance(est.gammas, str) else [float(g) for g in gammas]
+        return (f"gammas={shown!r} is not cross-validated by solver='pcg' (each gamma is another "
+                "feature map, so another set of passes); fit one gamma at a time (gammas=None, "
+                "dkrr fit --gammas none), or choose gamma with the Gram path on a row sub-sample")
     if est.sampling is not None:
         return f"sampling={est.sampling!r} is not available with solver='pcg'; drop sampling"
     if sample_weight is not None:

@@ -29,6 +29,8 @@ from ..errors import GridEdgeWarning, InputValidationError, InvalidParameterErro
 from ._solve import _singular, center_statistics, eigh_gram, solve_eigh, usable_alphas
 
 __all__ = [
+    "AUTO_GAMMA_FACTORS",
+    "auto_gammas",
     "check_alphas",
     "check_fold_weights",
     "check_folds",
@@ -62,12 +64,23 @@ def check_alphas(alphas) -> np.ndarray:
     return arr
 
 
-def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | None:
-    """The gamma grid of an estimator: None, or a non-empty 1-D float array of finite
-    gaussian widths, each ``> 0``; only with the gaussian kernel, ``cv`` (``n_folds > 1``)
-    and no leverage ``sampling``."""
+#: ``gammas="auto"``: the grid ``gamma * AUTO_GAMMA_FACTORS`` around the estimator's
+#: (resolved) gamma, chosen by ``benchmarks/bench_defaults.py`` (docs/ALGORITHMS.md 3.6)
+AUTO_GAMMA_FACTORS = 2.0 ** np.arange(-2, 3)
+
+
+def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | str | None:
+    """The gamma grid of an estimator: None, ``"auto"`` (the grid ``gamma_ *``
+    :data:`AUTO_GAMMA_FACTORS` around the resolved gamma, made by :func:`auto_gammas`), or
+    a non-empty 1-D float array of finite gaussian widths, each ``> 0``; only with the
+    gaussian kernel, ``cv`` (``n_folds > 1``) and no leverage ``sampling``."""
     if gammas is None:
         return None
+    if isinstance(gammas, str) and gammas != "auto":
+        raise InvalidParameterError(
+            f"gammas={gammas!r} is neither 'auto' (the grid gamma * {AUTO_GAMMA_FACTORS.tolist()} around "
+            "the gamma or its rule) nor a sequence of positive numbers"
+        )
     if n_folds < 2:
         raise InvalidParameterError(
             f"gammas={gammas!r} is given but cv is None: a grid of gammas is scored by "
@@ -83,6 +96,8 @@ def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling
             f"gammas cannot be combined with sampling={sampling!r}: leverage sampling "
             "chooses frequencies for one kernel width. Drop sampling, or fit one gamma at a time."
         )
+    if isinstance(gammas, str):
+        return gammas
     try:
         arr = np.asarray(gammas, dtype=np.float64)
     except (TypeError, ValueError):
@@ -95,6 +110,11 @@ def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling
             f"widths), got {gammas!r}"
         )
     return arr
+
+
+def auto_gammas(gamma: float) -> np.ndarray:
+    """The grid of ``gammas="auto"``: ``gamma * AUTO_GAMMA_FACTORS``."""
+    return float(gamma) * AUTO_GAMMA_FACTORS
 
 
 def check_folds(n_per_fold: np.ndarray) -> None:
