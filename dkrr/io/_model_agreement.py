@@ -208,7 +208,17 @@ def _agree_cv_results(est):
         return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
     if (est.gammas is not None) != bool(grid):
         return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of the parameter gammas={est.gammas!r}"
-    if grid:
+    if grid and isinstance(est.gammas, str):  # "auto": the factors around the gamma or its rule's value
+        from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas
+
+        if grid[0] != AUTO_GAMMA_FACTORS.size:
+            return f"gammas {r['gammas'].tolist()} are not the {AUTO_GAMMA_FACTORS.size} widths of gammas='auto'"
+        centre = float(r["gammas"][int(np.flatnonzero(AUTO_GAMMA_FACTORS == 1.0)[0])])
+        if not isinstance(est.gamma, str) and centre != float(est.gamma):
+            return f"gammas {r['gammas'].tolist()} are not centred on the parameter gamma={est.gamma!r}"
+        if not np.allclose(r["gammas"], auto_gammas(centre), rtol=1e-12, atol=0):
+            return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {AUTO_GAMMA_FACTORS.tolist()}"
+    elif grid:
         try:
             same = np.array_equal(r["gammas"], check_gammas(est.gammas, kernel=est.kernel, n_folds=K, sampling=est.sampling))
         except Exception as exc:  # noqa: BLE001 - parameters that could not have fitted a grid
