@@ -3,6 +3,7 @@ turn errors and signals into exit statuses."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -25,6 +26,33 @@ def _drop_interrupted_gather(record) -> bool:
     return type(exc).__name__ != "AllExit"
 
 
+def _drop_interrupted_sync(record) -> bool:
+    """Logging filter: hide the ``NameError`` of a distributed call cut short by a signal.
+
+    ``distributed.utils.sync`` answers Ctrl-C or SIGTERM in the waiting main thread by
+    scheduling ``cancel()`` on the event loop; when the signal arrives before the call's
+    coroutine has started (a busy loop, a loaded machine), ``cancel()`` reads a variable
+    not yet assigned and tornado logs ``NameError: cannot access free variable 'future'``
+    with a traceback. There is nothing to cancel then, and the call's result is dropped.
+    """
+    exc = record.exc_info[1] if record.exc_info else None
+    if not isinstance(exc, NameError) or exc.__traceback__ is None:
+        return True
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return not (code.co_name == "cancel" and code.co_filename.endswith(f"distributed{os.sep}utils.py"))
+
+
+def _quiet_interrupted_distributed() -> None:
+    """Keep distributed's logs of a computation cut short by Ctrl-C or SIGTERM off stderr."""
+    import logging
+
+    logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
+    logging.getLogger("tornado.application").addFilter(_drop_interrupted_sync)
+
+
 class _Terminated(KeyboardInterrupt):
     """Raised in the main thread by SIGTERM, so that it cleans up exactly as Ctrl-C."""
 
@@ -40,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     Returns the exit status: 0 ok, 1 error, 130 interrupted (Ctrl-C), 143 terminated
     (SIGTERM). Interrupted or terminated, no partial output is left behind.
     """
-    import logging
-
-    logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
-
+    _quiet_interrupted_distributed()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(_commands, f"cmd_{args.command}")
