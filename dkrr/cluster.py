@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any
@@ -211,24 +212,29 @@ def _check_main_guard(options) -> None:
     if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
         return
     frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") in ("__main__", "__mp_main__"):
-            break
+    while frame is not None and not (frame.f_code.co_name == "<module>"
+                                     and frame.f_globals.get("__name__") in ("__main__", "__mp_main__")):
         frame = frame.f_back
-    else:
+    if frame is None:
         return
-    module = frame.f_globals
-    spec = module.get("__spec__")
-    path = module.get("__file__")
-    if path is None or (spec is not None and spec.name.rsplit(".", 1)[-1] == "__main__"):
-        return
-    if module["__name__"] == "__mp_main__" or not _guarded(path, frame.f_lineno):
-        raise MainGuardError(
-            f"local_cluster() is called from the top-level code of the script {path} (line "
-            f"{frame.f_lineno}); its LocalCluster worker processes import that script and "
-            "would run that code again. Put the script's work under "
-            "`if __name__ == \"__main__\":` (or pass processes=False)."
-        )
+    path = frame.f_globals.get("__file__")
+    if frame.f_globals["__name__"] == "__main__":
+        # what spawn runs again: the file of sys.modules["__main__"], unless it is a
+        # package's __main__.py (python -m package) or IPython's launcher
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if (main is None or frame.f_globals is not vars(main) or path is None
+                or (spec is not None and spec.name.rsplit(".", 1)[-1] == "__main__")
+                or os.path.splitext(os.path.basename(path))[0] == "ipython"
+                or _guarded(path, frame.f_lineno)):
+            return
+    # else: a worker process is running the script again (it did not stop above)
+    raise MainGuardError(
+        f"local_cluster() is called from the top-level code of the script {path} (line "
+        f"{frame.f_lineno}); its LocalCluster worker processes import that script and "
+        "would run that code again. Put the script's work under "
+        "`if __name__ == \"__main__\":` (or pass processes=False)."
+    )
 
 
 @contextmanager
