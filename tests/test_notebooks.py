@@ -90,6 +90,7 @@ def test_stored_without_outputs(name):
 
 
 # --------------------------------------------------------------------------- quickstart
+@pytest.mark.slow
 @pytest.mark.cluster
 def test_quickstart_executes(kernel):
     nb = _read("quickstart.ipynb")
