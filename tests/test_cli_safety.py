@@ -3,7 +3,9 @@
 Most tests call :func:`dkrr.cli.main` in this process against the session's real
 LocalCluster (``--scheduler``); the two that are about the process itself (SIGTERM,
 what reaches stderr under ``-q``) run ``python -m dkrr.cli`` as a real subprocess with
-its own LocalCluster.
+its own LocalCluster, and SIGTERM at the moment distributed logs a traceback of its own
+(a call cut short before its coroutine started) is reproduced deterministically in a
+script.
 """
 
 from __future__ import annotations
