@@ -253,9 +253,10 @@ def probe_scheduler(address: str, security=None, timeout: float = 30.0) -> None:
         A ``ConnectionError`` whose message says what went wrong: DNS, refused, no answer,
         TLS handshake, closed, silent, or not a Dask scheduler (with the bytes it sent).
     InvalidParameterError
-        The scheme is not a Dask comm scheme, or the address has no port.
+        The scheme is not a Dask comm scheme, or the address has no port or a port
+        outside 1-65535.
     """
-    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.addressing import parse_address, parse_host_port, unparse_host_port
 
     check_scheme(address)
     scheme, location = parse_address(address)
@@ -267,6 +268,11 @@ def probe_scheduler(address: str, security=None, timeout: float = 30.0) -> None:
         raise InvalidParameterError(
             f"The scheduler address {address!r} has no port: use {scheme}://host:8786."
         ) from None
+    if not 1 <= int(port) <= 65535:  # the socket layer would call it refused or a DNS failure
+        raise InvalidParameterError(
+            f"port {port} is not a valid TCP port (1-65535) in the scheduler address {address!r}; "
+            f"a Dask scheduler listens on port 8786 by default ({scheme}://{unparse_host_port(host, 8786)})."
+        )
     deadline = time.monotonic() + timeout
     sock = _connect(host, int(port), deadline, timeout)
     try:

@@ -24,6 +24,8 @@ from .errors import (
 
 __all__ = [
     "as_float_dtype",
+    "check_class_labels",
+    "check_first_label_block",
     "check_finite_rows",
     "check_input",
     "check_n_features",
@@ -113,6 +115,54 @@ def check_finite_rows(
         f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
         "them before fitting or predicting."
     )
+
+
+def check_class_labels(
+    block: np.ndarray,
+    name: str = "y",
+    block_index: int | None = None,
+    row_offset: int = 0,
+) -> None:
+    """Refuse float class labels that are not finite whole numbers (a continuous target).
+
+    The one rule for every input kind (numpy before the pass, dask and zarr on the first
+    block before the pass and on every block inside it): float labels must be finite
+    (else :class:`NonFiniteInputError` from :func:`check_finite_rows`) and integral, which
+    is scikit-learn's ``type_of_target`` test for ``"continuous"``. Whole-number floats
+    (LIBSVM's ``+1``/``-1``) are labels. Non-float dtypes pass. Arguments as in
+    :func:`check_finite_rows`.
+    """
+    if block.dtype.kind != "f":
+        return
+    check_finite_rows(block, name, block_index, row_offset)
+    flat = block.reshape(block.shape[0], -1)
+    rows = np.nonzero((flat != np.trunc(flat)).any(axis=1))[0]
+    if rows.size:
+        span = ""
+        if block_index is not None:
+            span = f" in row block {block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}),"
+        first = int(rows[0])
+        raise InputValidationError(
+            f"Unknown label type: continuous. {name} holds non-integer values{span} in "
+            f"{rows.size} row(s), first in row {row_offset + first} ({float(flat[first, 0])!r}); "
+            "a classifier needs class labels: fit a regression (RandomFeatureRidge, `dkrr fit` "
+            "without --classifier), or make the target labels (round or bin it)."
+        )
+
+
+def check_first_label_block(y: Any) -> None:
+    """:func:`check_class_labels` on the first row block of dask or zarr float labels,
+    read now: a continuous target is refused before a pass (whose tasks check every
+    block again, in whatever order they run)."""
+    if np.dtype(y.dtype).kind != "f" or y.ndim < 1 or not y.shape[0]:
+        return
+    if is_dask(y):
+        import dask
+
+        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
+    else:
+        block = y[: max(1, int(y.chunks[0]))]
+    check_class_labels(np.asarray(block), "y", 0, 0)
 
 
 def check_input(

@@ -238,6 +238,42 @@ def _check_main_guard(options) -> None:
 
 
 @contextmanager
+def _signals_deferred():
+    """Hold SIGINT and SIGTERM while the block runs (in the main thread), then deliver
+    them to the handlers in force before it.
+
+    A LocalCluster interrupted half-way through its start leaves a cluster object that
+    distributed's exit handler cannot close (``AssertionError: Status.init`` at exit, and
+    ``Nanny failed to start`` tracebacks); deferring the signal lets the start finish, the
+    caller's cleanup close the cluster, and Ctrl-C / SIGTERM then act as usual.
+    Yields a list that holds the signals received while deferred.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, lambda n, f: received.append(n))
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _redeliver(received) -> None:
+    """Deliver the first signal held by :func:`_signals_deferred` to its handler now."""
+    import signal
+
+    if received:
+        signal.raise_signal(received[0])
+
+
+@contextmanager
 def local_cluster(options=None, **overrides):
     """Start a :class:`distributed.LocalCluster` on 127.0.0.1 and yield a client of it.
 
@@ -289,6 +325,10 @@ def local_cluster(options=None, **overrides):
         if not options.processes:
             stack.enter_context(limit_blas_threads(1))
         try:
+            # Ctrl-C / SIGTERM during the start are held until the cluster and the client
+            # are up, then delivered (the ExitStack closes both before the error leaves)
+            start = stack.enter_context(contextlib.ExitStack())
+            held = start.enter_context(_signals_deferred())
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=options.n_workers,
@@ -307,6 +347,8 @@ def local_cluster(options=None, **overrides):
         except (TypeError, ValueError) as exc:
             raise InvalidParameterError(f"Could not start a LocalCluster: {exc}") from exc
         client = stack.enter_context(Client(cluster, timeout=options.timeout, security=security))
+        start.close()
+        _redeliver(held)
         if not options.quiet:
             link = None
             if options.dashboard:

@@ -25,6 +25,7 @@ __all__ = [
     "MissingValueError",
     "ModelFormatError",
     "NonFiniteInputError",
+    "OutputBusyError",
     "OutputExistsError",
     "OutputNotWritableError",
     "PrecisionWarning",
@@ -112,6 +113,11 @@ class ModelFormatError(DkrrError, OSError):
 
 class OutputExistsError(DkrrError, FileExistsError):
     """An output path exists already and overwriting was not requested."""
+
+
+class OutputBusyError(OutputExistsError):
+    """Another process is writing the same output right now (it holds the output's
+    lock); this run is refused instead of both reporting success over one result."""
 
 
 class OutputNotWritableError(DkrrError, PermissionError):

@@ -87,15 +87,18 @@ def test_csv_with_header_round_trip(tmp_path, data, dtype):
                      progress=lambda *a: calls.append(a))
     X, y, attrs, group = _read_store(tmp_path / "d.zarr")
     want = np.loadtxt(src, delimiter=",", skiprows=1)
-    assert X.dtype == np.dtype(dtype) and y.dtype == np.dtype(dtype)
+    # y stays float64 whatever the dtype of X (y_dtype)
+    assert X.dtype == np.dtype(dtype) and y.dtype == np.float64
     assert X.shape == (50, 3) and y.shape == (50,)
     np.testing.assert_array_equal(X, want[:, :3].astype(dtype))
-    np.testing.assert_array_equal(y, want[:, 3].astype(dtype))
+    np.testing.assert_array_equal(y, want[:, 3])
     assert group["X"].chunks == (7, 3) and group["y"].chunks == (7,)
     assert attrs["dkrr_layout"] == 1
     assert attrs["feature_names"] == ["a", "b", "c"]
     assert attrs["target_names"] == ["price"]
     assert attrs["format"] == "csv" and attrs["source"] == str(src)
+    assert attrs["n_features"] == 3 and attrs["delimiter"] == "," and attrs["header"] is True
+    assert attrs["target_columns"] == [3]
     assert "classes" not in attrs
     assert summary == IngestSummary(50, 3, 1, ["a", "b", "c"], ["price"], None,
                                     str(tmp_path / "d.zarr"))
@@ -251,13 +254,13 @@ def test_libsvm_n_features_comments_and_qid(tmp_path):
         "-1 2:1e-3\n"
         "+2\n"
     )
-    ingest(src, tmp_path / "d.zarr", n_features=6)
+    ingest(src, tmp_path / "d.zarr", n_features=6, index_base=1)
     Xs, ys = load_svmlight_file(str(src), n_features=6, dtype=np.float32)
     X, y, _, _ = _read_store(tmp_path / "d.zarr")
     np.testing.assert_array_equal(X, Xs.toarray())
     np.testing.assert_array_equal(y, ys)
     with pytest.raises(FeatureMismatchError, match="needs n_features >= 3"):
-        ingest(src, tmp_path / "e.zarr", n_features=2)
+        ingest(src, tmp_path / "e.zarr", n_features=2, index_base=1)
 
 
 def test_usps_real_file_matches_sklearn(tmp_path):
@@ -289,9 +292,9 @@ def test_npy_round_trip(tmp_path, data, order):
     assert attrs["format"] == "npy"
     ingest(src, tmp_path / "first.zarr", target=0, chunk_rows=7)
     X, y, _, _ = _read_store(tmp_path / "first.zarr")
-    assert X.dtype == np.float32
+    assert X.dtype == np.float32 and y.dtype == np.float64
     np.testing.assert_array_equal(X, data[:, 1:].astype(np.float32))
-    np.testing.assert_array_equal(y, data[:, 0].astype(np.float32))
+    np.testing.assert_array_equal(y, data[:, 0])
     ingest(src, tmp_path / "two.zarr", target=["column_2", 0], chunk_rows=7,
            dtype="float64")
     X, y, _, _ = _read_store(tmp_path / "two.zarr")
@@ -491,4 +494,4 @@ def test_memory_bounded_by_chunk_rows(tmp_path, rng):
     X, y, _, _ = _read_store(tmp_path / "big.zarr")
     want = pd.read_csv(src, header=None).to_numpy()
     np.testing.assert_array_equal(X, want[:, :9].astype(np.float32))
-    np.testing.assert_array_equal(y, want[:, 9].astype(np.float32))
+    np.testing.assert_array_equal(y, want[:, 9])

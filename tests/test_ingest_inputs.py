@@ -187,7 +187,7 @@ def test_text_labels_still_become_classes(tmp_path):
 def test_numeric_labels_only_on_request_and_sorted_as_numbers(tmp_path):
     src = _write(tmp_path / "d.csv", ["x,digit"] + [f"{i},{[10, 2, 1][i % 3]}" for i in range(9)])
     s = ingest(src, tmp_path / "num.zarr")
-    assert s.classes is None and _read(tmp_path / "num.zarr")[1].dtype == np.float32
+    assert s.classes is None and _read(tmp_path / "num.zarr")[1].dtype == np.float64
     s = ingest(src, tmp_path / "lab.zarr", target_type="labels")
     _, y, attrs, _ = _read(tmp_path / "lab.zarr")
     assert s.classes == attrs["classes"] == ["1", "2", "10"]
@@ -241,7 +241,7 @@ def test_wide_csv_chunk_rows_follow_a_byte_budget(tmp_path):
     assert rows * cols * 4 <= 64 * MiB
     assert group["y"].chunks == (rows,)
     np.testing.assert_array_equal(X, data[:, :-1].astype(np.float32))
-    np.testing.assert_array_equal(y, data[:, -1].astype(np.float32))
+    np.testing.assert_array_equal(y, data[:, -1])
     assert peak < 512 * MiB
 
 

@@ -84,8 +84,18 @@ def test_missing_directory(tmp_path):
 
 def test_not_a_model_directory(tmp_path):
     (tmp_path / "d").mkdir()
-    with pytest.raises(ModelFormatError, match="no model.json"):
+    with pytest.raises(ModelFormatError, match="is a directory but not a dkrr model directory: it holds no model.json"):
         load_model(tmp_path / "d")
+
+
+def test_a_file_is_said_to_be_a_file_not_missing(tmp_path, saved):
+    (tmp_path / "some_file.txt").write_text("x")
+    with pytest.raises(ModelFormatError, match="some_file.txt' is a file, not a dkrr model directory") as info:
+        load_model(tmp_path / "some_file.txt")
+    assert "does not exist" not in str(info.value)
+    # the model.json itself: the message names the directory to give instead
+    with pytest.raises(ModelFormatError, match=f"is a file.*give the directory that holds it, '{saved}'"):
+        load_model(saved / "model.json")
 
 
 def test_corrupted_json(saved):

@@ -217,7 +217,8 @@ def test_write_predictions_threaded(tmp_path):
         path = write_predictions(y_pred, tmp_path / "p.zarr", attrs={"model": "m"})
     assert path == str(tmp_path / "p.zarr")
     attrs = _check_written(path, np.arange(50, dtype=np.float32) / 3, (13,))
-    assert attrs == {"dkrr_layout": 1, "dkrr_predictions": 1, "model": "m"}
+    assert attrs == {"dkrr_layout": 1, "dkrr_predictions": 1, "model": "m",
+                     "dkrr_arrays": {"y_pred": {"shape": [50], "chunks": [13]}}}
     # 2-D predictions; chunked along columns is fine
     Y = da.ones((30, 3), chunks=(8, 1)) * da.arange(3)
     with dask.config.set(scheduler="threads"):

@@ -11,6 +11,8 @@ declares an absurd shape is refused before anything is allocated; a corrupted ch
 from __future__ import annotations
 
 import os
+import re
+import time
 from pathlib import Path
 
 import dask
@@ -281,3 +283,341 @@ def test_interrupts_wait_for_the_end_of_a_metadata_write():
             done.append("the block went on")
     assert done == ["the block went on"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ------------------------------------------------------------- incomplete stores
+
+
+def _cli(*args, cwd=None):
+    """``python -m dkrr.cli`` as a real process: (exit status, stderr lines)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stderr.strip().splitlines()
+
+
+def _edit_metadata(path, edit):
+    import json
+
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+
+
+def test_every_chunk_is_written_also_when_all_zeros(tmp_path):
+    # a chunk of zeros (Zarr's fill value) used to be left out, so a missing chunk could
+    # not tell corruption from zeros; dkrr now writes every chunk and records the arrays
+    store = Path(write_dataset(da.zeros((20, 3), chunks=(7, 3)), da.zeros(20, chunks=7),
+                               tmp_path / "zeros.zarr"))
+    preds = Path(write_predictions(da.zeros(20, chunks=7), tmp_path / "p.zarr"))
+    assert sorted(p.name for p in (store / "X" / "c").iterdir()) == ["0", "1", "2"]
+    assert sorted(p.name for p in (store / "y" / "c").iterdir()) == ["0", "1", "2"]
+    assert sorted(p.name for p in (preds / "y_pred" / "c").iterdir()) == ["0", "1", "2"]
+    ds = open_dataset(store)
+    assert ds.attrs["dkrr_arrays"] == {"X": {"shape": [20, 3], "chunks": [7, 3]},
+                                       "y": {"shape": [20], "chunks": [7]}}
+    assert float(ds.X.sum().compute()) == 0.0
+
+
+def test_ingested_zero_rows_are_stored_and_read(tmp_path):
+    from dkrr.io import ingest
+
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,t\n" + "0,0,0\n" * 10 + "1,2,3\n")
+    ingest(csv, tmp_path / "d.zarr", target="t", chunk_rows=4)
+    assert sorted(p.name for p in (tmp_path / "d.zarr" / "X" / "c").iterdir()) == ["0", "1", "2"]
+    ds = open_dataset(tmp_path / "d.zarr")
+    assert ds.attrs["dkrr_arrays"]["X"] == {"shape": [11, 2], "chunks": [4, 2]}
+    assert float(ds.y.sum().compute()) == 3.0
+
+
+@pytest.mark.parametrize("name", ["X", "y"])
+def test_missing_chunk_is_refused_when_opened(tmp_path, name):
+    store = _dataset(tmp_path / "data.zarr")
+    chunk = store / name / "c" / "1" / "0" if name == "X" else store / name / "c" / "1"
+    chunk.unlink()
+    with pytest.raises(StoreError, match=(
+            rf"data.zarr: array '{name}' is missing 1 of 3 chunk\(s\) \(c/1.*\): rows 7-13 "
+            r"of 20 .*not stored.*re-create it")):
+        open_dataset(store)
+
+
+def test_missing_chunk_in_a_format_2_store_is_refused(tmp_path):
+    # the chunk key comes from the array's own encoding ("1.0" in Zarr format 2)
+    group = zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
+    X = group.create_array("X", shape=(20, 3), chunks=(7, 3), dtype="f8")
+    y = group.create_array("y", shape=(20,), chunks=(7,), dtype="f8")
+    X[:], y[:] = 1.0, 1.0
+    from dkrr.io._reader import MANIFEST, manifest
+
+    group.attrs[MANIFEST] = manifest({"X": X, "y": y})
+    assert open_dataset(tmp_path / "v2.zarr").n_samples == 20
+    (tmp_path / "v2.zarr" / "X" / "2.0").unlink()
+    with pytest.raises(StoreError, match=r"'X' is missing 1 of 3 chunk\(s\) \(2.0\): rows 14-19"):
+        open_dataset(tmp_path / "v2.zarr")
+
+
+@pytest.mark.parametrize("rows", [21, 40])
+def test_declared_shape_larger_than_written_is_refused(tmp_path, rows):
+    # 21 rows stay inside the last chunk (its padding would be read as a zero row);
+    # 40 rows declare chunks that were never written
+    store = _dataset(tmp_path / "data.zarr")
+    for name in ("X", "y"):
+        _edit_metadata(store / name / "zarr.json", lambda d: d["shape"].__setitem__(0, rows))
+    with pytest.raises(StoreError, match=rf"array 'X' declares shape \({rows}, 3\).*dkrr wrote "
+                                         r"it with shape \(20, 3\)"):
+        open_dataset(store)
+
+
+def test_store_without_the_record_follows_zarr_rules(tmp_path):
+    # another program's store (or an older dkrr's) may leave out chunks of zeros
+    group = zarr.open_group(str(tmp_path / "foreign.zarr"), mode="w")
+    group.create_array("X", data=np.zeros((20, 3)), chunks=(7, 3))
+    group.create_array("y", data=np.zeros(20), chunks=(7,))
+    assert not (tmp_path / "foreign.zarr" / "X" / "c").exists()
+    assert float(open_dataset(tmp_path / "foreign.zarr").X.sum().compute()) == 0.0
+
+
+def test_cli_fit_refuses_an_incomplete_store(tmp_path):
+    from dkrr.io import ingest
+
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,t\n" + "".join(f"{i},{i % 3},{i % 5}\n" for i in range(30)))
+    store = Path(ingest(csv, tmp_path / "d.zarr", target="t", chunk_rows=8).path)
+    (store / "y" / "c" / "2").unlink()
+    code, err = _cli("fit", store, "--out", tmp_path / "m", "--scheduler", "tcp://127.0.0.1:9")
+    assert code == 1 and len(err) == 1, err
+    assert re.fullmatch(r"dkrr fit: error: store .*d.zarr: array 'y' is missing 1 of 4 "
+                        r"chunk\(s\) \(c/2\): rows 16-23 of 30 .*", err[0]), err
+    assert not (tmp_path / "m").exists()
+
+
+# ------------------------------------------------------------- corrupt metadata
+
+
+def _set_codec(doc):
+    doc["codecs"][-1]["name"] = "no-such-codec"
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda p: p.write_text("{not json"), "JSONDecodeError"),
+    (lambda p: p.write_text(""), "JSONDecodeError"),
+    (lambda p: _edit_metadata(p, lambda d: d.__setitem__("data_type", "banana")), "banana"),
+    (lambda p: _edit_metadata(p, _set_codec), "no-such-codec"),
+], ids=["bad-json", "empty", "unknown-dtype", "unknown-codec"])
+def test_corrupt_array_metadata_is_one_store_error(tmp_path, capsys, edit, why):
+    from dkrr.cli import main
+
+    store = _dataset(tmp_path / "data.zarr")
+    edit(store / "X" / "zarr.json")
+    with pytest.raises(StoreError, match=rf"store .*data.zarr: the metadata of array 'X' is "
+                                         rf"corrupted or not supported \(.*{why}.*\)"):
+        open_dataset(store)
+    code = main(["fit", str(store), "--out", str(tmp_path / "m"), "--scheduler",
+                 "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "metadata of array 'X'" in err[0], err
+
+
+def test_corrupt_format_2_array_metadata_is_one_store_error(tmp_path):
+    group = zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
+    group.create_array("X", data=np.ones((4, 2)))
+    group.create_array("y", data=np.ones(4))
+    (tmp_path / "v2.zarr" / "y" / ".zarray").write_text('{"zarr_format": 2, "shape": ')
+    with pytest.raises(StoreError, match=r"v2.zarr: the metadata of array 'y' is corrupted"):
+        open_dataset(tmp_path / "v2.zarr")
+
+
+# ------------------------------------------------------------- one writer at a time
+
+#: A real writer in its own process: write_dataset over `out` (--overwrite), whose
+#: blocks wait until the test creates `go`; `started` says it is inside its write.
+_BLOCKED_WRITER = """
+import os, sys, time
+import dask, dask.array as da, numpy as np
+from dkrr.io import write_dataset
+out, started, go = sys.argv[1:4]
+def wait(block):
+    open(started, "a").close()
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    return block
+with dask.config.set(scheduler="threads"):
+    X = da.full((20, 3), 7.0, chunks=(7, 3)).map_blocks(wait, meta=np.empty((0, 0)))
+    write_dataset(X, da.arange(20.0, chunks=7), out, overwrite=True)
+print("writer done")
+"""
+
+
+def _blocked_writer(tmp_path, out):
+    import subprocess
+    import sys
+
+    started, go = tmp_path / "started", tmp_path / "go"
+    proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, str(out), str(started),
+                             str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the writer never started writing"
+        time.sleep(0.05)
+    return proc, go
+
+
+def test_concurrent_overwrite_second_writer_is_refused(tmp_path):
+    # two runs writing one output: the second (a real `dkrr ingest --overwrite`) is
+    # refused while the first holds the output; the first succeeds, and its store, whole,
+    # is what is left (both used to report success over one of them)
+    out = _dataset(tmp_path / "data.zarr", value=1.0)
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,c,t\n" + "5,5,5,1\n" * 8)
+    proc, go = _blocked_writer(tmp_path, out)
+    try:
+        code, err = _cli("ingest", csv, "--out", out, "--target", "t", "--overwrite", "-q")
+    finally:
+        go.touch()
+        stdout, stderr = proc.communicate(timeout=120)
+    assert code == 1 and len(err) == 1, err
+    assert re.fullmatch(rf"dkrr ingest: error: another process \(pid {proc.pid} on .*\) is "
+                        r"writing .*data.zarr right now; .*wait for it to finish.*", err[0]), err
+    assert proc.returncode == 0 and "writer done" in stdout, stderr
+    _intact(out, value=7.0)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # once the writer is done the lock is gone: the next run replaces its output
+    write_dataset(np.zeros((8, 3)), np.zeros(8), out, overwrite=True)
+    assert open_dataset(out).n_samples == 8
+
+
+def test_a_killed_writer_leaves_no_lock_that_blocks(tmp_path):
+    import signal
+
+    out = _dataset(tmp_path / "data.zarr", value=1.0)
+    proc, go = _blocked_writer(tmp_path, out)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert (tmp_path / ".data.zarr.lock").exists()  # the file stays; its lock died
+    write_dataset(da.full((20, 3), 3.0, chunks=(7, 3)), da.arange(20.0, chunks=7), out,
+                  overwrite=True)
+    _intact(out, value=3.0)
+    assert not (tmp_path / ".data.zarr.lock").exists()
+
+
+def test_an_output_being_written_is_refused_for_every_kind(tmp_path):
+    from dkrr import RandomFeatureRidge
+    from dkrr.errors import OutputBusyError
+    from dkrr.io import ingest
+    from dkrr.io._model import save_model
+
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,t\n1,2\n3,4\n")
+    est = RandomFeatureRidge(n_components=4, random_state=0).fit(np.ones((4, 2)), np.ones(4))
+    out = tmp_path / "out"
+    writers = {
+        "dataset": lambda: write_dataset(np.ones((4, 2)), np.ones(4), out, overwrite=True),
+        "ingest": lambda: ingest(csv, out, target="t", overwrite=True),
+        "predictions": lambda: write_predictions(np.ones(4), out, overwrite=True),
+        "model": lambda: save_model(est, out, overwrite=True),
+        "check_output": lambda: check_output(out, overwrite=True),
+    }
+    with atomic_output(out, overwrite=True) as tmp:  # a writer of `out` at work
+        tmp.mkdir()
+        for kind, write in writers.items():
+            with pytest.raises(OutputBusyError, match=r"another process \(pid \d+ on .*\) is "
+                                                      r"writing .*out right now"):
+                write()
+            assert not out.exists(), kind
+    assert out.is_dir() and not (tmp_path / ".out.lock").exists()
+
+
+# ------------------------------------------------------------- URLs are not paths
+
+URLS = ["s3://bucket/d.zarr", "gs://bucket/d.zarr", "https://host/d.zarr",
+        "abfs://container/d.zarr", "file:///tmp/d.zarr", Path("s3://bucket/d.zarr")]
+
+
+def _no_url_folders(directory):
+    return sorted(p.name for p in Path(directory).iterdir() if p.name.endswith(":"))
+
+
+@pytest.mark.parametrize("url", URLS, ids=str)
+def test_url_paths_are_refused_by_every_python_entry_point(tmp_path, monkeypatch, url):
+    # s3://bucket/d.zarr used to become the local folder ./s3:/bucket/d.zarr
+    from dkrr import RandomFeatureRidge
+    from dkrr.errors import InvalidParameterError
+    from dkrr.io import ingest
+    from dkrr.io._model import load_model, save_model
+
+    monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,t\n1,2\n3,4\n")
+    est = RandomFeatureRidge(n_components=4, random_state=0).fit(np.ones((4, 2)), np.ones(4))
+    calls = {
+        "ingest input": lambda: ingest(url, tmp_path / "x.zarr", target="t"),
+        "ingest output": lambda: ingest(csv, url, target="t"),
+        "open_dataset": lambda: open_dataset(url),
+        "write_dataset": lambda: write_dataset(np.ones((4, 2)), np.ones(4), url),
+        "write_predictions": lambda: write_predictions(np.ones(4), url),
+        "save_model": lambda: save_model(est, url),
+        "load_model": lambda: load_model(url),
+        "check_output": lambda: check_output(url),
+        "check_output input": lambda: check_output(tmp_path / "o", inputs=[url]),
+        "atomic_output": lambda: atomic_output(url).__enter__(),
+    }
+    scheme = str(url).split(":")[0]
+    for name, call in calls.items():
+        with pytest.raises(InvalidParameterError, match=rf"'{scheme}:/.*' is a URL \({scheme}://\), "
+                                                        r"not a local path: "):
+            call()
+    assert _no_url_folders(tmp_path) == [] and not (tmp_path / "x.zarr").exists()
+
+
+def test_object_store_message_and_what_is_not_a_url(tmp_path):
+    from dkrr.errors import InvalidParameterError
+    from dkrr.io._paths import refuse_url, url_scheme
+
+    with pytest.raises(InvalidParameterError, match="object stores and remote URLs are not "
+                                                    "supported yet.*copy the data to a local"):
+        refuse_url("s3://bucket/d.zarr", "output")
+    with pytest.raises(InvalidParameterError, match="give the local path itself, without file://"):
+        refuse_url("file:///data/d.zarr", "output")
+    for local in ["C:/data/d.zarr", "C:\\data\\d.zarr", "d.zarr", "./s3:/bucket/d.zarr",
+                  "/data/s3://x", "data:set.zarr", b"/data/d.zarr", Path("a/b")]:
+        assert url_scheme(local) is None, local
+    # a local name ending with a colon is still reachable as ./name:
+    out = check_output(tmp_path / "s3:" / "d.zarr")
+    assert out.parent.name == "s3:"
+
+
+@pytest.mark.parametrize("argv", [
+    ["ingest", "{csv}", "--out", "s3://bucket/d.zarr", "--target", "t"],
+    ["ingest", "s3://bucket/d.csv", "--out", "d.zarr", "--target", "t"],
+    ["fit", "s3://bucket/d.zarr", "--out", "m"],
+    ["fit", "{store}", "--out", "gs://bucket/m"],
+    ["predict", "{model}", "{store}", "--out", "s3://bucket/p.zarr"],
+    ["predict", "s3://bucket/m", "{store}", "--out", "p.zarr"],
+    ["evaluate", "{model}", "https://host/d.zarr"],
+], ids=lambda a: " ".join(a[:1] + [x for x in a if "://" in x]))
+def test_url_paths_are_refused_by_the_cli(tmp_path, monkeypatch, capsys, argv):
+    from dkrr import RandomFeatureRidge
+    from dkrr.cli import main
+    from dkrr.io._model import save_model
+
+    monkeypatch.chdir(tmp_path)
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,t\n1,2\n3,4\n")
+    store = _dataset(tmp_path / "data.zarr")
+    model = tmp_path / "model"
+    save_model(RandomFeatureRidge(n_components=4, random_state=0).fit(np.ones((4, 3)), np.ones(4)),
+               model)
+    args = [a.format(csv=csv, store=store, model=model) for a in argv]
+    if argv[0] != "ingest":  # nothing may reach a scheduler
+        args += ["--scheduler", "tcp://127.0.0.1:9"]
+    code = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert re.fullmatch(rf"dkrr {argv[0]}: error: .* '\w+://.*' is a URL \(\w+://\), not a "
+                        r"local path: object stores .*not supported yet.*", err[0]), err
+    assert _no_url_folders(tmp_path) == []
+    assert not {"d.zarr", "m", "p.zarr"} & set(os.listdir(tmp_path))

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
 from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line
 
@@ -115,12 +116,16 @@ def cmd_ingest(args) -> int:
         target=target,
         format=args.format,
         header=args.header,
-        delimiter=args.delimiter,
+        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(
+            args.delimiter, args.delimiter),
         dtype=args.dtype,
+        y_dtype=args.y_dtype,
         chunk_rows=args.chunk_rows,
         n_features=args.n_features,
+        index_base=int(args.index_base) if args.index_base.isdigit() else args.index_base,
         missing=args.missing,
         target_type="labels" if args.labels else "auto",
+        like=args.like,
         overwrite=args.overwrite,
         progress=None if args.quiet else progress,
     )
@@ -131,6 +136,12 @@ def cmd_ingest(args) -> int:
         f"{summary.n_targets} target(s)"
         + (f", classes {list(summary.classes)}" if summary.classes else "")
     )
+    if summary.index_base_guessed and summary.index_base == 1:
+        print(
+            "LIBSVM indices read as one-based (index 0 never occurs); if the file is "
+            "zero-based, ingest it again with --index-base 0. Ingest a test file with "
+            "--like this store to read it the same way."
+        )
     return 0
 
 
@@ -241,6 +252,7 @@ def cmd_fit(args) -> int:
     out = Path(args.out)
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_dataset(args.store, require_y=True)
+    check_regression_target(est, data)
     y = data.y
     with _client(args), _warnings_as_lines("fit"):
         t0 = time.perf_counter()
@@ -311,8 +323,10 @@ def cmd_predict(args) -> int:
     with _client(args):
         y_pred = est.predict(data.X)
         attrs = {"model": str(Path(args.model).resolve()), "source": str(Path(args.store).resolve())}
-        if hasattr(est, "store_classes_"):
-            attrs["classes"] = [str(c) for c in est.store_classes_]
+        if hasattr(est, "classes_"):  # text labels: codes, and the model's labels in 'classes'
+            y_pred, classes = prediction_output(est, y_pred)
+            if classes is not None:
+                attrs["classes"] = classes
         write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
                           compute=lambda tasks: compute(*tasks, label="predicting"))
     if args.json:
@@ -330,15 +344,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def cmd_evaluate(args) -> int:
-    import dask.array as da
+def _first_block_mean(y) -> np.ndarray:
+    """The mean of the first block of the dask array ``y`` per column (0 where not finite)."""
+    import dask
 
+    with np.errstate(all="ignore"):
+        first = np.asarray(dask.compute(y[: y.chunks[0][0]])[0], dtype=np.float64)
+        mean = first.mean(axis=0) if first.size else np.zeros(first.shape[1:])
+    return np.where(np.isfinite(mean), mean, 0.0)
+
+
+def cmd_evaluate(args) -> int:
     from .._progress import compute
     from ..errors import InputValidationError
     from ..io import open_dataset
 
     est = _load(args.model)
     data = open_dataset(args.store, require_y=True)
+    check_regression_target(est, data)
     with _client(args):
         y_pred = est.predict(data.X)
         y = data.y
@@ -349,15 +372,19 @@ def cmd_evaluate(args) -> int:
                 f"{_plural(n_true, 'target')}; evaluate the model on a store with the "
                 "targets it was fitted on"
             )
-        if hasattr(est, "classes_"):
-            (acc,) = compute(da.mean(y_pred.reshape(y.shape) == y.astype(y_pred.dtype)),
-                             label="evaluating")
-            metrics = {"accuracy": float(acc)}
+        note = None
+        if hasattr(est, "classes_"):  # labels, not codes: each store's codes through its classes
+            metrics, note = class_metrics(est, data, y_pred)
         else:
             y = y.astype(np.float64)
             resid = y - y_pred.reshape(y.shape)
+            # the total sum of squares from sums of y - s, s the mean of y's first block:
+            # from raw sums (sum y^2 - (sum y)^2 / n) a target far from zero (1e8 + sin x)
+            # lost every digit to cancellation (r2 = -inf was printed)
+            shift = _first_block_mean(y)
+            ys = y - shift
             sse, ysum, yy = compute(
-                (resid**2).sum(axis=0), y.sum(axis=0), (y**2).sum(axis=0), label="evaluating"
+                (resid**2).sum(axis=0), ys.sum(axis=0), (ys**2).sum(axis=0), label="evaluating"
             )
             n = int(y.shape[0])
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -365,6 +392,8 @@ def cmd_evaluate(args) -> int:
                 metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
                            "mse": float(np.mean(sse) / n)}
     metrics["n_rows"] = int(data.X.shape[0])
+    if note is not None:
+        print(f"dkrr evaluate: note: {note}", file=sys.stderr, flush=True)
     if args.json:
         # JSON has no NaN or infinity (Python's json would write the invalid token NaN)
         for key, value in metrics.items():

@@ -8,8 +8,6 @@ import signal
 import sys
 import threading
 
-from ..errors import DkrrError
-from . import _commands
 from ._options import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -68,24 +66,34 @@ def main(argv: list[str] | None = None) -> int:
     Returns the exit status: 0 ok, 1 error, 130 interrupted (Ctrl-C), 143 terminated
     (SIGTERM). Interrupted or terminated, no partial output is left behind.
     """
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("dkrr: interrupted", file=sys.stderr)
+        return 130
     _quiet_interrupted_distributed()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(_commands, f"cmd_{args.command}")
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return int(handler(args) or 0)
+        # the libraries are imported here, inside the handlers: a Ctrl-C while they load
+        # (a few seconds) is an interruption like any other, not an import traceback
+        from ..errors import DkrrError
+        from . import _commands
+
+        handler = getattr(_commands, f"cmd_{args.command}")
+        try:
+            return int(handler(args) or 0)
+        except (DkrrError, FileNotFoundError) as exc:
+            print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
+            return 1
     except _Terminated:
         print("dkrr: terminated; no partial output was left behind", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
         print("dkrr: interrupted; no partial output was left behind", file=sys.stderr)
         return 130
-    except (DkrrError, FileNotFoundError) as exc:
-        print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
-        return 1
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

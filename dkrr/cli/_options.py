@@ -139,14 +139,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="target column: header name or 0-based index (default: last; libsvm: labels)")
     p.add_argument("--format", choices=["csv", "libsvm", "npy"], help="input format (default: from the extension)")
     hdr = p.add_mutually_exclusive_group()
-    hdr.add_argument("--header", dest="header", action="store_true", default=None, help="CSV has a header row")
+    hdr.add_argument("--header", dest="header", action="store_true", default=None,
+                     help="CSV has a header row (default: detected -- the first line is a header "
+                          "when one of its cells is text where the second line has a number)")
     hdr.add_argument("--no-header", dest="header", action="store_false", help="CSV has no header row")
-    p.add_argument("--delimiter", default=",", help="CSV delimiter (default ,)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="stored dtype of X")
+    p.add_argument("--delimiter", default=",",
+                   help="CSV delimiter: one character, 'tab', or 'whitespace' for runs of "
+                        "spaces and tabs (default ,)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                   help="stored dtype of X (default float32)")
+    p.add_argument("--y-dtype", choices=["float64", "float32"], default="float64",
+                   help="stored dtype of a numeric y (default float64, exact for integers up "
+                        "to 2**53); class labels are stored as int32 codes")
+    p.add_argument("--index-base", choices=["0", "1", "auto"], default="auto",
+                   help="LIBSVM: index of the first feature (default auto: 0 if index 0 occurs, "
+                        "else 1; refused as ambiguous when --n-features fits both)")
+    p.add_argument("--like", metavar="STORE",
+                   help="read the file with the layout of this store (e.g. the training store): "
+                        "its features, dtypes, index base, delimiter, target and classes; a "
+                        "header must name the store's columns")
     p.add_argument("--chunk-rows", type=int, default=65536,
                    help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
                         "chunk of X stays within 64 MiB (default 65536)")
-    p.add_argument("--n-features", type=int, help="LIBSVM: number of features (default: largest index)")
+    p.add_argument("--n-features", type=int,
+                   help="LIBSVM: number of features (default: the largest index, one more if "
+                        "zero-based); CSV/.npy: checked")
     p.add_argument("--missing", choices=["error", "drop"], default="error",
                    help="rows with an empty, NA or NaN cell: error (default; names the rows) or drop")
     p.add_argument("--labels", action="store_true",

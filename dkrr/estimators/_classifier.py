@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import is_dask
+from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
@@ -20,18 +20,18 @@ def _labels_block(scores, classes):
 
 
 def _check_label_kind(y):
-    """In-memory labels: refuse continuous targets, ravel (n, 1) with a warning (as sklearn)."""
-    if y is None or is_dask(y) or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
+    """Refuse continuous or non-finite labels before the pass, for every input kind.
+
+    numpy: every value (and ravel (n, 1) with a warning, as scikit-learn). dask and zarr:
+    the first row block, read before the pass (the pass checks every block again, in its
+    tasks). The rule is :func:`~dkrr._validation.check_class_labels`: float labels must be
+    finite whole numbers; the error names the rows.
+    """
+    if y is None or not hasattr(y, "__len__") and not hasattr(y, "__array__"):
         return y
-    try:
-        import zarr
-
-        if isinstance(y, zarr.Array):
-            return y
-    except ImportError:  # pragma: no cover
-        pass
-    from sklearn.utils.multiclass import type_of_target
-
+    if is_dask(y) or _is_zarr(y):
+        check_first_label_block(y)
+        return y
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         import warnings
@@ -43,11 +43,8 @@ def _check_label_kind(y):
         y = y[:, 0]
     if y.dtype == object:
         _check_object_labels(y)
-    if y.ndim == 1 and y.size and type_of_target(y) == "continuous":
-        raise InputValidationError(
-            "Unknown label type: continuous. y holds continuous values; a classifier needs "
-            "class labels (use RandomFeatureRidge for regression)."
-        )
+    if y.ndim == 1:
+        check_class_labels(y, "y")
     return y
 
 
@@ -141,9 +138,12 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         Raises
         ------
         InputValidationError
-            Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds.
+            Shapes, X/y length mismatch, fewer than two classes, too few rows for the folds;
+            a continuous target ("Unknown label type: continuous": float labels that are
+            not whole numbers, checked on all of numpy ``y``, on the first block of dask or
+            zarr ``y`` before the pass and on every block in it; the message names the rows).
         NonFiniteInputError
-            NaN or inf in X (or in float labels).
+            NaN or inf in X or in float labels (naming the rows, for every input kind).
         InvalidParameterError
             Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError

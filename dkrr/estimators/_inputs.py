@@ -28,3 +28,35 @@ def _materialize(a):
 
         return np.asarray(compute_limited(a, label="computing")[0])
     return np.asarray(a)
+
+
+def _shifted_target(yd, numeric: bool, y=None):
+    """``(y - s, s)`` with ``s`` the mean of y's first block (per target column), when the
+    model has an intercept; else ``(y, 0)``.
+
+    The statistics hold ``sum y``, ``sum y^2`` and ``Z^T y``; the fold errors and the
+    centred solve subtract terms of the size of ``n ybar^2`` from them. For a target far
+    from zero (``1e8 + sin x``) that cancellation lost every digit (negative fold MSEs).
+    With an intercept the model and every fold's error are the same for ``y - s``, and
+    the first block's mean is near enough to the mean to remove the cancellation; ``s``
+    is added back to the intercept. ``y``: the target as given; numpy is read directly,
+    a dask or zarr target costs one read of its first block before the pass.
+    """
+    t = 1 if yd.ndim == 1 else int(yd.shape[1])
+    if not numeric or yd.shape[0] == 0:
+        return yd, np.zeros(t)
+    import dask
+
+    rows = yd.chunks[0][0]
+    if isinstance(y, np.ndarray):
+        first = y[:rows]
+    else:
+        first = dask.compute(yd[:rows])[0]
+    first = np.asarray(first, dtype=np.float64).reshape(-1, t)
+    with np.errstate(all="ignore"):
+        shift = np.nanmean(first, axis=0) if first.size else np.zeros(t)
+    # NaN or inf rows are named by the pass's own check; they must not move the others
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    if not np.any(shift):
+        return yd, np.zeros(t)
+    return yd - (shift if yd.ndim > 1 else shift[0]), shift

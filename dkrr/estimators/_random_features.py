@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..features._nonlinear import check_kernel
 from ..features._registry import resolve_method
 from .._params import check_bool, check_gamma
 from .._validation import check_input, check_n_features, check_random_state, is_dask
@@ -23,7 +24,10 @@ GAMMA_RULES = ("median", "scale")
 
 
 def check_gamma_param(gamma, kernel):
-    """``gamma``: a positive number, or ``"median"`` / ``"scale"`` for the gaussian kernel."""
+    """``gamma``: a positive number, or ``"median"`` / ``"scale"`` for the gaussian kernel
+    (an unknown ``kernel`` is refused first, as such: gamma's message would call it a
+    kernel without a width)."""
+    check_kernel(kernel)
     if isinstance(gamma, str):
         if gamma not in GAMMA_RULES:
             raise InvalidParameterError(

@@ -15,12 +15,12 @@ from ..errors import InputValidationError, InvalidParameterError, SingularSystem
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
 from ..features._standardize import StandardizedMap
-from ..linalg._cv import check_folds, check_gammas
+from ..linalg._cv import check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
 from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
-from ._inputs import _materialize, _refuse_sparse  # noqa: F401 - the classifier imports them from here
+from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
 from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
 
 __all__ = ["RandomFeatureRidge"]
@@ -176,13 +176,14 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 "scores are unweighted); drop one of them."
             )
         n = Xd.shape[0]
-        if K > 1 and n < 2 * K:
-            check_folds(np.array([n // K] * K))  # raises: too few rows for the folds
+        check_rows_for_folds(n, K)
+        yd, shift = _shifted_target(yd, not self._labels_mode and bool(self.fit_intercept), y)
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         if self.solver_ == "pcg":  # matrix-free: one streamed pass per CG iteration
             self.precision_, self.precision_error_ = "float64", float("nan")
-            return fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
+            beta, intercept = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
+            return beta, intercept + shift
         Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
         fmap, self.gamma_, fold_seed, rng = draw_ridge_map(self, Xd, moments, scale, resolve=gammas is None)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
@@ -203,7 +204,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 f"{exc} The statistics are float32 (precision={self.precision!r}), whose rounding "
                 f"(about eps32 ||G||, precision_error_ = {error:.1e}) can make G + alpha*I indefinite "
                 "at this alpha: use precision='float64' or 'auto'.") from None
-        return beta, intercept
+        return beta, intercept + shift
 
     def _targets_from_statistics(self, stats):
         return stats

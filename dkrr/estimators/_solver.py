@@ -63,7 +63,7 @@ def pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, *, limits=None):
     (:class:`MemoryBudgetError` naming its terms and fixes) when it cannot fit: the worker
     part against the smallest worker's memory limit and the client part against this
     machine's available memory (without a Client, the larger part against the latter)."""
-    from ..linalg._memory import _gib, available_memory
+    from ..linalg._memory import available_memory, format_bytes
 
     # the estimate alone (an unbounded budget); None for parameters refused later
     estimate = check_fit_memory(Xd, yd, n_folds=n_folds, solver="pcg", pcg_rank=rank, n_alphas=n_alphas,
@@ -80,11 +80,11 @@ def pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, *, limits=None):
         if need > limit:
             p, l = estimate.p, min(rank, estimate.p)
             raise MemoryBudgetError(
-                f"solver='pcg' needs about {_gib(need)}, more than {where} ({_gib(limit)}): with "
+                f"solver='pcg' needs about {format_bytes(need)}, more than {where} ({format_bytes(limit)}): with "
                 f"n_components={est.n_components} (p={p} features), pcg_rank={l} and {n_folds} fold(s) x "
                 f"{n_alphas if n_folds > 1 else 1} alpha(s) of right-hand sides per pass, a partial sum takes "
-                f"{_gib(estimate.statistics)}, a block task {_gib(estimate.block_task)} and the client "
-                f"{_gib(estimate.client)} (p x pcg_rank and p x right-hand-side arrays; nothing is p x p). Use "
+                f"{format_bytes(estimate.statistics)}, a block task {format_bytes(estimate.block_task)} and the client "
+                f"{format_bytes(estimate.client)} (p x pcg_rank and p x right-hand-side arrays; nothing is p x p). Use "
                 f"a smaller n_components (about {max(1, int(est.n_components * limit / need))} or fewer would "
                 "fit), a smaller pcg_rank, fewer alphas or cv folds, or more memory."
             )

@@ -127,7 +127,9 @@ def resolve_method(method: Any, n_features_in: int) -> Any:
 
 
 def _checked_auto(kernel, method, n_components, gamma, options: dict, n_features_in: int):
-    """:func:`_checked` of the resolved method; an error names what ``"auto"`` chose."""
+    """:func:`_checked` of the resolved method; an error about the method's options names
+    what ``"auto"`` chose (the kernel is checked first: its error is not about methods)."""
+    check_kernel(kernel)
     resolved = resolve_method(method, n_features_in)
     try:
         return _checked(kernel, resolved, n_components, gamma, options)
@@ -151,12 +153,6 @@ def _checked(kernel, method, n_components, gamma, options: dict) -> tuple[str, s
     n_components = check_int(n_components, "n_components")
     check_gamma(gamma, kernel)
     given = {k: v for k, v in options.items() if v is not None}
-    if given.get("rom_diagonal", "rademacher") != "rademacher" and kernel != "linear":
-        raise InvalidParameterError(
-            f"rom_diagonal={given['rom_diagonal']!r} makes W complex, which only kernel='linear' "
-            f"takes (features [Re, Im] estimating Re <Wx, Wy>), not kernel={kernel!r}; use "
-            "rom_diagonal='rademacher' (the default) with this kernel"
-        )
     if method in DATA_DEPENDENT_METHODS:
         if given:
             raise InvalidParameterError(
@@ -164,7 +160,15 @@ def _checked(kernel, method, n_components, gamma, options: dict) -> tuple[str, s
                 "random projections; Nystroem uses landmark rows of X)"
             )
         return kernel, method, n_components, {}
-    return kernel, method, n_components, check_options(method, PROJECTIONS[method].options, given, _takers)
+    # an option of another method is refused as such (not judged by its meaning for rom)
+    opts = check_options(method, PROJECTIONS[method].options, given, _takers)
+    if method == "rom" and given.get("rom_diagonal", "rademacher") != "rademacher" and kernel != "linear":
+        raise InvalidParameterError(
+            f"rom_diagonal={given['rom_diagonal']!r} makes W complex, which only kernel='linear' "
+            f"takes (features [Re, Im] estimating Re <Wx, Wy>), not kernel={kernel!r}; use "
+            "rom_diagonal='rademacher' (the default) with this kernel"
+        )
+    return kernel, method, n_components, opts
 
 
 def _draw_projection_map(kernel, method, n_components, gamma, n_features_in, rng, options) -> RandomFeatureMap:

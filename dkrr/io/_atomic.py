@@ -2,24 +2,35 @@
 
 Every output dkrr writes (an ingested Zarr store, a saved model directory, a store of
 predictions) goes through :func:`atomic_output`, so an interrupted or failed run never
-leaves something at the final path that looks complete.
+leaves something at the final path that looks complete, and two runs writing one output
+at the same time never both report success: the writer holds an exclusive lock on the
+output (see :func:`output_lock`) from before its work until its output is in place.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import shutil
 import signal
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ..errors import OutputExistsError, OutputNotWritableError
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
+    fcntl = None
 
-__all__ = ["atomic_output", "check_output", "interrupts_deferred"]
+from ..errors import OutputBusyError, OutputExistsError, OutputNotWritableError
+from ._paths import refuse_url
+
+__all__ = ["atomic_output", "check_output", "interrupts_deferred", "output_lock"]
 
 #: Files whose presence makes a directory a Zarr node (format 3, then format 2).
 ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")
@@ -125,6 +136,112 @@ def _check_not_in_zarr(path: Path) -> None:
                 )
 
 
+def _lock_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.lock"
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, from what it wrote into the lock file."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {int(info['pid'])} on {info['host']}, since {info['since']}"
+    except (OSError, ValueError, TypeError, KeyError):
+        return "holder unknown"
+
+
+def _busy(path: Path, fd: int) -> OutputBusyError:
+    return OutputBusyError(
+        f"another process ({_holder(fd)}) is writing {path} right now; only one run "
+        "may write an output at a time: wait for it to finish, then run again "
+        "(with --overwrite / overwrite=True to replace its output)"
+    )
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            return True  # a filesystem without locks: as before, no lock (documented)
+        raise
+    return True
+
+
+def _check_not_busy(path: Path) -> None:
+    """Refuse `path` while another process holds its lock (without taking it)."""
+    if fcntl is None:
+        return
+    try:
+        fd = os.open(_lock_path(path), os.O_RDWR)
+    except OSError:
+        return  # no lock file: nobody is writing
+    try:
+        if not _try_lock(fd):
+            raise _busy(path, fd)
+    finally:
+        os.close(fd)  # closing releases a lock this probe took
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the exclusive lock on writing the output `path`, or refuse at once.
+
+    The lock is an ``flock`` on the hidden file ``.{name}.lock`` beside `path`, which
+    records the holder's pid, host and start time for the message of a refused run.
+    The kernel releases it when the holder exits, however it exits (SIGKILL included),
+    so a lock is never stale; a lock file left by a killed run is reused and removed by
+    the next writer. On a filesystem without file locks (or off POSIX) no lock is held.
+
+    Raises
+    ------
+    OutputBusyError
+        If another process (or another writer in this process) holds the lock.
+    """
+    path = Path(os.path.abspath(os.fspath(path)))
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    lock = _lock_path(path)
+    deadline = time.monotonic() + 0.25  # a preflight probe holds it for an instant
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as exc:
+            raise OutputNotWritableError(
+                f"cannot create the lock file {lock} for {path}: {exc.strerror or exc}"
+            ) from None
+        try:
+            locked = _try_lock(fd)
+            if locked:
+                # the previous holder removes the file when it ends: a lock taken on a
+                # file no longer at `lock` locks nothing, so take it on the current file
+                mine, now = os.fstat(fd), os.stat(lock)
+                if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
+                    break
+            elif time.monotonic() > deadline:
+                raise _busy(path, fd)
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+        if not locked:
+            time.sleep(0.05)
+    try:
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)  # while still holding it: the next writer makes a new one
+        os.close(fd)
+
+
 def check_output(
     path: str | os.PathLike,
     *,
@@ -160,11 +277,19 @@ def check_output(
         If the path is, contains or lies inside an input; lies inside a Zarr store;
         exists and `overwrite` is false; contains the working directory; or exists and
         `can_replace` refuses it.
+    OutputBusyError
+        If another process is writing `path` right now (it holds its lock).
+    InvalidParameterError
+        If `path` is a URL (``s3://...``; see :func:`~dkrr.io._paths.refuse_url`).
     """
+    refuse_url(path, "output")
+    for item in inputs:
+        refuse_url(item, "input")
     path = Path(os.path.abspath(os.fspath(path)))
     _check_writable(path)
     _check_inputs(path, inputs)
     _check_not_in_zarr(path)
+    _check_not_busy(path)
     _check_target(path, overwrite, can_replace)
     return path
 
@@ -211,9 +336,14 @@ def atomic_output(
 
     Raises
     ------
-    OutputExistsError, OutputNotWritableError
+    OutputExistsError, OutputNotWritableError, InvalidParameterError
         On entry, before the body runs, for the reasons of :func:`check_output`;
         ``OutputExistsError`` also before the rename if `path` appeared meanwhile.
+    OutputBusyError
+        On entry, if another writer holds the lock on `path` (:func:`output_lock`).
+        The lock is held from then until the output is in place (or removed), so of
+        two runs writing one output at the same time the second is refused before it
+        does any work, and the first one's output is the one left at `path`.
 
     Notes
     -----
@@ -240,17 +370,18 @@ def atomic_output(
             f"cannot create the directory {path.parent} for {path}: {exc.strerror or exc}"
         ) from None
     tmp = _sibling(path, "tmp")
-    try:
-        yield tmp
-        if not os.path.lexists(tmp):
-            raise FileNotFoundError(
-                f"atomic_output: nothing was written at the temporary path {tmp}"
-            )
-        _check_target(path, overwrite, can_replace)
-        _swap_in(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+    with output_lock(path):
+        try:
+            yield tmp
+            if not os.path.lexists(tmp):
+                raise FileNotFoundError(
+                    f"atomic_output: nothing was written at the temporary path {tmp}"
+                )
+            _check_target(path, overwrite, can_replace)
+            _swap_in(tmp, path)
+        except BaseException:
+            _remove(tmp)
+            raise
 
 
 def _check_target(

@@ -13,8 +13,10 @@ Layout of a model directory::
 The loader trusts nothing in the directory. Only estimator classes in the whitelist of
 :data:`dkrr.estimators.MODEL_CLASSES` are built, their constructor receives
 only JSON values, and only the fitted attributes listed in :data:`FITTED_ATTRIBUTES` for
-that class are set, each checked for its type, dtype, shape and finiteness and against the
-others (feature counts, coefficient shapes, number of classes). An array file must lie in
+that class are set, each checked for its type, dtype, shape and finiteness and then
+against what it derives from (the rules of ``AGREEMENT`` in :mod:`dkrr.io._model_agreement`:
+the chosen alpha against the CV scores, the classes' order, gamma against the map, ...),
+so a changed field is refused even when its checksums were recomputed. An array file must lie in
 the model directory, have the size its recorded shape and dtype imply (checked before it
 is read), its recorded checksum, and a little-endian bool/int/float dtype. Every problem
 is a :class:`~dkrr.errors.ModelFormatError` naming the field. No pickle anywhere.
@@ -43,6 +45,7 @@ from ._model_reader import (
     _read_doc,
     _Reader,
 )
+from ._paths import refuse_url
 
 __all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION", "check_replaceable_model", "load_model", "save_model"]
 
@@ -187,6 +190,7 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
             f"supported: {sorted(_model_classes())}"
         )
     check_is_fitted(estimator)
+    refuse_url(path, "model directory")
     path = Path(path)
     with atomic_output(path, overwrite=overwrite, can_replace=check_replaceable_model) as tmp:
         writer = _Writer(tmp)
@@ -251,19 +255,30 @@ def load_model(path: str | os.PathLike):
     Raises
     ------
     ModelFormatError
-        Missing directory or ``model.json``; ``model.json`` not UTF-8, not JSON, not an
+        A path that does not exist, is a file, or is a directory without ``model.json``
+        (each said as such); ``model.json`` not UTF-8, not JSON, not an
         object, too deeply nested, of another format or a newer format version; an
         unknown estimator class, parameter or fitted attribute; a value of the wrong type,
         shape, dtype or not finite; an array file outside the model directory, missing,
         of the wrong size (checked before reading), corrupted, or inconsistent with the
         others. The message names the field.
     """
+    refuse_url(path, "model directory")
     root = Path(path)
     meta = root / "model.json"
-    if not root.is_dir():
+    if not root.exists():
         raise ModelFormatError(f"model directory {str(root)!r} does not exist")
+    if not root.is_dir():
+        hint = f"; give the directory that holds it, {str(root.parent)!r}" if root.name == "model.json" else ""
+        raise ModelFormatError(
+            f"{str(root)!r} is a file, not a dkrr model directory (a directory holding model.json "
+            f"and arrays/, written by save_model or dkrr fit){hint}"
+        )
     if not meta.is_file():
-        raise ModelFormatError(f"{str(root)!r} is not a dkrr model directory (no model.json)")
+        raise ModelFormatError(
+            f"{str(root)!r} is a directory but not a dkrr model directory: it holds no model.json; "
+            "give the directory that save_model or dkrr fit wrote"
+        )
     doc = _read_doc(meta)
     for key in _TOP_KEYS - {"estimator"}:
         if key not in doc:

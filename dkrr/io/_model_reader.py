@@ -1,8 +1,9 @@
 """Reading model files: every check the loader makes on ``model.json`` and ``arrays/``.
 
 Nothing read from a model directory is trusted. The format constants, the whitelist of
-fitted attributes per estimator class (:data:`FITTED_ATTRIBUTES`) and the validating
-reader live here; :mod:`dkrr.io._model` writes, saves and loads.
+fitted attributes per estimator class (:data:`FITTED_ATTRIBUTES`), the validating
+reader and the check of every fitted attribute against what it derives from (the rules of
+:data:`~dkrr.io._model_agreement.AGREEMENT`) live here; :mod:`dkrr.io._model` writes, saves and loads.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError
+from ._model_agreement import AGREEMENT
 
-__all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
 #: 3: the ridge estimators' ``feature_map_`` is the map itself (``__feature_map__``), as on
@@ -240,26 +242,20 @@ class _Reader:
                     continue
                 raise self.bad(where, f"lacks the fitted attribute {key}")
             setattr(est, key, getattr(self, f"_f_{kind}")(fitted[key], f"{where}.{key}"))
-        self.consistent(est, name, where)
+        self.consistent(est, where)
         return est
 
-    def consistent(self, est, name: str, where: str) -> None:
-        fm = est.feature_map_
-        if (fm.n_features_in, fm.n_output_features) != (est.n_features_in_, est.n_output_features_):
-            raise self.bad(f"{where}.feature_map_", f"maps {fm.n_features_in} to {fm.n_output_features} features, but n_features_in_={est.n_features_in_} and n_output_features_={est.n_output_features_}")
-        if name == "RandomFeatures":
-            return
-        coef = est.coef_
-        if coef.shape[-1] != est.n_output_features_ or (coef.ndim == 2 and coef.shape[0] < 1):
-            raise self.bad(f"{where}.coef_", f"has shape {coef.shape}; its last axis must be n_output_features_={est.n_output_features_}")
-        t = 1 if coef.ndim == 1 else coef.shape[0]
-        b = est.intercept_
-        if isinstance(b, np.ndarray) and b.shape != (t,):
-            raise self.bad(f"{where}.intercept_", f"has shape {b.shape}; expected ({t},) for coef_ of shape {coef.shape}")
-        if name == "RandomFeatureRidgeClassifier":
-            k = len(est.classes_)
-            if (k == 2 and coef.ndim != 1) or (k > 2 and coef.shape != (k, est.n_output_features_)):
-                raise self.bad(f"{where}.classes_", f"holds {k} classes, which does not match coef_ of shape {coef.shape}")
+    def consistent(self, est, where: str) -> None:
+        """Every fitted attribute against what it derives from: the rules of :data:`AGREEMENT`."""
+        for key, rule in AGREEMENT.items():
+            if key in vars(est):
+                try:
+                    problem = rule(est)
+                except Exception as exc:  # noqa: BLE001 - a tampered field may break a rule in any way
+                    problem = f"it cannot be checked against them ({type(exc).__name__}: {exc})"
+                if problem is not None:
+                    raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. The file "
+                                                     "was changed after it was saved; fit and save the model again")
 
     # one method per kind of fitted attribute (see FITTED_ATTRIBUTES)
     def _f_ridge_map(self, v, where):
@@ -429,4 +425,3 @@ def _array_refs(doc: Any) -> set[str]:
         elif isinstance(v, list):
             stack.extend(v)
     return refs
-

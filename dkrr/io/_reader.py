@@ -1,18 +1,25 @@
 """Reading the arrays of a store as dask arrays, refusing metadata that lies.
 
-Before a graph is built, the declared shape and chunks are checked against what a block
-and a graph can hold; every block is read through :class:`_BlockReader`, which turns a
-corrupted or unreadable chunk into a :class:`~dkrr.errors.StoreError` naming the array
-and the store. Keys are tokens of the path, the array's metadata and the identity
-(inode, modification time) of the metadata files, so a replaced store gets new keys.
+Before a graph is built, the array metadata must parse (else a
+:class:`~dkrr.errors.StoreError` names the array), the declared shape and chunks are
+checked against what a block and a graph can hold, and a store written by dkrr is checked
+to be complete: its group attribute :data:`MANIFEST` records the shape and chunks of each
+array as written, and every chunk of that grid must be present (one ``stat`` per
+chunk), since dkrr writes every chunk (also those that are all zeros) and Zarr would
+read a missing one as zeros. Every block is read through :class:`_BlockReader`,
+which turns a corrupted or unreadable chunk into a StoreError naming the array and the
+store. Keys are tokens of the path, the array's metadata and the identity (inode,
+modification time) of the metadata files, so a replaced store gets new keys.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +30,111 @@ from dask.base import tokenize
 
 from ..errors import StoreError
 
-__all__ = ["MAX_BLOCKS", "MAX_BLOCK_BYTES", "read_array"]
+__all__ = [
+    "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "manifest", "open_array",
+    "read_array",
+]
 
 #: Largest chunk (uncompressed bytes) a store may declare: one task reads it whole into
 #: memory, and it is the most one Blosc frame can hold.
 MAX_BLOCK_BYTES = 2**31
 #: Most row blocks an array may declare: beyond that the graph itself does not fit.
 MAX_BLOCKS = 1_000_000
+#: Group attribute in which dkrr records each array it wrote, as
+#: ``{name: {"shape": [...], "chunks": [...]}}``; its presence also says that every
+#: chunk was written (stores written before dkrr recorded it may lack all-zero chunks).
+MANIFEST = "dkrr_arrays"
+#: Chunks and row ranges named in a message.
+_SHOWN = 5
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _bad_metadata(path: Path, name: str, exc: BaseException) -> StoreError:
+    return StoreError(
+        f"store {path}: the metadata of array {name!r} is corrupted or not supported "
+        f"({_one_line(exc)}); re-create the store with `dkrr ingest` or restore it "
+        "from a copy"
+    )
+
+
+def array_names(group: zarr.Group, path: Path) -> list[str]:
+    """Names of the arrays in `group`; metadata that does not parse (bad JSON, an
+    unknown dtype or codec) is a :class:`StoreError` naming the array and the store."""
+    try:
+        return sorted(group.array_keys())
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad metadata
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            if entry.is_dir():
+                try:
+                    group[entry.name]
+                except KeyError:
+                    continue  # not a Zarr node
+                except Exception as inner:  # noqa: BLE001
+                    raise _bad_metadata(path, entry.name, inner) from None
+        raise StoreError(
+            f"store {path}: cannot list its arrays ({_one_line(exc)}); the store is "
+            "corrupted: re-create it with `dkrr ingest` or restore it from a copy"
+        ) from None
+
+
+def manifest(arrays: Mapping[str, Any]) -> dict[str, dict[str, list[int]]]:
+    """The :data:`MANIFEST` attribute recording `arrays` (name -> Zarr array) as written."""
+    return {
+        name: {"shape": [int(s) for s in a.shape], "chunks": [int(c) for c in a.chunks]}
+        for name, a in arrays.items()
+    }
+
+
+def _row_ranges(blocks: list[int], rows: int, n: int) -> str:
+    shown = [f"{b * rows}-{min((b + 1) * rows, n) - 1}" for b in blocks[:_SHOWN]]
+    more = f" and {len(blocks) - _SHOWN} more chunk(s)" if len(blocks) > _SHOWN else ""
+    return ", ".join(shown) + more
+
+
+def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
+    """Refuse a dkrr store whose array `name` differs from what dkrr recorded writing
+    or lacks chunks of its grid. A store without the record (older dkrr, another
+    program) is read by Zarr's rules: a missing chunk is the fill value."""
+    record = group.attrs.get(MANIFEST)
+    if record is None:
+        return
+    entry = record.get(name) if isinstance(record, dict) else None
+    if not isinstance(entry, dict):
+        raise StoreError(
+            f"store {path}: its {MANIFEST} attribute (what dkrr wrote) has no valid entry "
+            f"for array {name!r}; the store was changed after dkrr wrote it: re-create it "
+            "with `dkrr ingest` or restore it from a copy"
+        )
+    shape, chunks = tuple(int(s) for s in arr.shape), tuple(int(c) for c in arr.chunks)
+    written = (tuple(entry.get("shape") or ()), tuple(entry.get("chunks") or ()))
+    if (shape, chunks) != written:
+        raise StoreError(
+            f"store {path}: array {name!r} declares shape {shape} in chunks {chunks}, but "
+            f"dkrr wrote it with shape {written[0]} in chunks {written[1]}; its metadata "
+            "was changed or corrupted: re-create the store with `dkrr ingest` or restore "
+            "it from a copy"
+        )
+    grid = tuple(-(-s // c) for s, c in zip(shape, getattr(arr, "shards", None) or chunks))
+    root = os.path.join(path, name)
+    # one stat per chunk (a listing costs a directory read per row chunk: several
+    # times slower); the key encoding ("c/0/0", or "0.0" for format 2) is the array's
+    missing = [c for c in itertools.product(*(range(g) for g in grid))
+               if not os.path.exists(os.path.join(root, arr.metadata.encode_chunk_key(c)))]
+    if missing:
+        blocks = sorted({c[0] for c in missing})
+        raise StoreError(
+            f"store {path}: array {name!r} is missing {len(missing)} of "
+            f"{math.prod(grid)} chunk(s) ({arr.metadata.encode_chunk_key(missing[0])}"
+            f"{', ...' if len(missing) > 1 else ''}): rows {_row_ranges(blocks, chunks[0], shape[0])} "
+            f"of {shape[0]} (counted from 0) are not stored, and Zarr would read them as "
+            "zeros; the store is incomplete or corrupted: re-create it with `dkrr ingest` "
+            "or restore it from a copy"
+        )
 
 
 def _gib(nbytes: float) -> str:
@@ -95,10 +200,22 @@ class _BlockReader:
             ) from None
 
 
+def open_array(group: zarr.Group, name: str, path: Path) -> Any:
+    """The Zarr array `name` of `group`; metadata that does not parse is a StoreError."""
+    try:
+        return group[name]
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad metadata
+        raise _bad_metadata(path, name, exc) from None
+
+
 def read_array(group: zarr.Group, name: str, path: Path) -> da.Array:
-    """Array `name` of `group` as a dask array chunked like the store (checked first)."""
-    arr = group[name]
+    """Array `name` of `group` as a dask array chunked like the store (checked first:
+    plausible metadata, and for a store dkrr wrote, the recorded shape and every chunk)."""
+    arr = open_array(group, name, path)
     _check_declared(name, arr, path)
+    _check_complete(group, name, arr, path)
     meta = json.dumps(arr.metadata.to_dict(), sort_keys=True, default=str)
     token = tokenize(str(path), name, meta, _metadata_identity(path, name))
     return da.from_array(

@@ -27,15 +27,29 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
     Absolute path of the ingested file and its format (``csv``, ``libsvm`` or ``npy``).
 ``classes``
     Present only when the target column was not numeric: the original labels in
-    sorted order; ``y == i`` means label ``classes[i]``.
+    sorted order; ``y == i`` means label ``classes[i]``. A list of distinct strings;
+    with it ``y`` must hold integer codes ``0 .. len(classes) - 1`` (else a
+    :class:`~dkrr.errors.StoreError`, for a code when its block is read; see
+    :mod:`dkrr.io._labels`). Codes are local to a store: ``dkrr evaluate`` compares
+    labels, not codes.
+``dkrr_arrays``
+    What dkrr wrote: ``{name: {"shape": [...], "chunks": [...]}}`` for each array.
+    dkrr writes every chunk (all-zero ones too), so when this record is present a
+    store whose arrays differ from it, or lack a chunk of their grid, is refused
+    when opened (:class:`~dkrr.errors.StoreError` naming the array and the rows)
+    instead of being read with zeros. Stores without it (written by another program
+    or an older dkrr) are read by Zarr's rules.
 
 Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
 read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
 or ``(n_samples, n_outputs)``), chunked along rows like the input, with the attributes
-``dkrr_layout`` and ``dkrr_predictions = 1`` plus those the caller passes.
+``dkrr_layout``, ``dkrr_arrays`` and ``dkrr_predictions = 1`` plus those the caller
+passes (``dkrr predict`` with a classifier of text labels: int32 codes in ``y_pred`` and
+the model's labels in ``classes``, laid out as ``y`` and ``classes`` of a dataset).
 
-A store is refused when opened if its metadata declares a block over
+A store is refused when opened if an array's metadata does not parse, if its
+metadata declares a block over
 :data:`~dkrr.io._reader.MAX_BLOCK_BYTES` (2 GiB) or more than
 :data:`~dkrr.io._reader.MAX_BLOCKS` row blocks; a chunk that cannot be decoded is a
 :class:`~dkrr.errors.StoreError` naming the array and the store. ``overwrite=True``
@@ -65,12 +79,15 @@ from ._kinds import (
     predictions_replace_check,
     zarr_replace_check,
 )
-from ._reader import read_array
+from ._labels import checked_class_codes, store_classes
+from ._paths import refuse_url
+from ._reader import MANIFEST, array_names, manifest, open_array, read_array
 
 __all__ = [
     "LAYOUT_VERSION",
     "PREDICTIONS_MARKER",
     "ZarrDataset",
+    "create_arrays",
     "open_dataset",
     "write_dataset",
     "write_predictions",
@@ -208,14 +225,22 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         If `path` does not exist.
     StoreError
         If `path` is not a Zarr group (a file, a plain directory, corrupted metadata,
-        a lone array), or the group has no ``X`` (or no ``y`` with `require_y`).
+        a lone array), the group has no ``X`` (or no ``y`` with `require_y`), an
+        array's metadata does not parse (bad JSON, unknown dtype or codec), or a store
+        written by dkrr differs from its ``dkrr_arrays`` record or lacks chunks, or
+        its ``classes`` attribute is not a list of distinct strings, or ``y`` of a store
+        with ``classes`` is not an integer array; when a block of such a ``y`` is
+        computed, if it holds a code outside ``0 .. len(classes) - 1``.
+    InvalidParameterError
+        If `path` is a URL (``s3://...``): only local paths are supported.
     InputValidationError
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
     """
+    refuse_url(path, "input store")
     path = Path(os.path.abspath(os.fspath(path)))
     group = _open_group(path)
-    arrays = sorted(group.array_keys())
+    arrays = array_names(group, path)
     wanted = ["X", "y"] if require_y else ["X"]
     missing = [name for name in wanted if name not in arrays]
     if missing:
@@ -225,7 +250,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
             f"(found: {found}); a dkrr store holds X of shape (n_samples, n_features) "
             "and y of shape (n_samples,) -- see `dkrr ingest`"
         )
-    zX = group["X"]
+    zX = open_array(group, "X", path)
     if zX.ndim != 2:
         raise InputValidationError(
             f"array 'X' in {path} has shape {zX.shape}; expected 2 dimensions "
@@ -237,7 +262,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         X = X.rechunk({1: -1})
     y = None
     if "y" in arrays:
-        zy = group["y"]
+        zy = open_array(group, "y", path)
         if zy.ndim not in (1, 2):
             raise InputValidationError(
                 f"array 'y' in {path} has shape {zy.shape}; expected (n_samples,) "
@@ -253,7 +278,11 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
         if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
             y = y.rechunk(target_chunks)
-    return ZarrDataset(X=X, y=y, attrs=dict(group.attrs.asdict()), path=str(path))
+    attrs = dict(group.attrs.asdict())
+    classes = store_classes(attrs, path)
+    if y is not None and classes is not None:
+        y = checked_class_codes(y, classes, path)  # codes outside classes: StoreError in the read
+    return ZarrDataset(X=X, y=y, attrs=attrs, path=str(path))
 
 
 def _regular_rows(arr: da.Array, name: str) -> da.Array:
@@ -338,6 +367,10 @@ def write_predictions(
         dkrr predictions, or it overlaps an input or lies inside a Zarr store.
     OutputNotWritableError
         If `out` cannot be created (checked before anything is computed).
+    OutputBusyError
+        If another process is writing `out` right now.
+    InvalidParameterError
+        If `out` is a URL (``s3://...``): only local paths are supported.
     InputValidationError
         If `y_pred` is not 1-D or 2-D or has unknown chunk sizes.
     """
@@ -349,20 +382,44 @@ def write_predictions(
         )
     y_pred = _regular_rows(y_pred, "y_pred")
     group_attrs = {**dict(attrs or {}), "dkrr_layout": LAYOUT_VERSION, PREDICTIONS_MARKER: 1}
+    return _write_group(out, {"y_pred": y_pred}, group_attrs, overwrite=overwrite,
+                        can_replace=predictions_replace_check, inputs=inputs, compute=compute)
+
+
+def create_arrays(group: zarr.Group, specs: Mapping[str, tuple], attrs: Mapping[str, Any]) -> dict:
+    """Create the arrays dkrr writes in `group` and write its attributes, once.
+
+    `specs` maps each name to ``(shape, dtype, chunks)``. Every array writes all its
+    chunks (``write_empty_chunks``: a chunk of zeros is stored too), and the attribute
+    :data:`~dkrr.io._reader.MANIFEST` records shapes and chunks, so that a missing chunk
+    is recognised as corruption when the store is opened. Callers that resize arrays
+    afterwards (ingest) write the record again with :func:`~dkrr.io._reader.manifest`.
+    """
+    arrays = {
+        name: group.create_array(name, shape=shape, dtype=dtype, chunks=chunks,
+                                 compressors=default_compressors(),
+                                 config={"write_empty_chunks": True})
+        for name, (shape, dtype, chunks) in specs.items()
+    }
+    group.update_attributes({**dict(attrs), MANIFEST: manifest(arrays)})
+    return arrays
+
+
+def _write_group(out, sources: Mapping[str, da.Array], attrs: Mapping[str, Any], *,
+                 overwrite: bool, can_replace, inputs, compute) -> str:
+    """Write dask arrays as a new group at `out`, block by block, atomically."""
+    refuse_url(out, "output")
     final = Path(os.path.abspath(os.fspath(out)))
-    with atomic_output(
-        final, overwrite, can_replace=predictions_replace_check, inputs=inputs
-    ) as tmp:
+    with atomic_output(final, overwrite, can_replace=can_replace, inputs=inputs) as tmp:
         with interrupts_deferred():  # metadata: written whole or not at all
-            zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
-            task = da.to_zarr(
-                y_pred,
-                str(tmp),
-                component="y_pred",
-                compute=False,
-                compressors=default_compressors(),
-            )
-        run_store_tasks(task, compute)
+            group = zarr.open_group(str(tmp), mode="w-")
+            specs = {name: (src.shape, src.dtype, tuple(max(c[0], 1) for c in src.chunks))
+                     for name, src in sources.items()}
+            targets = create_arrays(group, specs, attrs)
+        run_store_tasks(
+            da.store(list(sources.values()), list(targets.values()), lock=False, compute=False),
+            compute,
+        )
     return str(final)
 
 
@@ -448,21 +505,5 @@ def write_dataset(
     }
     if classes is not None:
         group_attrs["classes"] = [str(c) for c in classes]
-    final = Path(os.path.abspath(os.fspath(out)))
-    with atomic_output(final, overwrite, can_replace=zarr_replace_check, inputs=inputs) as tmp:
-        with interrupts_deferred():  # metadata: written whole or not at all
-            group = zarr.open_group(str(tmp), mode="w-", attributes=group_attrs)
-            targets = []
-            for name, src in zip(names, sources):
-                chunks = tuple(max(c[0], 1) for c in src.chunks)
-                targets.append(
-                    group.create_array(
-                        name,
-                        shape=src.shape,
-                        dtype=src.dtype,
-                        chunks=chunks,
-                        compressors=default_compressors(),
-                    )
-                )
-        run_store_tasks(da.store(sources, targets, lock=False, compute=False), compute)
-    return str(final)
+    return _write_group(out, dict(zip(names, sources)), group_attrs, overwrite=overwrite,
+                        can_replace=zarr_replace_check, inputs=inputs, compute=compute)

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._validation import check_input, check_random_state, is_dask
 from ..errors import InputValidationError, InvalidParameterError, NonFiniteInputError
+from ._moments import _pow2_at_least
 
 __all__ = ["knn_gamma", "knn_sigma", "scale_gamma"]
 
@@ -138,8 +139,16 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
             "more rows."
         )
     # Centring changes no distance and keeps |a|^2 + |b|^2 - 2 a.b accurate when the
-    # columns sit far from 0.
+    # columns sit far from 0. Dividing by a power of two s >= max |S| (exact) keeps the
+    # squared distances from over- or underflowing at any magnitude (rows of 1e200 have
+    # squared distances of 1e400): the distances are those of S / s, times s (s is taken
+    # before centring too, so that the mean of values near 1e308 does not overflow).
+    s = float(_pow2_at_least(np.abs(S).max()))
+    S /= s
     S -= S.mean(axis=0)
+    s2 = float(_pow2_at_least(np.abs(S).max()))
+    S /= s2
+    s *= s2
     sq = (S * S).sum(axis=1)
     # A squared distance under the formula's rounding error (a few d * eps * (|a|^2 +
     # |b|^2)) is that of identical rows: 0, so duplicates are neighbours at distance 0.
@@ -153,7 +162,7 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
         D2[D2 <= tol * norms] = 0.0
         D2[np.arange(hi - lo), np.arange(lo, hi)] = 0.0  # each row itself: column k skips it
         kth[lo:hi] = np.sqrt(np.partition(D2, k, axis=1)[:, k])
-    sigma = float(kth.mean())
+    sigma = float(kth.mean()) * s
     if sigma == 0.0:
         raise InputValidationError(
             f"every one of the {m} sampled rows has at least k={k} identical rows in the "
@@ -181,7 +190,9 @@ def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     Raises
     ------
     InvalidParameterError, InputValidationError, NonFiniteInputError
-        As :func:`knn_sigma`.
+        As :func:`knn_sigma`; also ``InputValidationError`` when gamma is outside
+        float64's normal range (X of magnitude beyond about 1e154 or below 1e-154: the
+        squared distances over- or underflow), naming the distance and the fix.
 
     Examples
     --------
@@ -192,14 +203,30 @@ def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     0.1797
     """
     sigma = knn_sigma(X, k=k, n_points=n_points, random_state=random_state)
-    return 1.0 / (2.0 * sigma**2)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        gamma = float(1.0 / (2.0 * np.float64(sigma) ** 2))
+    if not np.finfo(np.float64).tiny <= gamma < np.inf:
+        exponent = -2 * np.log10(sigma) - np.log10(2.0)
+        e = int(np.floor(exponent))
+        what = "overflow" if sigma > 1 else "underflow"
+        raise InputValidationError(
+            f"the mean {k}-th nearest neighbour distance of X is {sigma:.3g}, so the squared "
+            f"distances of the gaussian kernel {what} float64 and gamma = 1 / (2 sigma^2) = "
+            f"{10 ** (exponent - e):.2f}e{e:+d} is outside its range "
+            f"({np.finfo(np.float64).tiny:.3g} to {np.finfo(np.float64).max:.3g}); standardize "
+            "the columns (standardize=True; dkrr fit does by default) or rescale X."
+        )
+    return gamma
 
 
 def scale_gamma(X: Any) -> float:
     """scikit-learn's ``gamma="scale"``: ``1 / (n_features * X.var())``.
 
     The variance is over every entry of X (not per column), as in ``sklearn.svm.SVC``;
-    a constant X gives 1.0, as there. Dask and zarr input is read once, blockwise.
+    a constant X gives 1.0, as there. It comes from the streamed column moments
+    (:func:`~dkrr.linalg._moments.column_moments`: within-column plus between-column
+    variance, computed without over- or underflow at any magnitude), so dask and zarr
+    input is read once, blockwise.
 
     Parameters
     ----------
@@ -212,7 +239,10 @@ def scale_gamma(X: Any) -> float:
     Raises
     ------
     NonFiniteInputError
-        X holds NaN or inf.
+        X holds NaN or inf (the message names the row block and the rows).
+    InputValidationError
+        The variance of X is outside float64's range (about beyond 1e308 or below
+        1e-308: X of magnitude 1e155 or 1e-155), named with its magnitude.
 
     Examples
     --------
@@ -221,11 +251,9 @@ def scale_gamma(X: Any) -> float:
     >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))
     0.5
     """
-    X = check_input(X, name="X")
-    var = X.var(dtype=np.float64)
-    var = float(var.compute() if is_dask(X) else var)
-    if not np.isfinite(var):
-        raise NonFiniteInputError(
-            f"X contains NaN or inf (its variance is {var}); remove or impute them first."
-        )
-    return 1.0 / (X.shape[1] * var) if var != 0 else 1.0
+    from ._moments import column_moments
+    from ._reduce import as_row_chunked
+
+    Xd, _ = as_row_chunked(X)
+    var = column_moments(Xd).total_variance()
+    return 1.0 / (Xd.shape[1] * var) if var != 0 else 1.0

@@ -32,6 +32,7 @@ __all__ = [
     "check_alphas",
     "check_fold_weights",
     "check_folds",
+    "check_rows_for_folds",
     "check_gammas",
     "cross_validate_statistics",
     "default_alphas",
@@ -105,6 +106,19 @@ def check_folds(n_per_fold: np.ndarray) -> None:
             f"too few rows for {K}-fold cross-validation: {n} rows, rows per fold "
             f"{n_per_fold.tolist()}; every fold needs rows and n >= 2 * cv = {2 * K}. Use "
             "fewer folds (cv) or more data."
+        )
+
+
+def check_rows_for_folds(n: int, K: int) -> None:
+    """Before the pass: ``K``-fold cross-validation needs ``n >= 2 K`` rows (every fold
+    non-empty, every training set at least two rows); the message names both numbers."""
+    if K > 1 and n < 2 * K:
+        larger = f"cv={K} is larger than the number of rows of X ({n})" if K > n else (
+            f"cv={K} folds need n >= 2 * cv = {2 * K} rows, X has {n}")
+        fix = f"use cv <= {n // 2} (n // 2)" if n >= 4 else "use cv=None (no cross-validation)"
+        raise InputValidationError(
+            f"too few rows for {K}-fold cross-validation: {larger}; every fold needs rows and "
+            f"n >= 2 * cv = {2 * K}. {fix[0].upper() + fix[1:]} or give more data."
         )
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "check_fit_memory",
     "check_memory_budget",
     "feature_map_bytes",
+    "format_bytes",
     "ridge_memory_estimate",
     "statistics_bytes",
 ]
@@ -283,8 +284,20 @@ def threads_per_worker() -> int:
     return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
 
 
-def _gib(n: int) -> str:
-    return f"{n / _GiB:.2f} GiB" if n < 1000 * _GiB else f"{n / _GiB:.0f} GiB"
+def format_bytes(n: float) -> str:
+    """A size for a message, in the largest binary unit it reaches: ``512 bytes``,
+    ``3.50 KiB``, ``18.4 MiB``, ``256 MiB``, ``1.00 GiB``, ``2048 GiB`` (three significant
+    digits below 100 of a unit, whole units above; GiB is the largest unit)."""
+    n = float(n)
+    if abs(n) < 1024:
+        return f"{n:.0f} bytes"
+    for unit, size in (("GiB", _GiB), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            v = n / size
+            if unit == "GiB" and abs(v) >= 1000:
+                return f"{v:.0f} GiB"
+            return f"{v:.2f} {unit}" if abs(v) < 10 else f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: int, n_folds: int = 1,
@@ -338,9 +351,9 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
         if n_candidates is not None and p != _output_width(kernel, n_components, is_complex):
             name, value = "n_candidates", n_candidates  # the candidates' pass is the larger
         raise MemoryBudgetError(
-            f"This fit needs about {_gib(need)}, more than {where} ({_gib(limit)}): "
+            f"This fit needs about {format_bytes(need)}, more than {where} ({format_bytes(limit)}): "
             f"{name}={value} gives p={p} features, so each statistics object "
-            f"(the upper triangles of K={K} fold(s) of p x p float64 Grams) takes {_gib(estimate.statistics)} "
+            f"(the upper triangles of K={K} fold(s) of p x p float64 Grams) takes {format_bytes(estimate.statistics)} "
             f"and {part}. "
             f"Use a smaller {name} (about {d_fit} or fewer would fit), {fixes}."
         )
@@ -375,8 +388,8 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
             "landmarks and D x D matrices" if method == "nystroem" else "O(D) numbers and transform caches")
         raise MemoryBudgetError(
             f"The feature map (method={method!r}, n_components={n_components}, d={n_features_in}: "
-            f"{what}) needs about {_gib(need)}, more than the available memory of this machine "
-            f"({_gib(local)}). Use a smaller n_components."
+            f"{what}) needs about {format_bytes(need)}, more than the available memory of this machine "
+            f"({format_bytes(local)}). Use a smaller n_components."
         )
 
 

@@ -1,12 +1,23 @@
 """Per-column mean and variance of X in one streamed pass: :func:`column_moments`.
 
-What ``standardize=True`` and ``gamma="scale"`` need (docs/ALGORITHMS.md section 5). Each
-row block gives its count, column means and centred sums of squares ``M2`` (float64,
-two-pass within the block); partial results are merged by Chan, Golub and LeVeque's
-pairwise formula, which never subtracts large nearly equal sums::
+What ``standardize=True`` and ``gamma="scale"`` need (docs/ALGORITHMS.md section 5). The
+moments are kept in a *scaled representation* so that no step overflows or underflows
+at any magnitude float64 holds (columns of 1e155 have variances of 1e310, columns of
+1e-300 squared deviations of 1e-600): each column carries a power of two ``s``, at
+least its largest ``|x|`` (up to ``2^1023``), and its mean and centred sum of squares are those of
+``x / s``. Each row block gives its count, ``s`` (from the block's largest ``|x|``),
+the column means and centred sums of squares ``M2`` of ``x / s`` (float64, two-pass
+within the block) and the columns' minimum and maximum; partial results are brought to
+the larger ``s`` of the two (exact: a power of two) and merged by Chan, Golub and
+LeVeque's pairwise formula, which never subtracts large nearly equal sums::
 
     n = n_a + n_b,  delta = mean_b - mean_a
     mean = mean_a + delta n_b / n,   M2 = M2_a + M2_b + delta^2 n_a n_b / n
+
+Scaling by a power of two is exact, so wherever the plain arithmetic neither overflows
+nor underflows the results are bitwise those of the unscaled formulas. The standard
+deviation is ``s sqrt(M2 / n)``, never formed from the (possibly unrepresentable)
+variance.
 
 The pass is the generic row-block reduction (:func:`~dkrr.linalg.reduce_row_blocks`), so
 its keys are tokens of X's name and the functions, and X's blocks are read once.
@@ -19,67 +30,165 @@ import dataclasses
 import numpy as np
 
 from .._validation import check_finite_rows
+from ..errors import InputValidationError
 from ._reduce import reduce_row_blocks
 
 __all__ = ["ColumnMoments", "column_moments"]
 
+_EPS = np.finfo(np.float64).eps
+
+
+def _pow2_at_least(a: np.ndarray) -> np.ndarray:
+    """The smallest power of two ``>= a`` (elementwise, ``a >= 0``; 1.0 where ``a`` is 0),
+    at most ``2^1023`` (the largest float64 power of two: above it ``|x| / 2^1023 < 2``)."""
+    mant, exp = np.frexp(a)  # a = mant 2^exp, 0.5 <= mant < 1
+    return np.where(a > 0, np.ldexp(1.0, np.minimum(exp, 1023)), 1.0)
+
 
 @dataclasses.dataclass(eq=False)
 class ColumnMoments:
-    """Row count ``n``, column means and centred sums of squares ``m2`` (float64, (d,))."""
+    """Column moments of X in the scaled representation (all float64, shape (d,)).
+
+    ``n`` rows; ``shift`` the power of two per column by which ``x`` is divided
+    (``|x| <= shift``, or ``< 2 shift`` for values above ``2^1023``); ``mean_s`` and ``m2_s`` the mean and centred sum of squares of
+    ``x / shift``; ``lo`` and ``hi`` the columns' smallest and largest values.
+    """
 
     n: int
-    mean: np.ndarray
-    m2: np.ndarray
+    shift: np.ndarray
+    mean_s: np.ndarray
+    m2_s: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Column means (representable: ``|mean| <= max |x|``); exactly the value of a
+        column whose values are all equal (a rounded mean would leave ``x - mean`` at
+        ``eps |x|``, not 0, after standardisation with scale 1)."""
+        return np.where(self.lo == self.hi, self.lo, self.mean_s * self.shift)
+
+    @property
+    def m2(self) -> np.ndarray:
+        """Centred sums of squares; ``inf`` or 0 where they leave float64's range."""
+        with np.errstate(over="ignore", under="ignore"):
+            return self.m2_s * self.shift * self.shift
 
     @property
     def var(self) -> np.ndarray:
-        """Population variances (``ddof=0``) of the columns."""
-        return self.m2 / self.n
+        """Population variances (``ddof=0``); ``inf`` or 0 where they leave float64's range
+        (use :meth:`std`, which does not)."""
+        with np.errstate(over="ignore", under="ignore"):
+            return self.m2_s / self.n * self.shift * self.shift
+
+    def std(self) -> np.ndarray:
+        """Population standard deviations, ``shift sqrt(M2_s / n)`` (never above max ``|x|``)."""
+        return self.shift * np.sqrt(self.m2_s / self.n)
 
     def constant(self) -> np.ndarray:
         """Columns whose variance is within float rounding of 0: scikit-learn's
-        ``StandardScaler`` rule, ``var <= n eps var + (n eps mean)^2``."""
-        eps = np.finfo(np.float64).eps
-        var = self.var
-        return var <= self.n * eps * var + (self.n * eps * self.mean) ** 2
+        ``StandardScaler`` rule, ``var <= n eps var + (n eps mean)^2``, evaluated on
+        ``x / shift`` (the same rule, without under- or overflow): a variance of 1e-600
+        among values of 1e-300 is not 0."""
+        var = self.m2_s / self.n
+        return var <= self.n * _EPS * var + (self.n * _EPS * self.mean_s) ** 2
 
     def scale(self) -> np.ndarray:
-        """Column standard deviations, ``1.0`` for constant columns (as ``StandardScaler``)."""
-        return np.where(self.constant(), 1.0, np.sqrt(self.var))
+        """Column standard deviations, ``1.0`` for constant columns (as ``StandardScaler``).
+
+        Raises
+        ------
+        InputValidationError
+            ``x - mean`` overflows float64 in a column (values near the float64 maximum
+            on both sides of their mean): the message names the column and its range.
+        """
+        mean = self.mean
+        with np.errstate(over="ignore"):
+            bad = ~(np.isfinite(self.hi - mean) & np.isfinite(mean - self.lo))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise InputValidationError(
+                f"column {j} of X spans {self.lo[j]:.6g} to {self.hi[j]:.6g}: x - mean overflows "
+                f"float64 (largest {np.finfo(np.float64).max:.4g}), so it cannot be standardized "
+                f"({int(bad.sum())} column(s) like this); divide the column by a power of ten "
+                "(e.g. 1e10) before fitting"
+            )
+        return np.where(self.constant(), 1.0, self.std())
 
     def total_variance(self, scale: np.ndarray | None = None) -> float:
         """Variance over every entry of X (or of ``(X - mean) / scale`` when ``scale`` is
-        given): within-column plus between-column parts."""
-        if scale is None:
-            var, means = self.var, self.mean
-        else:
-            var, means = self.var / scale**2, np.zeros_like(self.mean)
-        return float(var.mean() + ((means - means.mean()) ** 2).mean())
+        given): within-column plus between-column parts, computed on ``x / g`` with ``g``
+        the largest ``shift`` and then multiplied by ``g^2``.
+
+        Raises
+        ------
+        InputValidationError
+            The variance of the unstandardised X is non-zero but outside float64's range
+            (its magnitude is named; ``standardize=True`` is the fix).
+        """
+        if scale is not None:
+            var = self.var
+            with np.errstate(over="ignore", under="ignore"):
+                # (std / scale)^2 where var itself leaves float64's normal range
+                r = self.shift / scale * np.sqrt(self.m2_s / self.n)
+                plain = np.isfinite(var) & ((var >= np.finfo(np.float64).tiny) | (self.m2_s == 0))
+                return float(np.where(plain, var / np.where(plain, scale, 1.0) ** 2, r * r).mean())
+        g = float(self.shift.max())
+        r = self.shift / g
+        means = self.mean_s * r
+        t = float((self.m2_s / self.n * r * r).mean() + ((means - means.mean()) ** 2).mean())
+        with np.errstate(over="ignore", under="ignore"):
+            total = t * g * g
+        if t > 0 and (not np.isfinite(total) or total < np.finfo(np.float64).tiny):
+            exp10 = np.log10(t) + 2 * np.log10(g)
+            e = int(np.floor(exp10))
+            raise InputValidationError(
+                f"the variance of X is about {10 ** (exp10 - e):.2f}e{e:+d}, outside float64's range "
+                f"({np.finfo(np.float64).tiny:.3g} to {np.finfo(np.float64).max:.3g}), so "
+                "gamma='scale' cannot be computed from it; pass standardize=True (gamma='scale' "
+                "then uses the standardized columns) or rescale X"
+            )
+        return total
 
 
 def _moments_block(X: np.ndarray, row_offset: int, block_index: int) -> ColumnMoments:
     check_finite_rows(X, "X", block_index, row_offset)
-    n = X.shape[0]
+    n, d = X.shape
     if n == 0:
-        return ColumnMoments(0, np.zeros(X.shape[1]), np.zeros(X.shape[1]))
-    mean = X.mean(axis=0, dtype=np.float64)
-    dev = X - mean
-    return ColumnMoments(n, mean, np.einsum("ij,ij->j", dev, dev))
+        z = np.zeros(d)
+        return ColumnMoments(0, np.ones(d), z, z.copy(), np.full(d, np.inf), np.full(d, -np.inf))
+    lo = X.min(axis=0).astype(np.float64)
+    hi = X.max(axis=0).astype(np.float64)
+    shift = _pow2_at_least(np.maximum(hi, -lo))
+    Xs = np.divide(X, shift, dtype=np.float64)  # exact: shift is a power of two
+    mean_s = Xs.mean(axis=0)
+    Xs -= mean_s
+    return ColumnMoments(n, shift, mean_s, np.einsum("ij,ij->j", Xs, Xs), lo, hi)
 
 
 def combine_moments(parts: list) -> ColumnMoments:
-    """Chan et al.'s merge of partial moments; pure (returns a new object)."""
-    n, mean, m2 = parts[0].n, parts[0].mean.copy(), parts[0].m2.copy()
-    for p in parts[1:]:
-        total = n + p.n
+    """Chan et al.'s merge of partial moments at the larger ``shift`` of each pair; pure
+    (returns a new object)."""
+    acc = None
+    for p in parts:
         if p.n == 0:
             continue
-        delta = p.mean - mean
-        mean += delta * (p.n / total)
-        m2 += p.m2 + delta**2 * (n * p.n / total)
-        n = total
-    return ColumnMoments(n, mean, m2)
+        if acc is None:
+            acc = ColumnMoments(p.n, p.shift.copy(), p.mean_s.copy(), p.m2_s.copy(), p.lo.copy(), p.hi.copy())
+            continue
+        n, total = acc.n, acc.n + p.n
+        shift = np.maximum(acc.shift, p.shift)
+        # ratios of powers of two: exact, or 0 where the smaller side is below rounding
+        ra, rb = acc.shift / shift, p.shift / shift
+        mean_a, mean_b = acc.mean_s * ra, p.mean_s * rb
+        delta = mean_b - mean_a
+        acc.mean_s = mean_a + delta * (p.n / total)
+        acc.m2_s = acc.m2_s * ra * ra + (p.m2_s * rb * rb + delta**2 * (n * p.n / total))
+        acc.shift, acc.n = shift, total
+        acc.lo, acc.hi = np.minimum(acc.lo, p.lo), np.maximum(acc.hi, p.hi)
+    if acc is None:
+        return parts[0]
+    return acc
 
 
 def column_moments(Xd, *, split_every: int | None = None) -> ColumnMoments:

@@ -32,7 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import check_finite_rows
+from .._validation import check_class_labels, check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
 from ._packed import add_packed_gram, packed_length, unpack_gram, work_length
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
@@ -289,8 +289,7 @@ def _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode):
     if w is not None:
         w = _check_weight_block(w, block_index, row_offset)
     if labels_mode:
-        if y.dtype.kind == "f":
-            check_finite_rows(y, "y", block_index, row_offset)
+        check_class_labels(y, "y", block_index, row_offset)
         labels, codes = np.unique(y, return_inverse=True)
         Y = np.zeros((n_rows, len(labels)))
         Y[np.arange(n_rows), codes.reshape(-1)] = 1.0

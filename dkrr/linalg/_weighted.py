@@ -121,7 +121,8 @@ def check_sample_weight(sample_weight, X):
     Raises
     ------
     InputValidationError
-        Wrong shape or length, negative weights, all weights zero.
+        Wrong shape or length, negative weights, all weights zero, weights whose sum
+        overflows float64.
     NonFiniteInputError
         NaN or inf in numpy weights.
     """
@@ -144,7 +145,15 @@ def check_sample_weight(sample_weight, X):
         return w.astype(np.float64).rechunk({0: X.chunks[0]})
     w = np.asarray(w, dtype=np.float64)
     _check_weight_block(w, None, 0)
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):
+        total = w.sum()
+    if not np.isfinite(total):
+        raise InputValidationError(
+            f"sample_weight overflows float64: its {n} weights (largest {w.max():.3g}) sum to more "
+            f"than {np.finfo(np.float64).max:.3g}, so the weighted statistics cannot be "
+            f"computed. {_WEIGHT_FIX}"
+        )
+    if not total > 0:
         raise InputValidationError(
             "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
             "give some rows a positive weight."
@@ -152,10 +161,38 @@ def check_sample_weight(sample_weight, X):
     return da.from_array(w, chunks=(X.chunks[0],))
 
 
+#: the fix named by the overflow errors of sample weights
+_WEIGHT_FIX = ("Multiplying every weight by a constant k is the same fit as dividing alpha by k: "
+               "divide sample_weight by a constant (e.g. its largest value) and alpha (or alphas) by "
+               "the same constant.")
+
+#: the weighted sums of :class:`RidgeStatistics`, as the overflow error names them
+_WEIGHTED_SUMS = {"wsum": "sum w", "G": "sum w z z^T", "c": "sum w z y", "zsum": "sum w z",
+                  "ysum": "sum w y", "yy": "sum w y^2"}
+
+
 def check_weight_total(stats: RidgeStatistics) -> None:
     """Weighted statistics need a positive total weight (dask weights are only summed in
-    the pass; numpy weights are checked before it by :func:`check_sample_weight`)."""
-    if stats.wsum is not None and not stats.wsum.sum() > 0:
+    the pass; numpy weights are checked before it by :func:`check_sample_weight`) and
+    finite weighted sums: an overflow is named as the weights' (not as a singular system
+    later)."""
+    if stats.wsum is None:
+        return
+    # sum w y^2 enters only the cross-validation scores (K > 1 folds)
+    names = [k for k in _WEIGHTED_SUMS if k != "yy" or len(stats.wsum) > 1]
+    bad = [_WEIGHTED_SUMS[k] for k in names
+           if getattr(stats, k) is not None and not np.isfinite(getattr(stats, k)).all()]
+    if bad:
+        with np.errstate(over="ignore"):
+            total = float(stats.wsum.sum())
+        where = ("the weights themselves sum to more than float64 holds" if "sum w" in bad else
+                 f"the weights sum to {total:.3g} and their products with the features or targets "
+                 "do not fit in float64")
+        raise InputValidationError(
+            f"the sample-weighted statistics overflow float64 ({', '.join(bad)} not finite): "
+            f"{where}. {_WEIGHT_FIX}"
+        )
+    if not stats.wsum.sum() > 0:
         raise InputValidationError(
             "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
             "give some rows a positive weight."

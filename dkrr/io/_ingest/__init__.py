@@ -2,7 +2,8 @@
 
 :mod:`._api` checks the options and dispatches to one reader per format (:mod:`._csv`,
 :mod:`._libsvm`, :mod:`._npy`), which share the bounded line reader of :mod:`._text`
-and the one store writer of :mod:`._writer`.
+and the one store writer of :mod:`._writer`; :mod:`._like` reads the layout recorded in
+a store so that a test file is read the way its training file was (``like=``).
 """
 
 from ...errors import InputNotFoundError

@@ -9,12 +9,15 @@ One reader per format turns the input into row blocks for the one store writer:
 Memory is bounded by the chunk (at most ``chunk_rows`` rows and about
 :data:`._writer.CHUNK_BYTES` of ``X``) and by the longest line accepted
 (:data:`._text.MAX_LINE_CHARS`), never by the number of rows: files larger than memory
-convert. The store layout is described in :mod:`dkrr.io._store`.
+convert. The input must be a regular file (a pipe is refused: it cannot be sized or
+read twice). The store layout is described in :mod:`dkrr.io._store`; the attributes that
+record how the file was read (for ``like=``) in :mod:`._like`.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +27,10 @@ import numpy as np
 
 from ...errors import InputNotFoundError, InputValidationError, InvalidParameterError
 from .._atomic import atomic_output
+from .._paths import refuse_url
 from .._store import zarr_replace_check
 from ._csv import read_csv
+from ._like import UNKNOWN, read_layout, take
 from ._libsvm import read_libsvm
 from ._npy import read_npy
 from ._text import COMPRESSIONS
@@ -49,6 +54,7 @@ _EXTENSIONS = {
 _READERS = {"csv": read_csv, "libsvm": read_libsvm, "npy": read_npy}
 _MISSING = ("error", "drop")
 _TARGET_TYPES = ("auto", "numeric", "labels")
+_INDEX_BASES = (0, 1, "auto")
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ class IngestSummary:
         Sorted original labels when the target was encoded to integer codes.
     path : str
         Absolute path of the store.
+    index_base : int or None
+        LIBSVM: the index of the first column, 0 or 1, as read (None for CSV/``.npy``).
+    index_base_guessed : bool
+        LIBSVM: whether ``index_base="auto"`` decided `index_base` (0 when index 0
+        occurs; 1, the LIBSVM convention, when it does not).
     """
 
     n_rows: int
@@ -78,6 +89,8 @@ class IngestSummary:
     target_names: list[str]
     classes: list[str] | None
     path: str
+    index_base: int | None = None
+    index_base_guessed: bool = False
 
 
 def _infer_format(src: Path) -> str:
@@ -103,11 +116,13 @@ def ingest(
     header: bool | None = None,
     delimiter: str | None = ",",
     dtype: str | np.dtype = "float32",
+    y_dtype: str | np.dtype = "float64",
     chunk_rows: int = 65536,
     n_features: int | None = None,
-    zero_based: bool | str = "auto",
+    index_base: int | str = "auto",
     missing: str = "error",
     target_type: str = "auto",
+    like: str | os.PathLike | None = None,
     overwrite: bool = False,
     progress: ProgressCallback | None = None,
 ) -> IngestSummary:
@@ -142,7 +157,11 @@ def ingest(
         space-separated text such as ``cod-rna.train.txt.gz`` with ``format="csv"``).
         Fields may be quoted with ``"``; quoted fields may not span lines.
     dtype : {"float32", "float64"}, default="float32"
-        Dtype of ``X`` (and of a numeric ``y``). A text target is stored as int32 codes.
+        Dtype of ``X``.
+    y_dtype : {"float64", "float32"}, default="float64"
+        Dtype of a numeric ``y`` (LIBSVM labels, a numeric CSV or ``.npy`` target):
+        float64 keeps every integer up to 2**53 exact (float32 would store 100000001
+        as 100000000). A label target is stored as int32 codes whatever this is.
     chunk_rows : int, default=65536
         Most rows per chunk, both for reading and for the Zarr chunks of ``X`` and
         ``y``. Wide inputs get fewer: a chunk of ``X`` holds at most 64 MiB (at least
@@ -150,9 +169,16 @@ def ingest(
     n_features : int, optional
         LIBSVM: number of features (columns) of ``X``; by default the largest index in
         the file. CSV/``.npy``: if given, the number of feature columns is checked.
-    zero_based : bool or "auto", default="auto"
-        LIBSVM: whether feature indices start at 0. "auto" (as scikit-learn's
-        ``load_svmlight_file``) treats them as 0-based if index 0 occurs, else 1-based.
+    index_base : {0, 1, "auto"}, default="auto"
+        LIBSVM: the index of the first column of ``X``. LIBSVM files are one-based;
+        scikit-learn writes zero-based ones too. "auto" reads a file holding index 0
+        as zero-based. A file without index 0 is read one-based when that is the only
+        reading that fits: with no `n_features`, or when its largest index equals
+        `n_features`; when `n_features` would fit either reading (a zero-based file
+        that never uses index 0 would have every column shifted by one) the guess is
+        refused: pass 0 or 1, or `like`. The base read is recorded in the store
+        (attribute ``index_base``) and in the summary (``index_base_guessed`` tells
+        whether "auto" decided it).
     missing : {"error", "drop"}, default="error"
         What to do with rows holding a missing value: an empty cell, a missing-value
         marker (``NA``, ``N/A``, ``?``, ``null``, ``None``, ``nan``; case-insensitive)
@@ -164,6 +190,16 @@ def ingest(
         reads it as labels only when one of its cells in the first chunk is neither a
         number nor a missing-value marker; "labels" encodes it as classes even when
         the labels are numbers (e.g. digits); "numeric" refuses text in it.
+    like : str or os.PathLike, optional
+        A store written by ingest (typically the training set) whose layout this file
+        must follow: its number of features, its dtypes, and what it records of how
+        its file was read -- the LIBSVM index base, the CSV delimiter and target
+        column(s), and the classes of a label target (this file's labels are coded
+        with those classes; a label they lack is an error naming it). Those options
+        may be left out; one given with a different value is an error. Whether this
+        CSV has a header is still `header` (detected by default); when both files
+        have one, they must name the same columns. The format still comes
+        from `format` or the extension (the store's when the extension is unknown).
     overwrite : bool, default=False
         Replace an existing Zarr store at `out` (only once the new one is complete).
     progress : callable, optional
@@ -184,17 +220,27 @@ def ingest(
     InputNotFoundError
         If `path` does not exist.
     InputValidationError
-        Unknown format, a file that is not of its format (binary data, no line breaks,
-        a line over 16 Mi characters), a non-numeric feature cell (with line and
-        column), a row with the wrong number of fields (with line), an unknown target
+        A `path` that is not a regular file (a pipe such as ``/dev/stdin``, a device:
+        the file is read twice (LIBSVM) or mapped (``.npy``), and its size drives the
+        progress; save the stream to a file first), a corrupt or truncated ``.gz`` or
+        ``.bz2`` file, text that is not UTF-8 (with the line), a CSV line that is one
+        field (with the delimiter it seems to use), an ambiguous LIBSVM index base, a
+        LIBSVM index beyond int64, a label missing from the classes of `like`, unknown
+        format, a file that is not of its format (binary data, no line breaks, a line
+        over 16 Mi characters), a non-numeric feature cell (with line and column), a row with the wrong number of fields (with line), an unknown target
         column, no data, or a feature index (LIBSVM) that makes one row of ``X``
         larger than 256 MiB.
+    FeatureMismatchError
+        A LIBSVM index beyond `n_features`, a CSV/``.npy`` whose feature count is not
+        `n_features`, or a CSV header that names other columns than the `like` store's.
     MissingValueError
         Cells are missing and `missing` is "error" (with the rows and columns).
     NonFiniteInputError
         A NaN or infinite value, or one too large for `dtype` (with line and column).
     InvalidParameterError
-        An invalid option value.
+        An invalid option value, or one that contradicts `like`.
+    StoreNotFoundError, StoreError
+        `like` is not a dkrr store.
 
     Notes
     -----
@@ -215,21 +261,45 @@ def ingest(
     >>> s.n_rows, s.feature_names, s.classes
     (2, ['a', 'b'], ['g', 'h'])
     """
+    refuse_url(path, "input file")
+    refuse_url(out, "output")
     src = Path(os.path.abspath(os.fspath(path)))
-    if format is None:
-        fmt = _infer_format(src)
-    else:
+    layout = None if like is None else read_layout(like)
+    if format is not None:
         fmt = str(format).lower()
         if fmt not in _FORMATS:
             raise InvalidParameterError(
                 f"format must be one of {_FORMATS}, got {format!r}"
             )
-    try:
-        x_dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise InvalidParameterError(f"dtype must be float32 or float64, got {dtype!r}") from exc
-    if x_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise InvalidParameterError(f"dtype must be float32 or float64, got {dtype!r}")
+    elif layout is not None and layout.format in _FORMATS:
+        try:
+            fmt = _infer_format(src)
+        except InputValidationError:
+            fmt = layout.format
+    else:
+        fmt = _infer_format(src)
+    classes = None
+    if layout is not None:
+        dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
+        y_dtype = take("y_dtype", y_dtype, "float64",
+                       getattr(layout.y_dtype, "name", UNKNOWN), layout)
+        n_features = take("n_features", n_features, None, layout.n_features, layout)
+        if fmt == layout.format:
+            index_base = take("index_base", index_base, "auto", layout.index_base, layout)
+            if fmt == "libsvm" and index_base == "auto":
+                raise InputValidationError(
+                    f"like={layout.path} does not record the LIBSVM index base it was "
+                    "read with (it was ingested by an older dkrr); pass index_base=0 "
+                    "or 1 (--index-base)"
+                )
+            delimiter = take("delimiter", delimiter, ",", layout.delimiter, layout)
+            target = take("target", target, None, layout.target, layout)
+            if fmt == "csv":
+                target_type = take("target_type", target_type, "auto",
+                                   layout.target_type, layout)
+                classes = layout.classes
+    x_dtype = _float_dtype("dtype", dtype)
+    yf_dtype = _float_dtype("y_dtype", y_dtype)
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
         raise InvalidParameterError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     if delimiter is not None and (
@@ -245,8 +315,10 @@ def ingest(
         isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1
     ):
         raise InvalidParameterError(f"n_features must be a positive integer, got {n_features!r}")
-    if zero_based not in ("auto", True, False):
-        raise InvalidParameterError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    if isinstance(index_base, bool) or index_base not in _INDEX_BASES:
+        raise InvalidParameterError(
+            f"index_base must be 0, 1 or 'auto', got {index_base!r}"
+        )
     if missing not in _MISSING:
         raise InvalidParameterError(f"missing must be 'error' or 'drop', got {missing!r}")
     if target_type not in _TARGET_TYPES:
@@ -262,6 +334,13 @@ def ingest(
             f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file "
             "(a Zarr store needs no ingest)"
         )
+    if not stat.S_ISREG(src.stat().st_mode):
+        raise InputValidationError(
+            f"{src} is not a regular file (a pipe, socket or device such as /dev/stdin); "
+            "ingest needs a file it can size and read again (LIBSVM is read twice, "
+            ".npy is memory-mapped): save the stream to a file first, e.g. "
+            "`cat > data.csv`, and ingest that"
+        )
     if fmt == "npy" and src.name.lower().endswith(COMPRESSIONS):
         raise InputValidationError(f"{src}: compressed .npy files are not supported")
 
@@ -274,11 +353,25 @@ def ingest(
             header=header,
             delimiter=delimiter,
             dtype=x_dtype,
+            y_dtype=yf_dtype,
             chunk_rows=int(chunk_rows),
             n_features=None if n_features is None else int(n_features),
-            zero_based=zero_based,
+            index_base=index_base,
             missing=missing,
             target_type=target_type,
+            classes=classes,
+            columns=None if layout is None or fmt != "csv" else layout.columns,
+            like=None if layout is None else layout.path,
             progress=progress,
         )
     return IngestSummary(path=str(final), **info)
+
+
+def _float_dtype(name: str, dtype: Any) -> np.dtype:
+    try:
+        out = np.dtype(dtype)
+    except TypeError as exc:
+        raise InvalidParameterError(f"{name} must be float32 or float64, got {dtype!r}") from exc
+    if out not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise InvalidParameterError(f"{name} must be float32 or float64, got {dtype!r}")
+    return out

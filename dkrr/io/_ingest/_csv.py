@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputValidationError, InvalidParameterError
-from ._columns import split_columns
+from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
+from ._columns import names_hint, split_columns
 from ._text import LineReader, is_missing, to_float
 from ._writer import (
     MissingRows,
@@ -59,6 +59,34 @@ def detect_header(first: list[str], second: list[str] | None) -> bool:
     return any(a and b for a, b in zip(first_text, second_numeric, strict=False))
 
 
+#: delimiters suggested when a line splits into one field: (character, CLI spelling)
+_OTHER_DELIMITERS = ((";", "';'"), ("\t", "tab"), ("|", "'|'"), (",", "','"), (":", "':'"))
+
+
+def _one_column(src: Path, head: list[str], numbers: list[int], delimiter: str | None):
+    """The error for a first line that is one field: name the delimiter it seems to use."""
+    sep = "whitespace" if delimiter is None else repr(delimiter)
+    cause = (
+        f"{src}: line {numbers[0]} is a single field when split at {sep}, so there is no "
+        "column left for the features once the target is taken"
+    )
+    for char, spelled in _OTHER_DELIMITERS:
+        if char != delimiter and all(len(csv_row(h, char)) > 1 for h in head):
+            return InputValidationError(
+                f"{cause}; the lines look {spelled}-delimited: pass delimiter={char!r} "
+                f"(--delimiter {spelled})"
+            )
+    if delimiter is not None and all(len(h.split()) > 1 for h in head):
+        return InputValidationError(
+            f"{cause}; the lines look whitespace-separated: pass delimiter=None "
+            "(--delimiter whitespace)"
+        )
+    return InputValidationError(
+        f"{cause}; pass the file's delimiter (--delimiter) -- a CSV needs at least one "
+        "feature column and a target column"
+    )
+
+
 class _Labels:
     """Incremental encoding of a label column; a missing cell gets code -1."""
 
@@ -76,11 +104,26 @@ class _Labels:
             self.present = np.pad(self.present, (0, len(self.codes) - self.present.size))
         self.present[codes.astype(np.intp)] = True
 
-    def classes(self) -> tuple[list[str], np.ndarray | None]:
-        """Sorted labels that occur in the store, and the code mapping (None: identity)."""
+    def classes(self, fixed: list[str] | None = None,
+                where: str = "") -> tuple[list[str], np.ndarray | None]:
+        """Sorted labels that occur in the store, and the code mapping (None: identity).
+
+        With `fixed` (the classes of a ``like`` store) the codes follow `fixed`, and a
+        label that is not in it is an error (`where`: the file, for the message).
+        """
         self.seen(np.empty(0))
         labels = [lab for lab, c in self.codes.items() if self.present[c]]
-        if all(to_float(lab) is not None for lab in labels):
+        if fixed is not None:
+            unknown = [lab for lab in labels if lab not in fixed]
+            if unknown:
+                raise InputValidationError(
+                    f"{where}: {len(unknown)} of its labels are not classes of the like "
+                    f"store: {names_hint(unknown)}; that store's classes are "
+                    f"{names_hint(fixed)}. A model fitted on it cannot predict them; "
+                    "ingest without like= (--like) to give this file its own classes"
+                )
+            classes = list(fixed)
+        elif all(to_float(lab) is not None for lab in labels):
             classes = sorted(labels, key=lambda lab: (float(lab), lab))
         else:
             classes = sorted(labels)
@@ -151,8 +194,9 @@ class _Layout:
         return arr, absent if absent is not None and absent.any() else None
 
 
-def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_rows,
-             n_features, missing, target_type, progress, **_) -> dict[str, Any]:
+def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
+             chunk_rows, n_features, missing, target_type, progress, classes=None,
+             columns=None, like=None, **_) -> dict[str, Any]:
     total = os.path.getsize(src)
     reader = LineReader(src, "CSV")
     try:
@@ -163,8 +207,12 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
         second = csv_row(head[1], delimiter) if len(head) > 1 else None
         has_header = detect_header(first, second) if header is None else bool(header)
         n_cols = len(first)
+        if n_cols == 1:
+            raise _one_column(src, head, head_numbers, delimiter)
         if has_header:
             names = [c.strip() or f"column_{j}" for j, c in enumerate(first)]
+            if columns is not None and names != columns:
+                raise _other_columns(src, names, columns, like)
             shape_origin = f"the header (line {head_numbers[0]})"
             pending = (head[1:], head_numbers[1:])
         else:
@@ -213,7 +261,8 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
         x_dtype = np.dtype(dtype)
         writer = StoreWriter(
             tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
-            x_dtype=x_dtype, y_dtype=np.dtype(np.int32) if label_col is not None else x_dtype,
+            x_dtype=x_dtype,
+            y_dtype=np.dtype(np.int32) if label_col is not None else np.dtype(y_dtype),
             chunk_rows=rows,
         )
         gathered = MissingRows(src, names)
@@ -246,7 +295,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
                 labels.seen(yb)
             else:
                 ycols = arr[:, target_cols[0]] if scalar else arr[:, target_cols]
-                yb = cast_checked(ycols, x_dtype, where, target_cols)
+                yb = cast_checked(ycols, np.dtype(y_dtype), where, target_cols, "y_dtype")
             writer.append(Xb, yb)
             del arr, Xb, yb
             call_progress(progress, writer.n, reader.bytes_read(), total)
@@ -261,11 +310,28 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, chunk_ro
             "is left to ingest with missing='drop'"
         )
 
-    classes = None
+    fixed, classes = classes, None
     if label_col is not None:
-        classes, mapping = labels.classes()
+        classes, mapping = labels.classes(fixed, str(src))
         if mapping is not None:
             writer.remap_y(mapping)
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
-    return writer.finish("csv", src, feature_names, target_names, classes=classes, dropped=dropped)
+    read_as = {"delimiter": delimiter, "header": has_header,
+               "target_columns": list(target_cols)}
+    return writer.finish("csv", src, feature_names, target_names, classes=classes,
+                         dropped=dropped, read_as=read_as, like=like)
+
+
+def _other_columns(src: Path, names: list[str], columns: list[str], like) -> Exception:
+    """The error for a header that does not name the columns of the like store."""
+    if len(names) != len(columns):
+        what = f"{len(names)} columns, the store's file had {len(columns)}"
+    else:
+        j = next(j for j, (a, b) in enumerate(zip(names, columns, strict=True)) if a != b)
+        what = f"column {j} is {names[j]!r} where the store's file had {columns[j]!r}"
+    return FeatureMismatchError(
+        f"{src}: its header names other columns than like={like}: {what} (the store's "
+        f"columns: {names_hint(columns)}); reorder the columns, or pass header=False "
+        "(--no-header) if the first line is data"
+    )

@@ -1,7 +1,7 @@
 """LIBSVM/svmlight sparse text into a dkrr store (dense ``X``), in two streamed passes.
 
 The first pass counts rows and finds the smallest and largest feature index (needed for
-the number of features and for ``zero_based="auto"``); an index that would make one
+the number of features and for ``index_base="auto"``); an index that would make one
 dense row of ``X`` too large is refused there, as soon as it is seen. The second pass
 writes dense blocks into pre-sized arrays, with rows per chunk from the byte budget.
 """
@@ -24,6 +24,8 @@ from ._writer import (
     chunk_rows_for,
     max_columns,
 )
+
+_MAX_INDEX = int(np.iinfo(np.int64).max)
 
 
 def _parse_slow(lines, numbers):
@@ -60,6 +62,12 @@ def _parse_slow(lines, numbers):
             if ikey < 0:
                 raise InputValidationError(
                     f"line {numbers[i]}: feature index {ikey} is negative"
+                )
+            if ikey > _MAX_INDEX:
+                raise InputValidationError(
+                    f"line {numbers[i]}: feature index {ikey} is beyond the 64-bit "
+                    "integer range; a LIBSVM index is a column of X, which dkrr stores "
+                    "dense (check the file for a corrupted or misread index)"
                 )
             rows.append(i)
             idx.append(ikey)
@@ -119,8 +127,40 @@ def _drop_nan_rows(labels, rows, idx, vals, numbers):
     return labels[~bad], new_row[rows[keep]], idx[keep], vals[keep], numbers, int(bad.sum())
 
 
-def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
-                zero_based, missing, target_type, progress, **_) -> dict[str, Any]:
+def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
+                  n_features: int | None) -> tuple[int, bool]:
+    """The index base to read a file with, and whether "auto" chose it, given the
+    file's smallest and largest feature index.
+
+    "auto": index 0 present -> 0. Otherwise 1 (the LIBSVM convention) when the two
+    readings differ at most by a leading column that is never used: no `n_features`,
+    no entries, or a largest index equal to `n_features` (zero-based would need one
+    column more). With `n_features` larger than the largest index both readings fit
+    and differ by a shift of every column: that guess is refused.
+    """
+    if index_base != "auto":
+        if index_base == 1 and lo == 0:
+            raise InputValidationError(
+                f"{src} has feature index 0 but index_base=1 (one-based); pass "
+                "index_base=0 (--index-base 0)"
+            )
+        return int(index_base), False
+    if lo == 0:
+        return 0, True
+    if n_features is None or hi is None or hi >= n_features:
+        return 1, True
+    raise InputValidationError(
+        f"{src} never uses feature index 0 and its largest index, {hi}, fits "
+        f"n_features={n_features} both one-based and zero-based (which would shift "
+        "every column by one), so the index base cannot be guessed: pass "
+        "index_base=1 or 0 (--index-base 1 or 0), or like=TRAIN_STORE (--like) to read "
+        "it as the training file was read"
+    )
+
+
+def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
+                index_base, missing, target_type, progress, like=None,
+                **_) -> dict[str, Any]:
     if target is not None:
         raise InvalidParameterError(
             "a LIBSVM file has its label first on each line; target cannot be chosen "
@@ -150,7 +190,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
                 k = int(np.argmax(idx))
                 if hi is None or idx[k] > hi:
                     hi = int(idx[k])
-                    low = 0 if zero_based is True or (zero_based == "auto" and lo == 0) else 1
+                    low = 0 if index_base == 0 or (index_base == "auto" and lo == 0) else 1
                     if hi - low + 1 > max_columns(x_dtype):
                         check_row_width(
                             hi - low + 1, x_dtype,
@@ -162,15 +202,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
         reader.close()
     if n_rows == 0:
         raise InputValidationError(f"{src} has no data rows")
-    if zero_based == "auto":
-        offset = 0 if lo == 0 else 1
-    else:
-        offset = 0 if zero_based else 1
-        if offset == 1 and lo == 0:
-            raise InputValidationError(
-                f"{src} has feature index 0 but zero_based=False; pass zero_based=True "
-                "or 'auto'"
-            )
+    offset, guessed = index_base_of(src, index_base, lo, hi, n_features)
     needed = 0 if hi is None else hi - offset + 1
     if n_features is None:
         if needed == 0:
@@ -188,7 +220,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
     # Pass 2: dense blocks into pre-sized arrays.
     rows_per_chunk = chunk_rows_for(max(d * x_dtype.itemsize, chars // n_rows), chunk_rows)
     writer = StoreWriter(
-        tmp, n_features=d, y_tail=(), x_dtype=x_dtype, y_dtype=x_dtype,
+        tmp, n_features=d, y_tail=(), x_dtype=x_dtype, y_dtype=np.dtype(y_dtype),
         chunk_rows=rows_per_chunk, n_rows=n_rows,
     )
     dropped = 0
@@ -217,7 +249,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
             def where(i: int, j: int, _numbers=numbers) -> str:
                 return f"line {_numbers[i]}"
 
-            yb = cast_checked(labels, x_dtype, where, [0])
+            yb = cast_checked(labels, np.dtype(y_dtype), where, [0], "y_dtype")
             with np.errstate(over="ignore"):
                 vals_cast = vals.astype(x_dtype)
             bad = ~np.isfinite(vals_cast)
@@ -238,4 +270,5 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features,
             "ingest with missing='drop'"
         )
     feature_names = [f"feature_{j}" for j in range(d)]
-    return writer.finish("libsvm", src, feature_names, ["label"], dropped=dropped)
+    return writer.finish("libsvm", src, feature_names, ["label"], dropped=dropped,
+                         read_as={"index_base": offset}, like=like, guessed=guessed)

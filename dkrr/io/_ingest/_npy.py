@@ -35,8 +35,8 @@ def _not_npy(src: Path) -> InputValidationError:
     )
 
 
-def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, missing,
-             target_type, progress, **_) -> dict[str, Any]:
+def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
+             missing, target_type, progress, like=None, **_) -> dict[str, Any]:
     if target_type == "labels":
         raise InvalidParameterError(
             "target_type='labels' is for CSV input; a .npy target is numeric (a "
@@ -73,7 +73,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
                           chunk_rows)
     writer = StoreWriter(
         tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
-        x_dtype=x_dtype, y_dtype=x_dtype, chunk_rows=rows, n_rows=n_rows,
+        x_dtype=x_dtype, y_dtype=np.dtype(y_dtype), chunk_rows=rows, n_rows=n_rows,
     )
     total = os.path.getsize(src)
     header = total - arr.nbytes
@@ -95,7 +95,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
             return f"row {_index[i]} (0-based), column {j}"
 
         Xb = cast_checked(Xb, x_dtype, where, feature_cols)
-        yb = cast_checked(ycols, x_dtype, where, target_cols)
+        yb = cast_checked(ycols, np.dtype(y_dtype), where, target_cols, "y_dtype")
         writer.append(Xb, yb)
         del block, Xb, yb
         call_progress(progress, writer.n, header + stop * row_bytes, total)
@@ -107,4 +107,5 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, chunk_rows, n_features, mis
         )
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
-    return writer.finish("npy", src, feature_names, target_names, dropped=dropped)
+    return writer.finish("npy", src, feature_names, target_names, dropped=dropped,
+                         read_as={"target_columns": list(target_cols)}, like=like)

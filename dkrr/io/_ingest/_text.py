@@ -8,8 +8,10 @@ after reading at most that many characters instead of being read whole.
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
+import zlib
 from pathlib import Path
 
 from ...errors import InputValidationError
@@ -85,6 +87,35 @@ def open_binary(src: Path):
     return raw, raw
 
 
+def bad_utf8_line(src: Path, after: int) -> int:
+    """The 1-based number of the first line that is not valid UTF-8 (at least `after` + 1).
+
+    Read again from the start, in binary (only on the error path: the text decoder
+    reads ahead, so the line it had reached is not the line of the bad bytes). Lines
+    are counted at ``\\n``.
+    """
+    raw, stream = open_binary(src)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    number = 1
+    try:
+        while chunk := stream.readline(2**20):
+            end = chunk.endswith(b"\n")
+            try:
+                decoder.decode(chunk, final=end)
+            except UnicodeDecodeError:
+                return max(number, after + 1)
+            if end:
+                number += 1
+                decoder.reset()
+    except (OSError, EOFError, zlib.error):
+        pass
+    finally:
+        if stream is not raw:
+            stream.close()
+        raw.close()
+    return after + 1
+
+
 class LineReader:
     """Reads non-blank lines in batches, remembering their 1-based line numbers.
 
@@ -118,20 +149,11 @@ class LineReader:
         try:
             line = self.text.readline(MAX_LINE_CHARS + 1)
         except UnicodeDecodeError as exc:
-            raise self._not_text(
-                f"line {self.lineno + 1} is not valid UTF-8: {exc.reason}"
-            ) from exc
-        except (OSError, EOFError) as exc:  # corrupt or not-compressed gzip/bz2 stream
-            name = self.src.name.lower()
-            if self.lineno == 0 and name.endswith(COMPRESSIONS):
-                kind = "gzip" if name.endswith(".gz") else "bzip2"
-                raise InputValidationError(
-                    f"{self.src} is not a {kind} file ({exc}); if it is not compressed, "
-                    f"drop the {name[name.rfind('.'):]} suffix"
-                ) from exc
-            raise InputValidationError(
-                f"{self.src}: cannot read past line {self.lineno}: {exc}"
-            ) from exc
+            # the decoder reads ahead: find the line that holds the bad bytes
+            where = bad_utf8_line(self.src, self.lineno)
+            raise self._not_text(f"line {where} is not valid UTF-8: {exc.reason}") from exc
+        except (OSError, EOFError, zlib.error) as exc:  # corrupt or truncated gzip/bz2
+            raise self._unreadable(exc) from exc
         if len(line) - line.endswith("\n") > MAX_LINE_CHARS:
             what = sniff(self.src)
             raise InputValidationError(
@@ -142,6 +164,25 @@ class LineReader:
         if "\x00" in line:
             raise self._not_text(f"line {self.lineno + 1} contains a NUL byte")
         return line
+
+    def _unreadable(self, exc: BaseException) -> InputValidationError:
+        name = self.src.name.lower()
+        if name.endswith(COMPRESSIONS):
+            kind = "gzip" if name.endswith(".gz") else "bzip2"
+            what = sniff(self.src)
+            if what is None or not what.startswith(kind):
+                return InputValidationError(
+                    f"{self.src} is not a {kind} file ({exc}); if it is not compressed, "
+                    f"drop the {name[name.rfind('.'):]} suffix"
+                )
+            where = f"past line {self.lineno}" if self.lineno else "from its start"
+            return InputValidationError(
+                f"{self.src}: the {kind} data is corrupt or truncated: it cannot be "
+                f"decompressed {where} ({exc}); download or compress it again"
+            )
+        return InputValidationError(
+            f"{self.src}: cannot read past line {self.lineno}: {exc}"
+        )
 
     def read(self, n: int, max_chars: int = TEXT_BUDGET) -> tuple[list[str], list[int]]:
         """Up to `n` lines (fewer at the end or past `max_chars` characters, at least 1)."""

@@ -22,7 +22,8 @@ import zarr
 
 from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
 from .._atomic import interrupts_deferred
-from .._store import LAYOUT_VERSION, default_compressors
+from .._reader import MANIFEST, manifest
+from .._store import LAYOUT_VERSION, create_arrays
 from ._text import format_bytes
 
 #: bytes of ``X`` in one chunk (and one block in memory); a chunk holds at least one row
@@ -95,20 +96,11 @@ class StoreWriter:
 
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
         self.group = zarr.open_group(str(path), mode="w-")
-        self.X = self.group.create_array(
-            "X",
-            shape=(n_rows, n_features),
-            dtype=x_dtype,
-            chunks=(rows, n_features),
-            compressors=default_compressors(),
-        )
-        self.y = self.group.create_array(
-            "y",
-            shape=(n_rows,) + y_tail,
-            dtype=y_dtype,
-            chunks=(rows,) + y_tail,
-            compressors=default_compressors(),
-        )
+        arrays = create_arrays(self.group, {
+            "X": ((n_rows, n_features), x_dtype, (rows, n_features)),
+            "y": ((n_rows,) + y_tail, y_dtype, (rows,) + y_tail),
+        }, {})
+        self.X, self.y = arrays["X"], arrays["y"]
 
     def append(self, Xb: np.ndarray, yb: np.ndarray) -> None:
         if Xb.shape[0] == 0:
@@ -130,29 +122,41 @@ class StoreWriter:
                 self.y[start:stop] = mapping[self.y[start:stop]]
 
     def finish(self, fmt: str, src: Path, feature_names: list, target_names: list, *,
-               classes=None, dropped: int = 0) -> dict[str, Any]:
+               classes=None, dropped: int = 0, read_as: dict[str, Any] | None = None,
+               like: str | None = None, guessed: bool = False) -> dict[str, Any]:
         """Trim the arrays to the rows written, write the group attributes of the dkrr
         layout (one metadata write: ``attrs.update`` writes per key) and return the
-        reader's summary fields."""
+        reader's summary fields.
+
+        `read_as` holds how the file was read (``index_base``; ``delimiter``,
+        ``header``, ``target_columns``), recorded so that ``like=`` can read another
+        file the same way; `like` is the store whose layout was followed.
+        """
         attrs: dict[str, Any] = {
             "dkrr_layout": LAYOUT_VERSION,
             "feature_names": feature_names,
             "target_names": target_names,
             "source": str(src),
             "format": fmt,
+            "n_features": len(feature_names),
+            **(read_as or {}),
         }
         if classes is not None:
             attrs["classes"] = classes
         if dropped:
             attrs["rows_dropped"] = dropped
+        if like is not None:
+            attrs["like"] = like
         with interrupts_deferred():
             if self.X.shape[0] != self.n:
                 self.X.resize((self.n,) + self.X.shape[1:])
                 self.y.resize((self.n,) + self.y.shape[1:])
+            attrs[MANIFEST] = manifest({"X": self.X, "y": self.y})
             self.group.update_attributes(attrs)
         return {
             "n_rows": self.n, "n_features": len(feature_names), "n_targets": len(target_names),
             "feature_names": feature_names, "target_names": target_names, "classes": classes,
+            "index_base": attrs.get("index_base"), "index_base_guessed": guessed,
         }
 
 
@@ -161,8 +165,10 @@ def cast_checked(
     dtype: np.dtype,
     where: Callable[[int, int], str],
     columns: Sequence[int],
+    option: str = "dtype",
 ) -> np.ndarray:
-    """Cast to `dtype`, refusing NaN/inf and values that overflow `dtype`."""
+    """Cast to `dtype`, refusing NaN/inf and values that overflow `dtype` (`option`:
+    the ingest option that sets `dtype`, named in the fix)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = values.astype(dtype, copy=False)
     finite = np.isfinite(out)
@@ -174,7 +180,7 @@ def cast_checked(
         if np.isfinite(original):
             raise NonFiniteInputError(
                 f"{location}: value {float(original)!r} is too large for {dtype}; "
-                "ingest with dtype='float64' (--dtype float64)"
+                f"ingest with {option}='float64' (--{option.replace('_', '-')} float64)"
             )
         fix = (
             "pass missing='drop' (--missing drop) to leave out rows with NaN or missing "

@@ -1,0 +1,101 @@
+"""Reading a file with the layout of an existing store (``ingest(..., like=TRAIN_STORE)``).
+
+A test file must become a store whose columns mean what the training store's columns
+mean. Every store written by ingest records how its file was read (the group attributes
+``format``, ``n_features``, ``index_base``, ``delimiter``, ``header``,
+``target_columns`` and ``classes``, next to the dtypes of ``X`` and ``y``);
+:func:`read_layout` reads them back and :func:`take` lets each of them replace an
+option left at its default. An option given with a different value is an error, not a
+silent choice between the two. Whether a CSV has a header is decided per file (a test
+file may lack the training file's header); when both have one, the names must agree
+(``Layout.columns``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidParameterError
+
+#: a recorded value the store does not have (an older store, or another format)
+UNKNOWN: Any = object()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the file of a store was read, as far as the store records it."""
+
+    path: str
+    format: str | None
+    n_features: int
+    dtype: np.dtype
+    y_dtype: Any
+    index_base: Any
+    delimiter: Any
+    target: Any
+    target_type: str
+    classes: list[str] | None
+    columns: list[str] | None
+
+
+def read_layout(like: str | os.PathLike) -> Layout:
+    """The layout recorded in the store at `like` (a dkrr dataset with ``X`` and ``y``).
+
+    Raises StoreNotFoundError / StoreError / InputValidationError as
+    :func:`dkrr.io.open_dataset` does for a store that is missing or not a dataset.
+    """
+    from .._store import open_dataset
+
+    ds = open_dataset(like)
+    attrs = ds.attrs
+    classes = attrs.get("classes")
+    fmt = attrs.get("format")
+    targets = attrs.get("target_columns")
+    if targets is None:
+        target = UNKNOWN
+    else:
+        target = int(targets[0]) if ds.y.ndim == 1 else [int(t) for t in targets]
+    columns = None
+    if attrs.get("header") and targets is not None:
+        features = iter(attrs.get("feature_names", []))
+        names = dict(zip(targets, attrs.get("target_names", []), strict=False))
+        n_cols = ds.X.shape[1] + len(targets)
+        columns = [names[j] if j in names else next(features, None) for j in range(n_cols)]
+        if None in columns:
+            columns = None
+    return Layout(
+        path=ds.path,
+        format=fmt,
+        n_features=int(ds.X.shape[1]),
+        dtype=np.dtype(ds.X.dtype),
+        y_dtype=np.dtype(ds.y.dtype) if ds.y.dtype.kind == "f" else UNKNOWN,
+        index_base=attrs.get("index_base", UNKNOWN),
+        delimiter=attrs.get("delimiter", UNKNOWN),
+        target=target,
+        target_type="labels" if classes is not None else "numeric",
+        classes=None if classes is None else [str(c) for c in classes],
+        columns=columns,
+    )
+
+
+def take(name: str, given: Any, default: Any, recorded: Any, layout: Layout) -> Any:
+    """The value of option `name`: the store's when `given` is the default (or equal)."""
+    if recorded is UNKNOWN:
+        return given
+    same = given == recorded
+    if name in ("dtype", "y_dtype"):
+        same = np.dtype(given) == np.dtype(recorded)
+    if same or _is_default(given, default):
+        return recorded
+    raise InvalidParameterError(
+        f"{name}={given!r} contradicts like={layout.path}: that store was ingested with "
+        f"{name}={recorded!r}; leave {name} out to read this file the same way"
+    )
+
+
+def _is_default(given: Any, default: Any) -> bool:
+    return given is default or (type(given) is type(default) and given == default)

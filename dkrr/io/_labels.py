@@ -1,0 +1,75 @@
+"""Class codes of a store: ``y`` holds integer codes, the ``classes`` attribute their labels.
+
+Labels are the contract, codes are storage: code ``i`` of a store means ``classes[i]`` of
+that store, and two stores ingested separately may number the same label differently.
+:func:`checked_class_codes` is applied by :func:`~dkrr.io.open_dataset` to every store
+with a ``classes`` attribute: the attribute must be a list of distinct strings, ``y`` must
+hold integers, and a code outside ``0 .. len(classes) - 1`` is a
+:class:`~dkrr.errors.StoreError` naming the array, the store and the rows, raised by the
+task that reads the block (no extra pass over ``y``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from ..errors import StoreError
+
+__all__ = ["checked_class_codes", "store_classes"]
+
+
+def store_classes(attrs: dict, path: str | Path) -> list[str] | None:
+    """The ``classes`` attribute of a store, checked: None, or a list of distinct strings."""
+    classes = attrs.get("classes")
+    if classes is None:
+        return None
+    if (not isinstance(classes, list) or not classes
+            or not all(isinstance(c, str) for c in classes) or len(set(classes)) != len(classes)):
+        raise StoreError(
+            f"the 'classes' attribute of {path} must be a non-empty list of distinct strings "
+            f"(the labels of the codes in y), got {str(classes)[:200]}; the metadata is "
+            "corrupted: re-create the store with `dkrr ingest`"
+        )
+    return list(classes)
+
+
+def _check_codes_block(block: np.ndarray, n_classes: int, path: str, block_info=None) -> np.ndarray:
+    flat = block.reshape(block.shape[0], -1)
+    bad = ((flat < 0) | (flat >= n_classes)).any(axis=1)
+    if bad.any():
+        rows = np.nonzero(bad)[0]
+        offset = block_info[0]["array-location"][0][0] if block_info else 0
+        first = int(rows[0])
+        vals = flat[first]
+        code = int(vals[(vals < 0) | (vals >= n_classes)][0])
+        raise StoreError(
+            f"array 'y' of {path} holds {rows.size} class code(s) outside 0..{n_classes - 1} in "
+            f"rows {offset} to {offset + block.shape[0] - 1}, first in row {offset + first} "
+            f"(code {code}); its 'classes' "
+            f"attribute names {n_classes} labels, so the store is corrupted: re-create it with "
+            "`dkrr ingest` or restore it from a copy"
+        )
+    return block
+
+
+def checked_class_codes(y: da.Array, classes: list[str], path: str | Path) -> da.Array:
+    """``y`` of a store with ``classes``: integers, each block checked when it is read.
+
+    Raises
+    ------
+    StoreError
+        At once if ``y`` is not an integer array; when a block is computed, if it holds a
+        code outside ``0 .. len(classes) - 1`` (naming the rows and the first bad code).
+    """
+    dtype: Any = np.dtype(y.dtype)
+    if dtype.kind not in "iu":
+        raise StoreError(
+            f"array 'y' of {path} has dtype {dtype} but the store has a 'classes' attribute, "
+            "so y must hold integer class codes (y == i means classes[i]); the store is "
+            "corrupted: re-create it with `dkrr ingest`"
+        )
+    return y.map_blocks(_check_codes_block, len(classes), str(path), dtype=y.dtype)

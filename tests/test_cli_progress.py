@@ -1,0 +1,250 @@
+"""Every ``dkrr`` command finishes with progress on, off, and with stderr a terminal or not.
+
+Real subprocesses on real Zarr stores and a real LocalCluster. Two hangs were found by a
+new user, not by tests that always passed ``-q``: ``dkrr evaluate`` handed a plain integer
+to the progress bar as a task key (it waited for it forever), and ``dkrr fit`` printed a
+recorded warning into the list of recorded warnings it was reading (any warning other than
+GridEdgeWarning). Each run here has a timeout, so a hang fails the test.
+"""
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+CLUSTER = ["--workers", 1, "--threads-per-worker", 1, "--memory-limit", "1GB"]
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("DASK_LOGGING", None)
+    return env
+
+
+def dkrr(*args, timeout=180):
+    """Run ``dkrr`` with stdout and stderr as pipes (not terminals), as in a batch job."""
+    proc = subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=_env())
+    assert proc.returncode == 0, f"dkrr {args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def dkrr_on_terminal(*args, timeout=180):
+    """Run ``dkrr`` with stderr a pseudo-terminal; returns (stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=slave, text=True, env=_env())
+    os.close(slave)
+    got = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"dkrr {args} did not finish in {timeout} s; the terminal "
+                                     f"showed:\n{got.decode(errors='replace')[-2000:]}")
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the other end closed
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            elif proc.poll() is not None:
+                break
+        out = proc.stdout.read()
+        assert proc.wait(timeout=30) == 0, f"dkrr {args} failed:\n{out}\n{got.decode(errors='replace')}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return out, got.decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """A regression store (2,000 x 5) and a classification store (labels a / b)."""
+    root = tmp_path_factory.mktemp("progress")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5))
+    y = X[:, 0] + 0.1 * rng.normal(size=2000)
+    np.savetxt(root / "reg.csv", np.column_stack([X, y]), delimiter=",", fmt="%.8f")
+    labels = np.where(X[:, 0] + X[:, 1] > 0, "a", "b")
+    with open(root / "cls.csv", "w") as fh:
+        for row, label in zip(X, labels):
+            fh.write(",".join(f"{v:.8f}" for v in row) + f",{label}\n")
+    dkrr("ingest", root / "reg.csv", "--out", root / "reg.zarr", "--chunk-rows", 500)
+    dkrr("ingest", root / "cls.csv", "--out", root / "cls.zarr", "--chunk-rows", 500)
+    return root
+
+
+def _no_redraws(stderr: str) -> None:
+    assert "\r" not in stderr, f"carriage-return redraws in a non-terminal stderr:\n{stderr!r}"
+
+
+def test_ingest_progress_is_plain_lines_in_a_log(stores):
+    proc = dkrr("ingest", stores / "reg.csv", "--out", stores / "reg2.zarr", "--chunk-rows", 500)
+    _no_redraws(proc.stderr)
+    assert "ingest: 2,000 rows (100.0%)" in proc.stderr
+
+
+def test_fit_finishes_and_says_each_non_grid_warning_once(stores):
+    # float32 statistics with a CV grid reaching alphas far below the rounding: a
+    # SingularAlphaWarning and a PrecisionWarning (the command used to never return)
+    proc = dkrr("fit", stores / "reg.zarr", "--out", stores / "m32", "--precision", "float32",
+                "--cv", 3, "--alphas", "1e-9,1e-3,1", *CLUSTER)
+    _no_redraws(proc.stderr)
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("dkrr fit: warning:")]
+    assert any("precision='float32'" in w for w in warnings), proc.stderr
+    assert any("not positive definite" in w for w in warnings), proc.stderr
+    assert len(warnings) == len(set(warnings)), proc.stderr
+    assert "Warning:" not in proc.stderr.replace("dkrr fit: warning:", ""), proc.stderr
+    assert "wrote" in proc.stdout
+
+
+def test_fit_finishes_on_the_pcg_max_iter_warning(stores):
+    proc = dkrr("fit", stores / "reg.zarr", "--out", stores / "mpcg", "--solver", "pcg",
+                "--max-iter", 1, "--pcg-rank", 4, "--alpha", "1e-6", *CLUSTER)
+    # scikit-learn's ConvergenceWarning: a warning class not dkrr's own is named
+    assert any(line.startswith("dkrr fit: warning: ConvergenceWarning: solver='pcg' stopped at "
+                               "max_iter=1") for line in proc.stderr.splitlines()), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def models(stores):
+    dkrr("fit", stores / "reg.zarr", "--out", stores / "reg.model", "-q", *CLUSTER)
+    dkrr("fit", stores / "cls.zarr", "--out", stores / "cls.model", "--classifier", "-q", *CLUSTER)
+    return stores
+
+
+@pytest.mark.parametrize("kind, json_flag", [("reg", []), ("reg", ["--json"]), ("cls", [])])
+def test_evaluate_finishes_with_progress_in_a_log(models, kind, json_flag):
+    proc = dkrr("evaluate", models / f"{kind}.model", models / f"{kind}.zarr", *json_flag, *CLUSTER)
+    _no_redraws(proc.stderr)
+    assert "evaluating" in proc.stderr
+    assert ("accuracy" if kind == "cls" else "rmse") in proc.stdout
+
+
+def test_evaluate_quiet_prints_no_progress(models):
+    proc = dkrr("evaluate", models / "reg.model", models / "reg.zarr", "-q", *CLUSTER)
+    assert proc.stderr == ""
+    assert "rmse" in proc.stdout
+
+
+def test_evaluate_and_predict_on_a_terminal_draw_a_bar(models):
+    out, term = dkrr_on_terminal("evaluate", models / "reg.model", models / "reg.zarr", *CLUSTER)
+    assert "rmse" in out
+    assert "evaluating" in term and "\r[" in term, term
+    out, term = dkrr_on_terminal("predict", models / "cls.model", models / "cls.zarr",
+                                 "--out", models / "pred_tty.zarr", *CLUSTER)
+    assert "predicting" in term and "\r[" in term, term
+
+
+def test_predict_progress_is_plain_lines_in_a_log(models):
+    proc = dkrr("predict", models / "reg.model", models / "reg.zarr", "--out", models / "pred.zarr",
+                *CLUSTER)
+    _no_redraws(proc.stderr)
+    assert "predicting" in proc.stderr
+
+
+def test_compute_takes_collections_only():
+    import dask.array as da
+
+    from dkrr._progress import compute, set_progress
+
+    x = da.ones(10, chunks=5)
+    for enabled in (False, True):
+        set_progress(enabled)
+        try:
+            with pytest.raises(TypeError, match="argument 1 is a int"):
+                compute(x.sum(), 10)
+            assert compute(x.sum())[0] == 10
+        finally:
+            set_progress(False)
+
+
+def test_line_log_turns_redraws_into_a_few_lines():
+    import io
+
+    from dkrr._progress import _LineLog
+
+    out = io.StringIO()
+    log = _LineLog(out, "working", interval=3600)
+    for pct in range(0, 101):
+        log.write(f"\r[{'#' * (pct // 10):<10}] | {pct}% Completed |  0.{pct}s")
+    log.write("\x1b[2K\r")  # distributed's TextProgressBar clears its line at the end
+    log.close()
+    lines = out.getvalue().splitlines()
+    assert lines == ["working: [##########] | 100% Completed |  0.100s"]
+
+    out = io.StringIO()
+    log = _LineLog(out, "working", interval=0.0)
+    log.write("\r[#  ] | 10% Completed")
+    log.write("\r[## ] | 20% Completed")
+    log.close()
+    assert out.getvalue().splitlines() == ["working: [#  ] | 10% Completed",
+                                           "working: [## ] | 20% Completed"]
+
+
+_START_THEN_INTERRUPT = """
+import signal, sys, threading
+from dkrr.cluster import local_cluster
+
+if __name__ == "__main__":
+    threading.Timer({delay}, lambda: signal.raise_signal(signal.SIGINT)).start()
+    try:
+        with local_cluster(n_workers=2, quiet=True) as client:
+            client.submit(sum, [1, 2]).result()
+            threading.Event().wait(30)  # the signal arrives during the start or here
+        print("not interrupted")
+    except KeyboardInterrupt:
+        print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.5, 1.5])
+def test_ctrl_c_while_the_local_cluster_starts_is_clean(tmp_path, delay):
+    """A Ctrl-C while the LocalCluster starts is held until the start is done, then raised;
+    the cluster is closed and nothing is printed (distributed's exit handler used to fail
+    on the half-started cluster: ``AssertionError: Status.init`` and nanny tracebacks)."""
+    script = tmp_path / "start.py"
+    script.write_text(_START_THEN_INTERRUPT.format(delay=delay))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=_env(), cwd=tmp_path)
+    assert proc.stdout.strip() == "interrupted", proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+
+
+def test_ctrl_c_while_dkrr_imports_its_libraries(stores):
+    """The command imports dask, scikit-learn and zarr inside its handler: a Ctrl-C while
+    they load is reported as an interruption (exit 130), not an import traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", "fit", stores / "reg.zarr",
+                             "--out", stores / "never"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # the command's code runs once `import dkrr.cli` is done (it imports no library)
+    time.sleep(0.6)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    assert not (stores / "never").exists()
+
+
+def test_import_dkrr_loads_no_library():
+    code = ("import sys, dkrr, dkrr.cli; heavy = [m for m in ('dask', 'distributed', 'sklearn', "
+            "'zarr', 'numba', 'scipy') if m in sys.modules]; print(heavy); "
+            "from dkrr import RandomFeatureRidge, load_model, DkrrError; "
+            "print(RandomFeatureRidge.__name__, dkrr.io.open_dataset.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "RandomFeatureRidge open_dataset"], proc.stdout

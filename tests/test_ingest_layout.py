@@ -1,0 +1,303 @@
+"""Ingest: index base, ``like=`` a training store, stored dtypes, and one-line errors.
+
+Every test writes real files in tmp_path and runs the real ingest (or the real ``dkrr``
+command in a subprocess) into real Zarr stores.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from sklearn.datasets import load_svmlight_file
+
+from dkrr.errors import (
+    FeatureMismatchError,
+    InputValidationError,
+    InvalidParameterError,
+    StoreNotFoundError,
+)
+from dkrr.io import ingest
+
+
+def _read(path):
+    group = zarr.open_group(str(path), mode="r")
+    return group["X"][...], group["y"][...], dict(group.attrs)
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def dkrr(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                          check=False, capture_output=True, text=True, timeout=120,
+                          input=stdin)
+
+
+# ------------------------------------------------------------------- LIBSVM index base
+
+# zero-based files (as scikit-learn writes them) whose test half never uses index 0
+TRAIN_0 = ["1 0:1.5 2:2 4:-1", "0 1:3 3:0.5", "1 0:2 4:7"]
+TEST_0 = ["0 1:4 3:1", "1 2:-2 3:6"]
+
+
+def test_libsvm_zero_based_test_file_is_not_shifted(tmp_path):
+    """Issue 23 item 5: without index 0 and with n_features the base was guessed
+    one-based, shifting every column; now the guess is refused and both explicit
+    index_base=0 and like=TRAIN give the columns the file means."""
+    train = _write(tmp_path / "train.svm", TRAIN_0)
+    test = _write(tmp_path / "test.svm", TEST_0)
+    want = load_svmlight_file(str(test), n_features=5, zero_based=True)[0].toarray()
+
+    with pytest.raises(InputValidationError, match=r"index base cannot be guessed.*"
+                       r"index_base=1 or 0 \(--index-base.*like=TRAIN_STORE"):
+        ingest(test, tmp_path / "guess.zarr", n_features=5)
+    assert not (tmp_path / "guess.zarr").exists()
+
+    ingest(test, tmp_path / "explicit.zarr", n_features=5, index_base=0)
+    X, _, attrs = _read(tmp_path / "explicit.zarr")
+    np.testing.assert_array_equal(X, want)
+    assert attrs["index_base"] == 0 and attrs["n_features"] == 5
+
+    s = ingest(train, tmp_path / "train.zarr", dtype="float64")
+    assert s.index_base == 0 and s.index_base_guessed  # index 0 occurs
+    s = ingest(test, tmp_path / "test.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "test.zarr")
+    np.testing.assert_array_equal(X, want)
+    assert X.dtype == np.float64  # the training store's dtype
+    np.testing.assert_array_equal(y, [0, 1])
+    assert s.index_base == 0 and not s.index_base_guessed
+    assert attrs["index_base"] == 0 and attrs["n_features"] == 5
+    assert attrs["like"] == str(tmp_path / "train.zarr")
+    assert attrs["source"] == str(test) and attrs["format"] == "libsvm"
+
+
+def test_libsvm_auto_base_is_one_where_only_one_reading_fits(tmp_path):
+    src = _write(tmp_path / "d.svm", ["1 1:2 3:4", "0 2:1"])
+    # no n_features: one-based (the LIBSVM convention), recorded and reported as guessed
+    s = ingest(src, tmp_path / "a.zarr")
+    X, _, attrs = _read(tmp_path / "a.zarr")
+    assert X.shape == (2, 3) and attrs["index_base"] == 1
+    assert s.index_base == 1 and s.index_base_guessed
+    # largest index == n_features: zero-based would need 4 columns
+    ingest(src, tmp_path / "b.zarr", n_features=3)
+    np.testing.assert_array_equal(_read(tmp_path / "b.zarr")[0], X)
+    with pytest.raises(InputValidationError, match="has feature index 0 but index_base=1"):
+        ingest(_write(tmp_path / "z.svm", ["1 0:1"]), tmp_path / "z.zarr", index_base=1)
+    for bad in (True, "0", 2):
+        with pytest.raises(InvalidParameterError, match="index_base must be 0, 1 or 'auto'"):
+            ingest(src, tmp_path / "x.zarr", index_base=bad)
+
+
+def test_libsvm_like_refuses_a_contradicting_option(tmp_path):
+    ingest(_write(tmp_path / "train.svm", TRAIN_0), tmp_path / "train.zarr")
+    test = _write(tmp_path / "test.svm", TEST_0)
+    with pytest.raises(InvalidParameterError, match=r"index_base=1 contradicts like=.*index_base=0"):
+        ingest(test, tmp_path / "t.zarr", like=tmp_path / "train.zarr", index_base=1)
+    with pytest.raises(InvalidParameterError, match=r"n_features=7 contradicts like"):
+        ingest(test, tmp_path / "t.zarr", like=tmp_path / "train.zarr", n_features=7)
+    with pytest.raises(StoreNotFoundError, match="does not exist"):
+        ingest(test, tmp_path / "t.zarr", like=tmp_path / "nope.zarr")
+    # a test file with an index beyond the training store's columns
+    wide = _write(tmp_path / "wide.svm", ["1 6:1"])
+    with pytest.raises(FeatureMismatchError, match=r"needs n_features >= 7.*n_features=5"):
+        ingest(wide, tmp_path / "t.zarr", like=tmp_path / "train.zarr")
+    assert not (tmp_path / "t.zarr").exists()
+
+
+# -------------------------------------------------------------------- CSV like= a store
+
+
+def test_csv_like_codes_labels_with_the_training_classes(tmp_path):
+    train = _write(tmp_path / "train.csv", ["kind;a;b", "dog;1;2", "cat;3;4", "emu;5;6"])
+    s = ingest(train, tmp_path / "train.zarr", delimiter=";", target="kind")
+    assert s.classes == ["cat", "dog", "emu"]
+    # the test file lacks 'cat': on its own its classes would be ['dog', 'emu']
+    test = _write(tmp_path / "test.csv", ["kind;a;b", "emu;7;8", "dog;9;10"])
+    s = ingest(test, tmp_path / "test.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "test.zarr")
+    np.testing.assert_array_equal(X, [[7, 8], [9, 10]])
+    np.testing.assert_array_equal(y, [2, 1])  # codes of the training classes
+    assert s.classes == attrs["classes"] == ["cat", "dog", "emu"]
+    assert attrs["delimiter"] == ";" and attrs["target_columns"] == [0]
+    assert attrs["header"] is True and attrs["feature_names"] == ["a", "b"]
+
+    unknown = _write(tmp_path / "u.csv", ["kind;a;b", "yak;1;2", "dog;1;2", "cow;1;2"])
+    with pytest.raises(InputValidationError,
+                       match=r"u\.csv: 2 of its labels are not classes.*'yak', 'cow'"):
+        ingest(unknown, tmp_path / "u.zarr", like=tmp_path / "train.zarr")
+    swapped = _write(tmp_path / "s.csv", ["kind;b;a", "dog;1;2"])
+    with pytest.raises(FeatureMismatchError, match=r"column 1 is 'b' where the store's file had 'a'"):
+        ingest(swapped, tmp_path / "s.zarr", like=tmp_path / "train.zarr")
+    # a test file without the header: its columns are taken by position
+    bare = _write(tmp_path / "bare.csv", ["cat;0;1", "dog;2;3"])
+    ingest(bare, tmp_path / "bare.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "bare.zarr")
+    assert X.tolist() == [[0, 1], [2, 3]] and y.tolist() == [0, 1]
+    assert attrs["header"] is False and attrs["feature_names"] == ["column_1", "column_2"]
+    with pytest.raises(InvalidParameterError, match=r"target='a' contradicts like=.*target=0"):
+        ingest(test, tmp_path / "x.zarr", like=tmp_path / "train.zarr", target="a")
+    assert not any((tmp_path / n).exists() for n in ("u.zarr", "s.zarr", "x.zarr"))
+
+
+def test_csv_like_numeric_target_and_headerless(tmp_path):
+    train = _write(tmp_path / "train.txt", ["1 2 10", "3 4 20"])
+    ingest(train, tmp_path / "train.zarr", format="csv", delimiter=None, header=False,
+           target=0, y_dtype="float32")
+    test = _write(tmp_path / "test.data", ["5 6 30"])
+    ingest(test, tmp_path / "test.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "test.zarr")
+    np.testing.assert_array_equal(X, [[6, 30]])
+    assert y.dtype == np.float32 and y.tolist() == [5.0]
+    assert attrs["delimiter"] is None and attrs["header"] is False
+
+
+# ---------------------------------------------------------------------- stored dtypes
+
+
+def test_numeric_target_is_stored_float64_by_default(tmp_path):
+    """Issue 23 item 8: y was float32 (100000001 became 100000000)."""
+    big = 100_000_001
+    csv = _write(tmp_path / "d.csv", ["a,y", f"1,{big}", "2,3"])
+    svm = _write(tmp_path / "d.svm", [f"{big} 1:1", "3 1:2"])
+    npy = tmp_path / "d.npy"
+    np.save(npy, np.array([[1.0, big], [2.0, 3.0]]))
+    for src in (csv, svm, npy):
+        ingest(src, tmp_path / f"{src.suffix[1:]}.zarr")
+        X, y, _ = _read(tmp_path / f"{src.suffix[1:]}.zarr")
+        assert X.dtype == np.float32 and y.dtype == np.float64, src
+        assert y.tolist() == [big, 3.0], src
+    ingest(csv, tmp_path / "f32.zarr", y_dtype="float32")
+    assert _read(tmp_path / "f32.zarr")[1].dtype == np.float32
+    with pytest.raises(InvalidParameterError, match="y_dtype must be float32 or float64"):
+        ingest(csv, tmp_path / "i.zarr", y_dtype="int64")
+
+
+def _main(capsys, *args):
+    """The dkrr command, in process: (exit code, stdout, stderr)."""
+    from dkrr.cli._main import main
+
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_help_states_the_stored_dtypes_and_header_detection(capsys):
+    code, out, _ = _main(capsys, "ingest", "--help")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "stored dtype of X (default float32)" in flat
+    assert "--y-dtype" in flat and "stored dtype of a numeric y (default float64" in flat
+    assert "class labels are stored as int32 codes" in flat
+    assert "default: detected" in flat
+    assert "--index-base {0,1,auto}" in flat and "--like STORE" in flat
+
+
+def test_cli_like_index_base_and_delimiter_words(tmp_path, capsys):
+    train = _write(tmp_path / "train.svm", ["1 1:2 3:4", "0 2:1"])
+    code, out, err = _main(capsys, "ingest", train, "--out", tmp_path / "train.zarr", "-q")
+    assert code == 0, err
+    assert "read as one-based (index 0 never occurs)" in out and "--index-base 0" in out
+    test = _write(tmp_path / "test.svm", ["1 1:5"])
+    code, out, err = _main(capsys, "ingest", test, "--out", tmp_path / "test.zarr",
+                           "--like", tmp_path / "train.zarr", "-q")
+    assert code == 0, err
+    assert "one-based" not in out  # not guessed: taken from the store
+    X, _, attrs = _read(tmp_path / "test.zarr")
+    assert X.tolist() == [[5.0, 0.0, 0.0]] and attrs["index_base"] == 1
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "z.zarr", "--index-base", "0")
+    assert code == 0, err
+    assert _read(tmp_path / "z.zarr")[0].tolist() == [[0.0, 5.0]]
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "n.zarr", "--n-features", "4")
+    assert code == 1 and err.startswith("dkrr ingest: error: ") and err.count("\n") == 1
+    assert "--index-base 1 or 0" in err and "--like" in err
+    ws = _write(tmp_path / "ws.csv", ["1  2\t3", "4 5 6"])
+    code, _, err = _main(capsys, "ingest", ws, "--out", tmp_path / "ws.zarr",
+                         "--delimiter", "whitespace", "-q")
+    assert code == 0, err
+    assert _read(tmp_path / "ws.zarr")[0].tolist() == [[1, 2], [4, 5]]
+
+
+# ------------------------------------------------------------ one-line errors, not tracebacks
+
+
+def _svm_text(n=20_000) -> bytes:
+    return "".join(f"{i % 2} 1:{i}.5 3:{i}\n" for i in range(n)).encode()
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2"])
+def test_corrupt_compressed_input_is_one_error(tmp_path, kind):
+    """Issue 23 item 10: a corrupt .svm.gz raised zlib.error (a traceback)."""
+    data = (gzip if kind == "gz" else bz2).compress(_svm_text())
+    src = tmp_path / f"c.svm.{kind}"
+    src.write_bytes(data[:100] + bytes(50) + data[150:])
+    with pytest.raises(InputValidationError,
+                       match=rf"c\.svm\.{kind}: the {'gzip' if kind == 'gz' else 'bzip2'} "
+                             r"data is corrupt or truncated"):
+        ingest(src, tmp_path / "c.zarr")
+    assert not (tmp_path / "c.zarr").exists()
+
+
+def test_truncated_gzip_names_the_last_line_read(tmp_path):
+    text = _svm_text()
+    src = tmp_path / "t.csv.gz"
+    src.write_bytes(gzip.compress(text.replace(b" 1:", b",").replace(b" 3:", b","))[:30_000])
+    with pytest.raises(InputValidationError,
+                       match=r"t\.csv\.gz: the gzip data is corrupt or truncated: it cannot be "
+                             r"decompressed past line \d+ \(Compressed file ended"):
+        ingest(src, tmp_path / "t.zarr", header=False)
+
+
+def test_libsvm_index_beyond_int64_is_one_error(tmp_path):
+    src = _write(tmp_path / "big.svm", ["1 1:2", "1 99999999999999999999:3"])
+    with pytest.raises(InputValidationError,
+                       match=r"line 2: feature index 99999999999999999999 is beyond the 64-bit"):
+        ingest(src, tmp_path / "big.zarr")
+
+
+def test_stdin_pipe_is_refused_in_one_line(tmp_path):
+    """A pipe cannot be sized or read twice: refused before reading, not misread."""
+    p = dkrr("ingest", "/dev/stdin", "--format", "libsvm", "--out", tmp_path / "p.zarr",
+             stdin="1 1:2\n0 2:3\n")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith("dkrr ingest: error: /dev/stdin is not a regular file")
+    assert "save the stream to a file first" in p.stderr
+    assert not (tmp_path / "p.zarr").exists()
+
+
+# ------------------------------------------------------------------ hints and line numbers
+
+
+@pytest.mark.parametrize(("sep", "hint"), [(";", r"delimiter=';' \(--delimiter ';'\)"),
+                                           ("\t", r"delimiter='\\t' \(--delimiter tab\)")])
+def test_one_field_csv_suggests_the_delimiter(tmp_path, sep, hint):
+    """Issue 23 item 11: a ';'-delimited CSV said 'every column is a target'."""
+    src = _write(tmp_path / "d.csv", [sep.join(["a", "b", "y"]), sep.join(["1", "2", "3"])])
+    with pytest.raises(InputValidationError,
+                       match=r"d\.csv: line 1 is a single field when split at ','.*" + hint):
+        ingest(src, tmp_path / "d.zarr")
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_invalid_utf8_names_the_line_that_holds_it(tmp_path, suffix):
+    """Issue 23 item 11: the decoder reads ahead, so the line reported was an earlier one."""
+    lines = [f"{i},{i},{i}".encode() for i in range(3000)]
+    lines[2000] = b"1,\xff,2"
+    data = b"\n".join(lines) + b"\n"
+    src = tmp_path / f"u.csv{suffix}"
+    src.write_bytes(gzip.compress(data) if suffix else data)
+    with pytest.raises(InputValidationError, match=r"line 2001 is not valid UTF-8"):
+        ingest(src, tmp_path / "u.zarr")

@@ -1,0 +1,190 @@
+"""Model files whose fields disagree are refused, even with their sha256 sums recomputed.
+
+Every case below changes one field of a saved model, rewrites the array files it touches
+with their checksums, shapes and dtypes recomputed (so the file passes every check of a
+field alone), and expects a ModelFormatError naming the field. SECURITY.md ("Model
+files", point 2) points here.
+"""
+
+import hashlib
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr.errors import ModelFormatError
+from dkrr.io._model import load_model, save_model
+from dkrr.io._model_agreement import AGREEMENT
+from dkrr.io._model_reader import FITTED_ATTRIBUTES
+
+_rows = np.random.default_rng(3).standard_normal((60, 3))
+_codes = (_rows[:, 0] > 0).astype(int) + (_rows[:, 1] > 0.8).astype(int)  # 3 classes 0, 1, 2
+
+
+def _classifier():
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=8, cv=3, alphas=[0.01, 0.1, 1.0], random_state=0)
+    clf.fit(_rows, _codes)
+    clf.store_classes_ = np.asarray(["g", "h", "k"])  # as ``dkrr fit`` sets it for an ingested store
+    return clf
+
+
+MODELS = {
+    "clf": _classifier,
+    "gammas": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, alphas=[0.01, 0.1, 1.0],
+                                         gammas=[0.3, 1.0, 3.0], standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
+    "pcg": lambda: RandomFeatureRidge(method="rff", n_components=8, solver="pcg", cv=2, alphas=[0.1, 1.0],
+                                      random_state=0).fit(_rows, _rows[:, 0]),
+    "plain": lambda: RandomFeatureRidge(method="rff", n_components=8, alpha=0.5, fit_intercept=False,
+                                        random_state=0).fit(_rows, _rows[:, :2]),
+    # weighted folds: mean_mse is weighted by the folds' weight sums, not by fold_sizes
+    "weighted": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, random_state=0).fit(
+        _rows, _rows[:, 0], sample_weight=np.random.default_rng(1).uniform(0.1, 3.0, len(_rows))),
+    "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
+                                 random_state=0).fit(_rows),
+}
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    import warnings
+
+    root = tmp_path_factory.mktemp("models")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # grid-edge warnings of the small grids
+        return {name: save_model(make(), root / name) for name, make in MODELS.items()}
+
+
+def _fitted(doc):
+    return doc["estimator"]["__estimator__"]["fitted"]
+
+
+def _put(d, ref, arr):
+    """Write `arr` behind the array reference `ref` with its sha256, shape and dtype recomputed."""
+    f = d / ref["__ndarray__"]
+    with open(f, "wb") as fh:
+        np.lib.format.write_array(fh, np.ascontiguousarray(arr), allow_pickle=False)
+    ref.update(sha256=hashlib.sha256(f.read_bytes()).hexdigest(), shape=list(arr.shape), dtype=arr.dtype.str)
+
+
+def _array(*path, fn):
+    """Tamper: replace the array at `path` in the fitted fields by fn(array)."""
+    def tamper(d, doc):
+        ref = _fitted(doc)
+        for key in path:
+            ref = ref[key]
+        _put(d, ref, fn(np.load(d / ref["__ndarray__"], allow_pickle=False)))
+    return tamper
+
+
+def _value(*path, fn):
+    """Tamper: replace the JSON value at `path` in the fitted fields by fn(value)."""
+    def tamper(d, doc):
+        node = _fitted(doc)
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = fn(node[path[-1]])
+    return tamper
+
+
+def _all_nan(d, doc):
+    cv = _fitted(doc)["cv_results_"]
+    for key in ("fold_mse", "mean_mse", "std_mse"):
+        _put(d, cv[key], np.full(cv[key]["shape"], np.nan))
+
+
+def _other_alpha(d, doc):
+    alphas = np.load(d / _fitted(doc)["cv_results_"]["alphas"]["__ndarray__"]).tolist()
+    chosen = _fitted(doc)["alpha_"]
+    _fitted(doc)["alpha_"] = next(a for a in alphas if a != chosen)
+
+
+def _other_gamma(d, doc):
+    _fitted(doc)["gamma_"] = 3.0 if _fitted(doc)["gamma_"] != 3.0 else 0.3
+
+
+def _permuted_mean(d, doc):
+    cv = _fitted(doc)["cv_results_"]
+    mean = np.load(d / cv["mean_mse"]["__ndarray__"])
+    _put(d, cv["mean_mse"], mean[::-1].copy())
+
+
+def _solver_without_its_record(d, doc):
+    """solver_ says cholesky (which solver="auto" may choose), solver_info_ records a pcg solve."""
+    doc["estimator"]["__estimator__"]["params"]["solver"] = "auto"
+    _fitted(doc)["solver_"] = "cholesky"
+
+
+def _mean_without_standardize(d, doc):
+    """The "plain" model has no standardization: give it a mean_ array anyway."""
+    ref = {"__ndarray__": "arrays/999_mean.npy", "sha256": "", "shape": [], "dtype": ""}
+    _put(d, ref, np.zeros(3))
+    _fitted(doc)["mean_"] = ref
+
+
+
+# name -> (model, tamper, the field the refusal must name)
+CASES = {
+    # issue 23 item 6, one case each
+    "classes_reordered": ("clf", _array("classes_", fn=lambda c: c[::-1].copy()), "classes_"),
+    "gamma_not_the_maps": ("rf", _value("gamma_", fn=lambda g: g * 2), "gamma_"),
+    "mean_not_the_maps": ("rf", _array("mean_", fn=lambda m: m + 1.0), "mean_"),
+    "fold_mse_7_folds_for_cv_3": ("clf", _array("cv_results_", "fold_mse", fn=lambda f: np.vstack([f, f, f[:1]])), "cv_results_"),
+    "best_score_not_the_best": ("clf", _value("best_score_", fn=lambda s: s - 1.0), "best_score_"),
+    "negative_precision_error": ("clf", _value("precision_error_", fn=lambda e: -1e-3), "precision_error_"),
+    "solver_contradicts_solver_info": ("pcg", _solver_without_its_record, "solver_"),
+    "all_nan_cv_results": ("clf", _all_nan, "cv_results_"),
+    # the other fields and relations
+    "map_kernel_not_the_parameter": (
+        "clf", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("kernel", "angular"), "feature_map_"),
+    "map_n_components_not_the_parameter": (
+        "rf", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("n_components", 5), "feature_map_"),
+    "n_features_in_": ("clf", _value("n_features_in_", fn=lambda n: n + 1), "n_features_in_"),
+    "n_output_features_": ("clf", _value("n_output_features_", fn=lambda n: n + 2), "n_output_features_"),
+    "scale_not_the_maps": ("gammas", _array("scale_", fn=lambda s: s * 2.0), "scale_"),
+    "mean_without_standardize": ("plain", _mean_without_standardize, "mean_"),
+    "coef_width": ("plain", _array("coef_", fn=lambda c: c[:, :-1].copy()), "coef_"),
+    "intercept_without_fit_intercept": ("plain", _value("intercept_", fn=lambda b: 0.5), "intercept_"),
+    "store_classes_too_few": ("clf", _value("store_classes_", fn=lambda v: {**v, "__labels__": v["__labels__"][:2]}), "store_classes_"),
+    "mean_mse_not_a_mean_of_folds": ("clf", _permuted_mean, "cv_results_"),
+    "weighted_mean_mse_not_a_mean_of_folds": ("weighted", _permuted_mean, "cv_results_"),
+    "std_mse_not_the_folds_std": ("clf", _array("cv_results_", "std_mse", fn=lambda s: s * 2.0), "cv_results_"),
+    "alphas_not_the_parameter": ("clf", _array("cv_results_", "alphas", fn=lambda a: a * 10.0), "cv_results_"),
+    "fold_sizes_zero": ("clf", _array("cv_results_", "fold_sizes", fn=lambda n: n * 0), "cv_results_"),
+    "alpha_not_the_chosen": ("clf", _other_alpha, "alpha_"),
+    "alpha_not_the_parameter": ("plain", _value("alpha_", fn=lambda a: a * 2), "alpha_"),
+    "gamma_not_the_chosen": ("gammas", _other_gamma, "gamma_"),
+    "solver_info_converged_flipped": ("pcg", _value("solver_info_", "converged", fn=lambda c: not c), "solver_info_"),
+    "solver_info_tol": ("pcg", _value("solver_info_", "tol", fn=lambda t: t * 10), "solver_info_"),
+    "solver_info_passes": ("pcg", _value("solver_info_", "passes", fn=lambda p: p + 1), "solver_info_"),
+    "precision_not_the_parameter": ("clf", _value("precision_", fn=lambda p: "float32"), "precision_"),
+    "precision_error_nan_without_pcg": ("clf", _value("precision_error_", fn=lambda e: {"__float__": "nan"}), "precision_error_"),
+    "precision_error_with_pcg": ("pcg", _value("precision_error_", fn=lambda e: 1e-10), "precision_error_"),
+    "fold_seed_out_of_range": ("clf", _value("fold_seed_", fn=lambda s: 2**63 + 5), "fold_seed_"),
+}
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_field_that_disagrees_is_refused_with_its_checksums_recomputed(saved, tmp_path, name):
+    model, tamper, field = CASES[name]
+    d = shutil.copytree(saved[model], tmp_path / "m")
+    doc = json.loads((d / "model.json").read_text())
+    tamper(d, doc)
+    (d / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=rf"model\.{re.escape(field)} disagrees"):
+        load_model(d)
+
+
+def test_every_fitted_attribute_has_an_agreement_rule_and_a_case():
+    every = set().union(*FITTED_ATTRIBUTES.values())
+    assert set(AGREEMENT) == every
+    assert {field for _, _, field in CASES.values()} == every
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_every_stored_field_is_covered_and_the_untouched_file_loads(saved, model):
+    fitted = _fitted(json.loads((saved[model] / "model.json").read_text()))
+    assert set(fitted) <= set(AGREEMENT)
+    back = load_model(saved[model])
+    assert set(fitted) <= set(vars(back))
