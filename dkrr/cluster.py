@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any
 
 from dkrr._connection import local_security, make_security, open_client
-from dkrr.errors import InvalidParameterError
+from dkrr.errors import InvalidParameterError, MainGuardError
 from ._blas import limit_blas_threads, worker_blas_threads
 
 __all__ = ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
@@ -165,6 +166,77 @@ def _say(stream, link, what):
         print(f"dkrr: {what}; no dashboard", file=stream, flush=True)
 
 
+def _is_main_guard(node) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":`` (either operand order)."""
+    import ast
+
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(n, ast.Name) and n.id == "__name__" for n in sides)
+            and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in sides))
+
+
+def _guarded(path, line) -> bool:
+    """Whether ``line`` of the Python file ``path`` lies in the body of a top-level
+    ``if __name__ == "__main__":`` block (``True`` when the file cannot be read)."""
+    import ast
+
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return True
+    return any(_is_main_guard(node) and node.body[0].lineno <= line <= node.body[-1].end_lineno
+               for node in tree.body)
+
+
+def _check_main_guard(options) -> None:
+    """Refuse to start worker processes from a script's unguarded top-level code.
+
+    distributed starts LocalCluster workers with multiprocessing's ``spawn`` (or
+    ``forkserver``) method: each worker process first runs the main script again as the
+    module ``__mp_main__``, so that code outside ``if __name__ == "__main__":`` runs once
+    more in every worker (a fit, a ``save_model`` that finds its output, another
+    LocalCluster) and the worker fails to start ("Nanny failed to start"). Scripts run
+    as ``python -m package`` (a ``__main__.py``), interactive sessions and notebooks are
+    not run again; nor is anything with ``processes=False`` or the ``fork`` method.
+    """
+    import dask
+
+    if not options.processes:
+        return
+    if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+        return
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>"
+                                     and frame.f_globals.get("__name__") in ("__main__", "__mp_main__")):
+        frame = frame.f_back
+    if frame is None:
+        return
+    path = frame.f_globals.get("__file__")
+    if frame.f_globals["__name__"] == "__main__":
+        # what spawn runs again: the file of sys.modules["__main__"], unless it is a
+        # package's __main__.py (python -m package) or IPython's launcher
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if (main is None or frame.f_globals is not vars(main) or path is None
+                or (spec is not None and spec.name.rsplit(".", 1)[-1] == "__main__")
+                or os.path.splitext(os.path.basename(path))[0] == "ipython"
+                or _guarded(path, frame.f_lineno)):
+            return
+    # else: a worker process is running the script again (it did not stop above)
+    raise MainGuardError(
+        f"local_cluster() is called from the top-level code of the script {path} (line "
+        f"{frame.f_lineno}); its LocalCluster worker processes import that script and "
+        "would run that code again. Put the script's work under "
+        "`if __name__ == \"__main__\":` (or pass processes=False)."
+    )
+
+
 @contextmanager
 def _signals_deferred():
     """Hold SIGINT and SIGTERM while the block runs (in the main thread), then deliver
@@ -225,6 +297,10 @@ def local_cluster(options=None, **overrides):
     InvalidParameterError
         If an option is invalid (see :class:`ClusterOptions`), a TLS file is missing, or
         LocalCluster refuses its arguments (``memory_limit="lots"``).
+    MainGuardError
+        If it is called, with worker processes, from a script's top-level code outside
+        ``if __name__ == "__main__":``: the worker processes import the script and would
+        run that code again.
 
     Examples
     --------
@@ -237,6 +313,7 @@ def local_cluster(options=None, **overrides):
     from distributed import Client, LocalCluster
 
     options, security, stream = _options(options, overrides, "local_cluster")
+    _check_main_guard(options)
     with contextlib.ExitStack() as stack:
         kwargs = {}
         if security is not None:

@@ -20,6 +20,7 @@ __all__ = [
     "InputTypeError",
     "InputValidationError",
     "InvalidParameterError",
+    "MainGuardError",
     "MemoryBudgetError",
     "MissingValueError",
     "ModelFormatError",
@@ -51,6 +52,12 @@ class DkrrError(ValueError):
 
 class InvalidParameterError(DkrrError):
     """An estimator or function parameter has an invalid value or combination."""
+
+
+class MainGuardError(DkrrError, RuntimeError):
+    """A script starts LocalCluster worker processes from its top-level code, which each
+    worker process runs again when it imports the script (fix: ``if __name__ ==
+    "__main__":``)."""
 
 
 class InputValidationError(DkrrError):

@@ -7,6 +7,7 @@ threaded runs never see a default client.
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import dask
@@ -24,6 +25,29 @@ if "DKRR_DATA_MIRROR" not in os.environ and _SHARED_DATA.is_dir():
 # KeyboardInterrupt. Restore Python's handler, as an interactive run has it.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_under_basetemp(tmp_path_factory):
+    """Every temporary file of the run goes under pytest's base temporary folder.
+
+    ``tempfile`` in this process and ``TMPDIR`` for every process it starts (LocalCluster
+    workers and their ``dask-scratch-space``, ``dkrr`` subprocesses, notebook kernels,
+    scikit-learn's memmaps) point there; pytest deletes that folder after a run that
+    passed (``tmp_path_retention_policy = "failed"`` in pyproject.toml), so the suite
+    leaves nothing in /tmp.
+    """
+    tmp = str(tmp_path_factory.mktemp("tmp", numbered=False))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = tmp
+    try:
+        yield tmp
+    finally:
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
 
 
 @pytest.fixture(scope="session")

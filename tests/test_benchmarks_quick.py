@@ -83,6 +83,7 @@ def _real_entries(entries, names):
     return present
 
 
+@pytest.mark.slow
 def test_quick_run_exits_cleanly(quick_run):
     proc, out = quick_run
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
@@ -90,6 +91,7 @@ def test_quick_run_exits_cleanly(quick_run):
     assert (out / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_results_json_has_every_suite(results):
     meta = results["meta"]
     assert meta["quick"] is True and meta["repeats"] == 1
@@ -111,6 +113,7 @@ def test_results_json_has_every_suite(results):
     assert len(ns) >= 3 and all(b == 4 * a for a, b in zip(ns, ns[1:]))
 
 
+@pytest.mark.slow
 def test_every_dkrr_method_produced_a_number_in_peers(results):
     peers = results["suites"]["peers"]["result"]
     av, st = peers["availability"], peers["settings"]
@@ -134,6 +137,7 @@ def test_every_dkrr_method_produced_a_number_in_peers(results):
             assert {"method", "width", "fit_s", "predict_s", "error", "peak_traced_bytes"} <= set(r)
 
 
+@pytest.mark.slow
 def test_every_dkrr_fit_produced_a_number_in_roofline_and_scaling(results):
     fits = results["suites"]["roofline"]["result"]["gram"]["dkrr_fit"]
     assert set(fits) == {"numpy input", "dask input (8 row chunks)"}
@@ -145,6 +149,7 @@ def test_every_dkrr_fit_produced_a_number_in_roofline_and_scaling(results):
         assert "error" not in r and _number(r["fit_s"]) and r["peak_traced_bytes"] > 0, r
 
 
+@pytest.mark.slow
 def test_every_dkrr_method_produced_a_number_in_approx(results):
     import dkrr.features
 
@@ -160,6 +165,7 @@ def test_every_dkrr_method_produced_a_number_in_approx(results):
             assert all(ok) if m != "nystroem" else ok[0], (d["dataset"], m, d["mse"][m])
 
 
+@pytest.mark.slow
 def test_every_part_of_speed_produced_numbers(results):
     speed = results["suites"]["speed"]["result"]
     st = speed["settings"]
@@ -189,6 +195,7 @@ def test_frontier_time_interpolates_between_widths():
     assert kind == "interpolated" and t == pytest.approx(8**0.5)
 
 
+@pytest.mark.slow
 @needs_real_data
 def test_real_data_path_ran(results):
     peers = results["suites"]["peers"]["result"]
@@ -197,6 +204,7 @@ def test_real_data_path_ran(results):
     assert {d["dataset"] for d in approx["datasets"] if "mse" in d} == set(APPROX_REAL)
 
 
+@pytest.mark.slow
 def test_report_md_has_every_section(quick_run):
     _, out = quick_run
     text = (out / "report.md").read_text()
@@ -218,6 +226,7 @@ def test_report_md_has_every_section(quick_run):
         assert all(p in stamp for p in meta["validity"]["problems"])
 
 
+@pytest.mark.slow
 @needs_real_data
 def test_approx_plot_is_a_png(quick_run):
     _, out = quick_run

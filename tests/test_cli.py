@@ -75,6 +75,7 @@ def test_fit_predict_evaluate_match_python(casp_store):
     np.testing.assert_allclose(metrics["r2"], est.score(X, y), rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_config_file_and_flags(casp_store, tmp_path):
     cfg = tmp_path / "fit.toml"
     cfg.write_text('[fit]\nmethod = "rff"\nn-components = 16\nalpha = 2.5\nrandom-state = 1\n')
@@ -85,6 +86,7 @@ def test_config_file_and_flags(casp_store, tmp_path):
     assert params["method"] == "rff" and params["n_components"] == 16 and params["alpha"] == 0.5
 
 
+@pytest.mark.slow
 def test_classifier_on_text_labels(tmp_path):
     from dkrr import RandomFeatureRidgeClassifier
 
@@ -137,6 +139,7 @@ def test_existing_output_is_refused_and_untouched(casp_store, tmp_path):
     assert (out / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_model_from_another_feature_count(casp_store, tmp_path):
     dkrr("fit", casp_store / "store", "--out", tmp_path / "m", "--method", "rff", "--n-components", 8,
          "-q", *_cli_common())

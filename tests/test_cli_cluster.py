@@ -157,6 +157,7 @@ def test_fit_through_scheduler_file(tcp_cluster, casp_store, tmp_path):
 
 
 # --------------------------------------------------------------------------- TLS
+@pytest.mark.slow
 def test_fit_on_tls_cluster_matches_in_process(tls_cluster, certs, casp_store, tmp_path):
     assert tls_cluster["address"].startswith("tls://127.0.0.1:")
     before = _executed_per_worker(tls_cluster)

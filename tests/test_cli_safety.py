@@ -3,7 +3,9 @@
 Most tests call :func:`dkrr.cli.main` in this process against the session's real
 LocalCluster (``--scheduler``); the two that are about the process itself (SIGTERM,
 what reaches stderr under ``-q``) run ``python -m dkrr.cli`` as a real subprocess with
-its own LocalCluster.
+its own LocalCluster, and SIGTERM at the moment distributed logs a traceback of its own
+(a call cut short before its coroutine started) is reproduced deterministically in a
+script.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
+
+import dkrr
 
 from dkrr import RandomFeatureRidge
 from dkrr.cli import main
@@ -243,6 +247,51 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     assert proc.returncode == 143, err
     assert "terminated" in err and "Traceback" not in err
     assert _leftovers(out_dir) == [] and not (out_dir / "pred.zarr").exists()
+
+
+#: SIGTERM reaches the CLI's handler while distributed's event loop is busy, so that the
+#: main thread's sync() call is cut short before its coroutine has started (what a loaded
+#: machine does at random): distributed then logs a NameError from its cancel(). Done
+#: twice, without and with the CLI's logging filters.
+_SIGTERM_IN_SYNC = """\
+import os, signal, sys, threading, time
+from distributed import Client, LocalCluster
+from dkrr.cli import _main
+if __name__ == "__main__":
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \\
+            Client(cluster) as client:
+        for how in ("plain", "cli"):
+            if how == "cli":
+                _main._quiet_interrupted_distributed()
+            print(f"--- {how}", file=sys.stderr, flush=True)
+            signal.signal(signal.SIGTERM, _main._on_sigterm)
+            client.loop.add_callback(time.sleep, 1.0)
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            try:
+                client.sync(client.scheduler.identity)
+            except _main._Terminated:
+                print("terminated", flush=True)
+            time.sleep(1.5)  # the loop runs the scheduled cancel()
+"""
+
+
+def test_sigterm_before_a_distributed_call_starts_prints_no_traceback(tmp_path):
+    """The flaky half of test_sigterm_cleans_up_like_ctrl_c, made deterministic."""
+    script = tmp_path / "sigterm_in_sync.py"
+    script.write_text(_SIGTERM_IN_SYNC)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "terminated\n" * 2, (proc.stdout, proc.stderr)
+    plain, cli = proc.stderr.split("--- plain\n")[1].split("--- cli\n")
+    if "NameError" not in plain:
+        pytest.skip("this distributed no longer logs a NameError there: the CLI's filter can go")
+    assert "Traceback" not in cli and "NameError" not in cli, cli
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"dkrr {dkrr.__version__}\n"
 
 
 def test_failed_fit_is_one_line_under_quiet(tmp_path):

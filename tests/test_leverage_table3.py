@@ -42,6 +42,7 @@ def test_paper_preprocessing_scales_train_rows_to_unit_box_and_clips_eeg_outlier
     np.testing.assert_allclose(c.std(0), 1.0)
 
 
+@pytest.mark.slow
 @needs_data
 def test_quick_run_writes_a_table_with_every_method_and_s(tmp_path):
     table3.main(["--quick", "--protocol", "paper_lambda", "--datasets", "magic04", "--reps", "1",

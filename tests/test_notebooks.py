@@ -12,12 +12,14 @@ done by the external cluster's workers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -88,6 +90,7 @@ def test_stored_without_outputs(name):
 
 
 # --------------------------------------------------------------------------- quickstart
+@pytest.mark.slow
 @pytest.mark.cluster
 def test_quickstart_executes(kernel):
     nb = _read("quickstart.ipynb")
@@ -95,7 +98,10 @@ def test_quickstart_executes(kernel):
     # not changed; this cell exists only in the executed copy).
     probe = nbformat.v4.new_code_cell(
         "import json\n"
-        "print('PROBE' + json.dumps({'r2': float(test_r2), 'approx': approx_error,\n"
+        "from matplotlib.colors import to_hex\n"
+        "panels = [{line.get_label(): to_hex(line.get_color()) for line in ax.get_lines()\n"
+        "           if line.get_label() in approx_error} for ax in fig_approx.axes]\n"
+        "print('PROBE' + json.dumps({'r2': float(test_r2), 'approx': approx_error, 'panels': panels,\n"
         "    'D': D_grid, 'rmse': test_rmse, 'workers': len(client.scheduler_info()['workers'])}))"
     )
     nb.cells.insert(len(nb.cells) - 1, probe)
@@ -111,6 +117,8 @@ def test_quickstart_executes(kernel):
     assert report["workers"] == 2
     # A kernel ridge regression on CASP explains roughly half of the variance.
     assert 0.3 < report["r2"] < 0.8, report["r2"]
+    from matplotlib.colors import to_rgb
+
     from dkrr.features import PROJECTIONS
 
     assert set(PROJECTIONS) <= set(report["approx"])
@@ -118,7 +126,15 @@ def test_quickstart_executes(kernel):
         # 512 features approximate the kernel much better than 16 (error ~ D^-1/2: ~5.7x).
         assert errors[-1] < 0.5 * errors[0], (method, errors)
         assert errors[-1] < 0.2, (method, errors)
-    assert {"RFF", "ORF", "SORF"} <= set(report["rmse"])
+    # every map drawn once; within a panel the colours are far apart (RGB distance > 0.2;
+    # tab20 sampled 12 times has pairs at 0.1, tab10's closest pair is at 0.26)
+    drawn = [method for panel in report["panels"] for method in panel]
+    assert sorted(drawn) == sorted(report["approx"]) and "nystroem" in drawn, drawn
+    for panel in report["panels"]:
+        rgb = {m: np.array(to_rgb(c)) for m, c in panel.items()}
+        close = [(a, b) for a, b in itertools.combinations(rgb, 2) if np.linalg.norm(rgb[a] - rgb[b]) <= 0.2]
+        assert not close, f"lines in near-identical colours: {close}"
+    assert {"RFF", "ORF", "SORF", "surrogate leverage (RFF)"} <= set(report["rmse"])
     for name, rmse in report["rmse"].items():
         assert rmse[-1] < rmse[0], (name, rmse)  # more features, lower test error
 

@@ -233,6 +233,7 @@ def casp_wide():
     return X[idx], y[idx]
 
 
+@pytest.mark.slow
 def test_float32_cv_scores_alphas_below_its_rounding_as_inf(casp_wide):
     """Found by the speed benchmark: the float32 CV failed with SingularSystemError on the
     grid's smallest alpha. Those alphas are now scored inf (with a SingularAlphaWarning) and

@@ -12,17 +12,19 @@ the checkout (``dkrr/data/magic04.csv.gz``), so the README's output folder (``wo
 starts empty and a user's own ``work/`` in the checkout is never touched; afterwards the
 test checks that everything the examples wrote lies under ``work/``, a folder the
 repository's ``.gitignore`` covers. Bash blocks run with ``bash -e`` and ``.venv/bin`` (the
-interpreter's folder) first on ``PATH``; the Python blocks run one after the other in one
-interpreter (a reader pastes them into one session), in a subprocess whose ``sys.path``
-does not hold the temporary folder.
+interpreter's folder) first on ``PATH``; the Python blocks are pasted into one script file
+(what a reader does), run as ``python script.py`` from the temporary folder, which is not
+on its ``sys.path``. Run a second time, that script refuses to replace the saved model
+with an error naming ``overwrite=True``.
 
 Quality: the CLI's ``dkrr evaluate`` accuracy on the held-out fifth of magic04 must be >= 0.85
 (measured 0.858 with the command's defaults, D = 256) and the Python
 snippet's held-out R^2 on CASP (``r2``) >= 0.45, with the README's flags and defaults.
 
-Cost: the commands and the first Python block take about 55 and 10 CPU-seconds; the
-LocalCluster block adds about 50 (worker processes and a second fit), so the run of every
-Python block is marked slow and the default suite runs the first block alone.
+Cost: the commands and the first Python block take about 55 and 15 CPU-seconds; the
+LocalCluster block adds about 25 (worker processes and a second fit) and the second run
+of the script 10, so the run of every Python block is marked slow and the default suite
+runs the first block alone.
 """
 
 from __future__ import annotations
@@ -82,29 +84,32 @@ def test_output_folder_is_ignored_by_git():
     assert proc.returncode == 0, f".gitignore does not cover {OUT}/"
 
 
-#: runs the Python blocks as one interactive session would, then reports ``r2`` and the
-#: final model's held-out R^2; the guard keeps the LocalCluster's spawned worker processes
-#: (which import the main module) from running the blocks again
-_RUNNER = """\
-import json, sys
+#: appended to the README's Python code in the script file: reports ``r2`` and the final
+#: model's held-out R^2 (guarded, as the README's code is)
+_REPORT = """
+
 if __name__ == "__main__":
-    blocks = json.load(open(sys.argv[1]))
-    ns = {"__name__": "__main__"}
-    for code in blocks:
-        exec(compile(code, "README.md", "exec"), ns)
-    final = ns["model"].score(ns["X_test"], ns["y_test"])
-    json.dump({"r2": float(ns["r2"]), "final": float(final)}, open(sys.argv[2], "w"))
+    import json as _json, sys as _sys
+    _json.dump({"r2": float(r2), "final": float(model.score(X_test, y_test))}, open(_sys.argv[1], "w"))
 """
 
 
-def _run_python(blocks, cwd, env, tmp_path) -> dict:
-    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
-    (tmp_path / "runner.py").write_text(_RUNNER)
-    proc = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json"),
-                           str(tmp_path / "result.json")], cwd=cwd, env=env, capture_output=True,
+def _run_script(blocks, cwd, env, tmp_path):
+    """The README's Python blocks pasted into one script file, run as ``python script.py``
+    (the LocalCluster's worker processes import that script)."""
+    script = tmp_path / "readme_example.py"
+    script.write_text("\n\n".join(blocks) + _REPORT)
+    result = tmp_path / "result.json"
+    result.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, str(script), str(result)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
+    return proc, (json.loads(result.read_text()) if proc.returncode == 0 else None)
+
+
+def _run_python(blocks, cwd, env, tmp_path) -> dict:
+    proc, result = _run_script(blocks, cwd, env, tmp_path)
     assert proc.returncode == 0, f"README python blocks failed:\n{proc.stdout}\n{proc.stderr}"
-    return json.loads((tmp_path / "result.json").read_text())
+    return result
 
 
 @pytest.fixture
@@ -140,11 +145,19 @@ def test_readme_api_snippet_runs_verbatim_and_fits_casp_well(clone, tmp_path):
 
 @pytest.mark.slow
 def test_readme_python_blocks_run_verbatim_and_fit_casp_well(clone, tmp_path):
+    """Both Python blocks in one script file, run twice: the first run fits (twice, the
+    second time on the README's LocalCluster, whose worker processes import the script);
+    the second one refuses to replace the saved model and says how."""
     cwd, env = clone
     result = _run_python(_python_blocks(), cwd, env, tmp_path)
     assert result["r2"] >= 0.45, f"the README's CASP snippet gives held-out R^2 {result['r2']:.4f} < 0.45"
     # the refit on the README's LocalCluster is the same model
     assert result["final"] == pytest.approx(result["r2"], abs=1e-6)
+    proc, _ = _run_script(_python_blocks(), cwd, env, tmp_path)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and last.startswith("dkrr.errors.OutputExistsError:"), proc.stderr
+    assert "work/casp.model" in last and "overwrite=True" in last, last
+    assert "Nanny" not in proc.stderr, proc.stderr
 
 
 def test_readme_commands_run_verbatim_and_classify_magic04_well(clone):

@@ -3,6 +3,7 @@ turn errors and signals into exit statuses."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -21,6 +22,33 @@ def _drop_interrupted_gather(record) -> bool:
     """
     exc = record.exc_info[1] if record.exc_info else None
     return type(exc).__name__ != "AllExit"
+
+
+def _drop_interrupted_sync(record) -> bool:
+    """Logging filter: hide the ``NameError`` of a distributed call cut short by a signal.
+
+    ``distributed.utils.sync`` answers Ctrl-C or SIGTERM in the waiting main thread by
+    scheduling ``cancel()`` on the event loop; when the signal arrives before the call's
+    coroutine has started (a busy loop, a loaded machine), ``cancel()`` reads a variable
+    not yet assigned and tornado logs ``NameError: cannot access free variable 'future'``
+    with a traceback. There is nothing to cancel then, and the call's result is dropped.
+    """
+    exc = record.exc_info[1] if record.exc_info else None
+    if not isinstance(exc, NameError) or exc.__traceback__ is None:
+        return True
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return not (code.co_name == "cancel" and code.co_filename.endswith(f"distributed{os.sep}utils.py"))
+
+
+def _quiet_interrupted_distributed() -> None:
+    """Keep distributed's logs of a computation cut short by Ctrl-C or SIGTERM off stderr."""
+    import logging
+
+    logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
+    logging.getLogger("tornado.application").addFilter(_drop_interrupted_sync)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -44,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dkrr: interrupted", file=sys.stderr)
         return 130
-    import logging
-
-    logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
+    _quiet_interrupted_distributed()
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from .._version import __version__
+
 __all__ = ["ESTIMATOR_OPTIONS", "GRID_PARSERS", "build_parser"]
 
 #: estimator options: (flag, dest, type, help); also the keys a TOML config may hold
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dkrr", description="Kernel ridge regression at scale on Dask with random features."
     )
+    parser.add_argument("--version", action="version", version=f"dkrr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("ingest", help="convert CSV, LIBSVM/svmlight or .npy into a dkrr Zarr store")

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._jit import njit_cached
 from ..errors import InputValidationError, InvalidParameterError
 
 __all__ = [
@@ -63,7 +64,7 @@ def _fwht_numpy(a: np.ndarray) -> np.ndarray:
 # -- numba kernel ---------------------------------------------------------------------
 if _numba is not None:
 
-    @_numba.njit(cache=True, nogil=True, boundscheck=False)
+    @njit_cached(nogil=True, boundscheck=False)
     def _fwht_numba_kernel(a):  # pragma: no cover - compiled, covered via fwht()
         # Per row: one scalar radix-4 pass (stages h = 1, 2), then radix-4 passes on
         # contiguous slices (two stages per sweep over the row, inner loops LLVM

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._jit import njit_cached
 from ..errors import InputValidationError
 
 __all__ = ["cos_sin", "HAVE_NUMBA"]
@@ -80,7 +81,7 @@ _F_C3 = np.float32(2.443315711809948e-5)
 
 if HAVE_NUMBA:
 
-    @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
+    @njit_cached(nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
     def _kernel64(P, scale, out):  # pragma: no cover - compiled
         n, D = P.shape
         for i in range(n):
@@ -107,7 +108,7 @@ if HAVE_NUMBA:
                 oc[j] = (-cv if cos_neg else cv) * scale
                 os_[j] = (-sv if sin_neg else sv) * scale
 
-    @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
+    @njit_cached(nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract"})
     def _kernel32(P, scale, out):  # pragma: no cover - compiled
         n, D = P.shape
         half = np.float32(0.5)
