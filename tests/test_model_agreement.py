@@ -42,6 +42,9 @@ MODELS = {
     # weighted folds: mean_mse is weighted by the folds' weight sums, not by fold_sizes
     "weighted": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, random_state=0).fit(
         _rows, _rows[:, 0], sample_weight=np.random.default_rng(1).uniform(0.1, 3.0, len(_rows))),
+    # the CLI's default: the grid gamma_rule * 2**(-2..2) around the 50-NN rule's value
+    "gammas_auto": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, gamma="median",
+                                              gammas="auto", standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
     "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
                                  random_state=0).fit(_rows),
 }
@@ -162,6 +165,9 @@ CASES = {
     "precision_not_the_parameter": ("clf", _value("precision_", fn=lambda p: "float32"), "precision_"),
     "precision_error_nan_without_pcg": ("clf", _value("precision_error_", fn=lambda e: {"__float__": "nan"}), "precision_error_"),
     "precision_error_with_pcg": ("pcg", _value("precision_error_", fn=lambda e: 1e-10), "precision_error_"),
+    "gammas_auto_not_its_grid": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1.5]),
+                                 "cv_results_"),
+    "gammas_auto_off_centre": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * 2), "gamma_"),
     "fold_seed_out_of_range": ("clf", _value("fold_seed_", fn=lambda s: 2**63 + 5), "fold_seed_"),
 }
 

@@ -28,11 +28,11 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
-from ..errors import StoreError
+from ..errors import InputValidationError, StoreError, StoreNotFoundError
 
 __all__ = [
-    "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "manifest", "open_array",
-    "read_array",
+    "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "check_numeric", "manifest",
+    "open_array", "open_group", "read_array",
 ]
 
 #: Largest chunk (uncompressed bytes) a store may declare: one task reads it whole into
@@ -222,3 +222,50 @@ def read_array(group: zarr.Group, name: str, path: Path) -> da.Array:
         _BlockReader(arr, name, path), chunks=arr.chunks, name=f"dkrr-read-{name}-{token}",
         asarray=True, fancy=False,
     )
+
+
+def open_group(path: Path) -> zarr.Group:
+    """The Zarr group at ``path``, or a one-line error saying what is there instead."""
+    if not os.path.lexists(path):
+        raise StoreNotFoundError(
+            f"Zarr store {path} does not exist; create one with `dkrr ingest` "
+            "(dkrr.io.ingest) from a CSV, LIBSVM or .npy file"
+        )
+    if not path.is_dir():
+        raise StoreError(
+            f"{path} is a file, not a Zarr store (a directory holding zarr.json); "
+            "convert a CSV, LIBSVM or .npy file with `dkrr ingest` first"
+        )
+    has_v3 = (path / "zarr.json").is_file()
+    has_v2 = (path / ".zgroup").is_file() or (path / ".zarray").is_file()
+    if not (has_v3 or has_v2):
+        entries = sorted(p.name for p in path.iterdir())
+        shown = ", ".join(entries[:10]) + (", ..." if len(entries) > 10 else "")
+        raise StoreError(
+            f"{path} is a directory but not a Zarr store: it has no zarr.json "
+            f"(found: {shown or 'nothing'})"
+        )
+    try:
+        node = zarr.open(str(path), mode="r")
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{path}: the Zarr metadata file is corrupted ({exc})") from exc
+    except Exception as exc:  # zarr raises many types for broken metadata
+        raise StoreError(
+            f"cannot open {path} as a Zarr group: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(node, zarr.Group):
+        raise StoreError(
+            f"{path} is a Zarr array of shape {node.shape}, not a group; a dkrr store "
+            "is a group holding the arrays X and y"
+        )
+    return node
+
+
+def check_numeric(name: str, arr: Any, path: Path) -> None:
+    """Refuse an array whose dtype is not integer or float."""
+    dtype = np.dtype(arr.dtype)
+    if dtype.kind not in "iuf":
+        raise InputValidationError(
+            f"array {name!r} in {path} has dtype {dtype}, which is not numeric; "
+            "store integers or floats (re-ingest with `dkrr ingest`)"
+        )

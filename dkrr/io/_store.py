@@ -58,7 +58,6 @@ replaces only a dkrr store of the same kind (see :mod:`dkrr.io._kinds`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,7 +69,7 @@ import numpy as np
 import zarr
 from zarr.codecs import BloscCodec
 
-from ..errors import InputValidationError, StoreError, StoreNotFoundError
+from ..errors import InputValidationError, StoreError
 from ._atomic import atomic_output, interrupts_deferred
 from ._drain import run_store_tasks
 from ._kinds import (
@@ -81,7 +80,7 @@ from ._kinds import (
 )
 from ._labels import checked_class_codes, store_classes
 from ._paths import refuse_url
-from ._reader import MANIFEST, array_names, manifest, open_array, read_array
+from ._reader import MANIFEST, array_names, check_numeric, manifest, open_array, open_group, read_array
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -93,7 +92,6 @@ __all__ = [
     "write_predictions",
 ]
 
-_NUMERIC_KINDS = "iuf"
 
 
 def default_compressors() -> tuple[BloscCodec, ...]:
@@ -153,51 +151,6 @@ class ZarrDataset:
         return list(classes) if classes is not None else None
 
 
-def _open_group(path: Path) -> zarr.Group:
-    if not os.path.lexists(path):
-        raise StoreNotFoundError(
-            f"Zarr store {path} does not exist; create one with `dkrr ingest` "
-            "(dkrr.io.ingest) from a CSV, LIBSVM or .npy file"
-        )
-    if not path.is_dir():
-        raise StoreError(
-            f"{path} is a file, not a Zarr store (a directory holding zarr.json); "
-            "convert a CSV, LIBSVM or .npy file with `dkrr ingest` first"
-        )
-    has_v3 = (path / "zarr.json").is_file()
-    has_v2 = (path / ".zgroup").is_file() or (path / ".zarray").is_file()
-    if not (has_v3 or has_v2):
-        entries = sorted(p.name for p in path.iterdir())
-        shown = ", ".join(entries[:10]) + (", ..." if len(entries) > 10 else "")
-        raise StoreError(
-            f"{path} is a directory but not a Zarr store: it has no zarr.json "
-            f"(found: {shown or 'nothing'})"
-        )
-    try:
-        node = zarr.open(str(path), mode="r")
-    except json.JSONDecodeError as exc:
-        raise StoreError(f"{path}: the Zarr metadata file is corrupted ({exc})") from exc
-    except Exception as exc:  # zarr raises many types for broken metadata
-        raise StoreError(
-            f"cannot open {path} as a Zarr group: {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(node, zarr.Group):
-        raise StoreError(
-            f"{path} is a Zarr array of shape {node.shape}, not a group; a dkrr store "
-            "is a group holding the arrays X and y"
-        )
-    return node
-
-
-def _check_numeric(name: str, arr: Any, path: Path) -> None:
-    dtype = np.dtype(arr.dtype)
-    if dtype.kind not in _NUMERIC_KINDS:
-        raise InputValidationError(
-            f"array {name!r} in {path} has dtype {dtype}, which is not numeric; "
-            "store integers or floats (re-ingest with `dkrr ingest`)"
-        )
-
-
 def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrDataset:
     """Open a Zarr store laid out as a dkrr dataset, lazily.
 
@@ -239,7 +192,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
     """
     refuse_url(path, "input store")
     path = Path(os.path.abspath(os.fspath(path)))
-    group = _open_group(path)
+    group = open_group(path)
     arrays = array_names(group, path)
     wanted = ["X", "y"] if require_y else ["X"]
     missing = [name for name in wanted if name not in arrays]
@@ -256,7 +209,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
             f"array 'X' in {path} has shape {zX.shape}; expected 2 dimensions "
             "(n_samples, n_features)"
         )
-    _check_numeric("X", zX, path)
+    check_numeric("X", zX, path)
     X = read_array(group, "X", path)
     if X.numblocks[1] != 1:
         X = X.rechunk({1: -1})
@@ -273,7 +226,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
                 f"arrays in {path} disagree on the number of rows: X has shape "
                 f"{zX.shape} but y has shape {zy.shape}; both need n_samples rows"
             )
-        _check_numeric("y", zy, path)
+        check_numeric("y", zy, path)
         y = read_array(group, "y", path)
         target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
         if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
