@@ -235,7 +235,11 @@ def test_ctrl_c_while_dkrr_imports_its_libraries(stores):
     time.sleep(0.6)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (proc.returncode, err)
+    # 130, or killed by SIGINT (-2, which a shell also reports as 130): CPython ends a
+    # process by the signal when the KeyboardInterrupt passed through code it ran with
+    # PyRun_* during an import, even though dkrr caught it afterwards
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+    assert "dkrr: interrupted" in err, err
     assert "Traceback" not in err, err
     assert not (stores / "never").exists()
 

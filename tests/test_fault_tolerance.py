@@ -299,7 +299,8 @@ def test_ctrl_c_during_predict_leaves_nothing(proc_cluster, monitor, big_store, 
                   "--timeout", 30, "-q")
 
     def writing():  # the temporary store exists and the workers have begun filling it
-        tmp = _leftovers(tmp_path, "pred")
+        # the temporary store (beside it, `.pred.lock` is held while the output is written)
+        tmp = [name for name in _leftovers(tmp_path, "pred") if ".tmp-" in name]
         chunks = tmp_path / tmp[0] / "y_pred" / "c" if tmp else None
         return chunks is not None and chunks.is_dir() and any(chunks.iterdir())
 

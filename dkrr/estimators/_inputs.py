@@ -53,8 +53,9 @@ def _shifted_target(yd, numeric: bool, y=None):
     else:
         first = dask.compute(yd[:rows])[0]
     first = np.asarray(first, dtype=np.float64).reshape(-1, t)
-    with np.errstate(all="ignore"):
-        shift = np.nanmean(first, axis=0) if first.size else np.zeros(t)
+    finite = np.where(np.isfinite(first), first, 0.0)
+    count = np.isfinite(first).sum(axis=0)
+    shift = finite.sum(axis=0) / np.maximum(count, 1)
     # NaN or inf rows are named by the pass's own check; they must not move the others
     shift = np.where(np.isfinite(shift), shift, 0.0)
     if not np.any(shift):
