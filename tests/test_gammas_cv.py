@@ -270,3 +270,48 @@ def test_auto_grid_that_does_not_fit_names_the_way_to_one_gamma(data):
     est = RandomFeatureRidge(n_components=512, cv=5, gamma="median", gammas="auto")
     with pytest.raises(MemoryBudgetError, match=r"gammas='auto' is not cross-validated by solver='pcg'.*--gammas none"):
         choose_solver(est, Xd, yd, None, 5, 1.0, None, AUTO_GAMMA_FACTORS, limits=(None, 30 * 2**20))
+
+
+def _near_linear(n=3000, seed=0):
+    """A target the rule's width over-fits: the best width is many times below it."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 10))
+    return X, X[:, 0] + 0.3 * X[:, 1] + 0.05 * rng.normal(size=n)
+
+
+def test_auto_gamma_grid_extends_past_the_end_that_cv_chooses():
+    """gammas='auto' chooses the smallest of its 5 widths here: it scores 4 more beyond that
+    end in another pass (reach 2**-6 of the rule), and the result is the fit of the whole
+    grid scored at once with the same alphas."""
+    import warnings
+
+    from dkrr.errors import GridEdgeWarning
+
+    X, y = _near_linear()
+    kw = dict(n_components=64, cv=3, gamma="median", standardize=True, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        auto = RandomFeatureRidge(gammas="auto", **kw).fit(X, y)
+    g = auto.cv_results_["gammas"]
+    assert g.size == 9 and np.allclose(g[1:] / g[:-1], 2.0)  # rule * 2**(-6..2)
+    rule = g[6]
+    first = RandomFeatureRidge(gammas=list(rule * 2.0 ** np.arange(-2, 3)), **kw).fit(X, y)
+    assert first.gamma_ == first.cv_results_["gammas"][0]  # the first pass chose its end
+    whole = RandomFeatureRidge(gammas=list(g), alphas=list(auto.cv_results_["alphas"]), **kw).fit(X, y)
+    assert auto.gamma_ == whole.gamma_ and auto.alpha_ == whole.alpha_
+    np.testing.assert_allclose(auto.cv_results_["mean_mse"], whole.cv_results_["mean_mse"], rtol=1e-9)
+    np.testing.assert_allclose(auto.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+    assert auto.best_score_ == pytest.approx(whole.best_score_, rel=1e-12)
+    edge = [str(w.message) for w in caught if issubclass(w.category, GridEdgeWarning) and "gamma=" in str(w.message)]
+    # only the last grid's end is warned about (it reached 2**-6 of the rule), not the first pass's
+    assert len(edge) == 1 and "smallest value" in edge[0] and str(list(g[:1].round(6))[0])[:6] in edge[0]
+
+
+def test_auto_gamma_grid_stays_five_wide_when_the_choice_is_inside():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3))
+    y = np.sin(2 * X[:, 0]) + 0.05 * rng.normal(size=1500)
+    auto = RandomFeatureRidge(n_components=64, cv=3, gamma="median", gammas="auto", standardize=True,
+                              random_state=0).fit(X, y)
+    g = auto.cv_results_["gammas"]
+    assert g.size == 5 and g[0] < auto.gamma_ < g[-1]
