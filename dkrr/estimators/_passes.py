@@ -9,12 +9,12 @@ import numpy as np
 
 from ..features._nonlinear import output_width
 from ..linalg import cross_validate_statistics, streamed_statistics
-from ..errors import GridEdgeWarning, PrecisionWarning
+from ..errors import PrecisionWarning
 from ..linalg._cv import default_alphas, score_grid, warn_grid_edge
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 
-__all__ = ["AUTO_GAMMA_REACH", "statistics_and_alpha", "statistics_auto_gammas", "statistics_in_precision"]
+__all__ = ["statistics_and_alpha", "statistics_in_precision"]
 
 
 def statistics_in_precision(self, pass_args):
@@ -111,63 +111,3 @@ def statistics_and_alpha(self, Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gamma
             stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
             warn_grid_edge("gamma", gammas, self.gamma_)
     return stats, fmap, alpha
-
-
-#: ``gammas="auto"`` reaches at most this many powers of 2 from the rule's gamma when it
-#: extends its grid past an end that cross-validation chose (docs/ALGORITHMS.md 3.6)
-AUTO_GAMMA_REACH = 6
-#: widths a pass adds beyond the chosen end
-AUTO_GAMMA_STEP = 4
-
-
-def statistics_auto_gammas(self, pass_args, centre: float):
-    """:func:`statistics_in_precision` for ``gammas="auto"``, whose grid is ``centre *
-    2**k``, k = -2..2: when the cross-validation chooses a width at an end of the grid,
-    another pass scores that width and the next :data:`AUTO_GAMMA_STEP` beyond it (the
-    same alphas, folds and projection), until the choice is inside the grid or
-    :data:`AUTO_GAMMA_REACH` powers of 2 from ``centre``. The passes' tables are merged
-    into ``cv_results_`` (one row per width), whose least mean MSE is the choice; a pass
-    that is extended leaves no grid-edge warning for gamma.
-    """
-    Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed = pass_args
-    exps = np.rint(np.log2(np.asarray(gammas) / centre)).astype(int)
-    lo, hi = int(exps.min()), int(exps.max())
-    tables, kept = [], []
-    while True:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = statistics_in_precision(
-                self, (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed))
-        tables.append(self.cv_results_)
-        k = int(np.rint(np.log2(self.gamma_ / centre)))
-        if k == lo and lo > -AUTO_GAMMA_REACH:
-            new = np.arange(max(-AUTO_GAMMA_REACH, lo - AUTO_GAMMA_STEP), lo + 1)
-        elif k == hi and hi < AUTO_GAMMA_REACH:
-            new = np.arange(hi, min(AUTO_GAMMA_REACH, hi + AUTO_GAMMA_STEP) + 1)
-        else:
-            kept += caught
-            break
-        kept += [w for w in caught if not (issubclass(w.category, GridEdgeWarning)
-                                           and "chosen gamma" in str(w.message))]
-        lo, hi = min(lo, int(new[0])), max(hi, int(new[-1]))
-        alphas, gammas = self.cv_results_["alphas"], centre * 2.0 ** new
-    if len(tables) > 1:
-        self.cv_results_ = _merged_tables(tables)
-    for w in kept:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return result
-
-
-def _merged_tables(tables) -> dict:
-    """``cv_results_`` of passes over one alpha grid and different widths: one row per
-    width, sorted by gamma (a width scored twice keeps the later pass's row)."""
-    rows = {}
-    for t in tables:
-        for i, g in enumerate(t["gammas"]):
-            rows[float(g)] = (t, i)
-    order = sorted(rows)
-    merged = {"gammas": np.asarray(order, dtype=np.float64), "alphas": tables[-1]["alphas"],
-              "fold_sizes": tables[-1]["fold_sizes"]}
-    for key in ("fold_mse", "mean_mse", "std_mse"):
-        merged[key] = np.stack([rows[g][0][key][rows[g][1]] for g in order])
-    return merged

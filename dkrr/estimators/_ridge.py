@@ -17,7 +17,7 @@ from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridg
 from ..features._standardize import StandardizedMap
 from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
-from ._passes import statistics_auto_gammas, statistics_in_precision
+from ._passes import statistics_in_precision
 from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
@@ -195,11 +195,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         if relative:
             gammas = auto_gammas(self.gamma_)
         pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
-        if relative:  # extended past an end that CV chooses
-            result = statistics_auto_gammas(self, pass_args, self.gamma_)
-        else:
-            result = statistics_in_precision(self, pass_args)
-        stats, fmap, alpha, self.precision_, error = result
+        stats, fmap, alpha, self.precision_, error = statistics_in_precision(self, pass_args)
         self.precision_error_ = float(error)
         self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
         self.mean_, self.scale_ = mean, scale

@@ -208,22 +208,16 @@ def _agree_cv_results(est):
         return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
     if (est.gammas is not None) != bool(grid):
         return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of the parameter gammas={est.gammas!r}"
-    if grid and isinstance(est.gammas, str):  # "auto": powers of 2 around the gamma or its rule's value
-        from ..estimators._passes import AUTO_GAMMA_REACH
-        from ..linalg._cv import AUTO_GAMMA_FACTORS
+    if grid and isinstance(est.gammas, str):  # "auto": the factors around the gamma or its rule's value
+        from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas
 
-        g = r["gammas"]
-        ratios = g[1:] / g[:-1]
-        if g.size < AUTO_GAMMA_FACTORS.size or not np.allclose(ratios, 2.0, rtol=1e-12, atol=0):
-            return (f"gammas {g.tolist()} are not gammas='auto''s grid: at least "
-                    f"{AUTO_GAMMA_FACTORS.size} consecutive powers of 2 times the gamma or its rule's value")
-        if not isinstance(est.gamma, str):
-            k = np.log2(g / float(est.gamma))
-            if not (np.allclose(k, np.rint(k), rtol=0, atol=1e-9) and k.min() <= np.log2(AUTO_GAMMA_FACTORS.min()) + 1e-9
-                    and k.max() >= np.log2(AUTO_GAMMA_FACTORS.max()) - 1e-9 and np.abs(k).max() <= AUTO_GAMMA_REACH + 1e-9):
-                return f"gammas {g.tolist()} are not gammas='auto''s grid around the parameter gamma={est.gamma!r}"
-        elif g.size > 2 * AUTO_GAMMA_REACH + 1:
-            return f"gammas {g.tolist()} reach further than gammas='auto' extends ({2 * AUTO_GAMMA_REACH + 1} widths)"
+        if grid[0] != AUTO_GAMMA_FACTORS.size:
+            return f"gammas {r['gammas'].tolist()} are not the {AUTO_GAMMA_FACTORS.size} widths of gammas='auto'"
+        centre = float(r["gammas"][int(np.flatnonzero(AUTO_GAMMA_FACTORS == 1.0)[0])])
+        if not isinstance(est.gamma, str) and centre != float(est.gamma):
+            return f"gammas {r['gammas'].tolist()} are not centred on the parameter gamma={est.gamma!r}"
+        if not np.allclose(r["gammas"], auto_gammas(centre), rtol=1e-12, atol=0):
+            return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {AUTO_GAMMA_FACTORS.tolist()}"
     elif grid:
         try:
             same = np.array_equal(r["gammas"], check_gammas(est.gammas, kernel=est.kernel, n_folds=K, sampling=est.sampling))
