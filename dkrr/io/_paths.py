@@ -69,7 +69,7 @@ def refuse_url(path: str | os.PathLike | bytes, what: str) -> None:
         hint = "give the local path itself, without file://"
     else:
         hint = (
-            "object stores and remote URLs are not supported yet (planned: dkrr issue "
-            "24); copy the data to a local or mounted path and give that path"
+            "object stores and remote URLs are not supported yet; copy the data to a "
+            "local or mounted path and give that path"
         )
     raise InvalidParameterError(f"{what} {text!r} is a URL ({scheme}://), not a local path: {hint}")
