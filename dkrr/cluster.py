@@ -265,6 +265,29 @@ def _signals_deferred():
             signal.signal(signum, handler)
 
 
+#: the loggers that report a worker process whose start was interrupted
+_START_LOGGERS = ("distributed.nanny", "distributed.core", "distributed.deploy.spec",
+                  "distributed.process", "distributed.worker")
+
+
+@contextmanager
+def _logs_dropped_after(received, names):
+    """Drop the records of the loggers ``names`` once ``received`` holds a signal."""
+    import logging
+
+    def keep(record) -> bool:
+        return not received
+
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(keep)
+
+
 def _redeliver(received) -> None:
     """Deliver the first signal held by :func:`_signals_deferred` to its handler now."""
     import signal
@@ -329,6 +352,9 @@ def local_cluster(options=None, **overrides):
             # are up, then delivered (the ExitStack closes both before the error leaves)
             start = stack.enter_context(contextlib.ExitStack())
             held = start.enter_context(_signals_deferred())
+            # a Ctrl-C at a terminal also reaches the workers being started: their start
+            # then fails, which is the interruption, not news (no nanny tracebacks)
+            start.enter_context(_logs_dropped_after(held, _START_LOGGERS))
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=options.n_workers,
@@ -341,11 +367,17 @@ def local_cluster(options=None, **overrides):
                     scheduler_kwargs={"dashboard": bool(options.dashboard)},
                     # Same for the workers' HTTP servers (else 0.0.0.0 when inproc).
                     worker_dashboard_address="127.0.0.1:0",
+                    # worker processes ignore a terminal's Ctrl-C: this process handles it
+                    **({"preload": ["dkrr._worker_setup"]} if options.processes else {}),
                     **kwargs,
                 )
             )
-        except (TypeError, ValueError) as exc:
-            raise InvalidParameterError(f"Could not start a LocalCluster: {exc}") from exc
+        except Exception as exc:
+            if held:  # interrupted while the workers started: an interruption, not an error
+                raise KeyboardInterrupt from None
+            if isinstance(exc, (TypeError, ValueError)):
+                raise InvalidParameterError(f"Could not start a LocalCluster: {exc}") from exc
+            raise
         client = stack.enter_context(Client(cluster, timeout=options.timeout, security=security))
         start.close()
         _redeliver(held)

@@ -23,7 +23,7 @@ LAYERS = {
 }
 #: beside the layers: they may import the base and each other, and only the CLI (and the
 #: package's own __init__) imports them
-SIDE = {"cluster", "_connection", "_scheduler_probe", "datasets"}
+SIDE = {"cluster", "_connection", "_scheduler_probe", "_worker_setup", "datasets"}
 MAX_LINES = 500
 
 

@@ -252,3 +252,51 @@ def test_import_dkrr_loads_no_library():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "RandomFeatureRidge open_dataset"], proc.stdout
+
+
+def test_local_cluster_workers_ignore_sigint():
+    """The workers of dkrr's LocalCluster ignore SIGINT (a terminal's Ctrl-C signals the
+    whole process group): the command that started them handles it and closes them."""
+    from dkrr.cluster import local_cluster
+
+    def disposition():
+        return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+    with local_cluster(n_workers=1, quiet=True, dashboard=False) as client:
+        assert list(client.run(disposition).values()) == [True]
+
+
+def test_terminal_ctrl_c_during_a_fit_is_one_line(stores):
+    """Ctrl-C at a terminal reaches the command and its worker processes (one process
+    group): exit 130 with one line, no worker's KeyboardInterrupt or heartbeat traceback."""
+    import threading
+
+    args = ["fit", stores / "reg.zarr", "--out", stores / "never2", "--n-components", 2048, "--no-cv",
+            "--workers", 2, "--memory-limit", "1GB"]
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True)
+    lines, started = [], threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("accumulating ridge statistics"):  # the pass has begun
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(120), "".join(lines)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(timeout=30)
+    err = "".join(lines)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    assert "dkrr: interrupted; no partial output was left behind" in err
+    assert not (stores / "never2").exists()
