@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from dask._task_spec import Alias, DataNode, Task, convert_legacy_graph
+from dask.core import get_dependencies, istask, literal
 
 
 class InlineBlocks:
@@ -40,7 +40,7 @@ class InlineBlocks:
 
         graph = dict(self.graph)
         for k, v in zip(self.deps, dep_values):
-            graph[k] = DataNode(k, v)
+            graph[k] = (literal(v),)  # a task that returns v as it is
         return list(get_sync(graph, list(self.keys)))
 
 
@@ -51,7 +51,7 @@ def _closure(graph: dict, key) -> set:
         if k in seen or k not in graph:
             continue
         seen.add(k)
-        todo.extend(graph[k].dependencies)
+        todo.extend(get_dependencies(graph, k))
     return seen
 
 
@@ -67,7 +67,7 @@ def inline_block_recipes(graph_mapping, block_keys: Sequence[Sequence]) -> list[
     ``block_keys[j][i]`` is input ``j``'s key of block ``i``. A node moves into block
     ``i``'s step when it is a task (not data) and no other block index needs it.
     """
-    graph = convert_legacy_graph(dict(graph_mapping))
+    graph = dict(graph_mapping)
     n_blocks = len(block_keys[0])
     closures = [set().union(*(_closure(graph, keys[i]) for keys in block_keys)) for i in range(n_blocks)]
     owners: dict[Any, int] = {}
@@ -76,10 +76,10 @@ def inline_block_recipes(graph_mapping, block_keys: Sequence[Sequence]) -> list[
             owners[k] = i if owners.get(k, i) == i else -1
     recipes, moved = [], False
     for i, cl in enumerate(closures):
-        private = {k: graph[k] for k in cl if owners[k] == i and isinstance(graph[k], (Task, Alias))}
+        private = {k: graph[k] for k in cl if owners[k] == i and istask(graph[k])}
         moved = moved or bool(private)
         deps = sorted(
-            {d for node in private.values() for d in node.dependencies if d not in private}
+            {d for k in private for d in get_dependencies(graph, k) if d not in private}
             | {keys[i] for keys in block_keys if keys[i] not in private},
             key=str,
         )

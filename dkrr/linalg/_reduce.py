@@ -295,7 +295,6 @@ def reduce_row_blocks(
     thread for the duration, since dask already runs one task per core.
     """
     import dask
-    from dask._task_spec import convert_legacy_graph
     from dask.delayed import Delayed
 
     from ._inline_blocks import inline_block_recipes, subgraph
@@ -325,7 +324,7 @@ def reduce_row_blocks(
     optimized = dask.optimize(*arrays)
     blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
     # the tasks only one block needs run inside the step that consumes it (no read-ahead)
-    graph = convert_legacy_graph(dask.base.merge(*(dict(a.__dask_graph__()) for a in optimized)))
+    graph = {k: v for a in optimized for k, v in dict(a.__dask_graph__()).items()}
     recipes = inline_block_recipes(graph, [[b.key for b in bs] for bs in blocks])
     shared = {}  # the Delayed of each dependency that several steps name
     consts = [dask.delayed(c, pure=True) for c in constants]
