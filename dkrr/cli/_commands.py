@@ -377,18 +377,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _first_block_mean(y) -> np.ndarray:
-    """The mean of the first block of the dask array ``y`` per column (0 where not finite)."""
-    import dask
-
-    with np.errstate(all="ignore"):
-        first = np.asarray(dask.compute(y[: y.chunks[0][0]])[0], dtype=np.float64)
-        mean = first.mean(axis=0) if first.size else np.zeros(first.shape[1:])
-    return np.where(np.isfinite(mean), mean, 0.0)
-
-
 def cmd_evaluate(args) -> int:
     from .._progress import compute
+    from ..estimators._inputs import first_block_mean
     from ..errors import InputValidationError
     from ..io import open_dataset
 
@@ -414,8 +405,8 @@ def cmd_evaluate(args) -> int:
             # the total sum of squares from sums of y - s, s the mean of y's first block:
             # from raw sums (sum y^2 - (sum y)^2 / n) a target far from zero (1e8 + sin x)
             # lost every digit to cancellation (r2 = -inf was printed)
-            shift = _first_block_mean(y)
-            ys = y - shift
+            shift = first_block_mean(y)
+            ys = y - (shift if y.ndim > 1 else shift[0])
             sse, ysum, yy = compute(
                 (resid**2).sum(axis=0), ys.sum(axis=0), (ys**2).sum(axis=0), label="evaluating"
             )

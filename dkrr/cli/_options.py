@@ -26,7 +26,7 @@ ESTIMATOR_OPTIONS = [
                                  "grid s * 10**(-7..1), s the mean diagonal of the centred Gram)"),
     ("--gammas", "gammas", None, "gamma grid scored jointly with the alphas by the same one-pass "
                                  "cross-validation: comma-separated numbers, 'auto' (gamma x 2**(-2..2), "
-                                 "5 widths around the rule's or the given gamma: about 4-6x the fit time "
+                                 "5 widths around the rule's or the given gamma: about 4.1-4.5x the fit time "
                                  "and 5x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
                                  "the gaussian kernel and CV (not with --solver pcg or --sampling); none "
                                  "with a numeric --gamma"),

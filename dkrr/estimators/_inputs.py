@@ -45,19 +45,24 @@ def _shifted_target(yd, numeric: bool, y=None):
     t = 1 if yd.ndim == 1 else int(yd.shape[1])
     if not numeric or yd.shape[0] == 0:
         return yd, np.zeros(t)
-    import dask
-
-    rows = yd.chunks[0][0]
-    if isinstance(y, np.ndarray):
-        first = y[:rows]
-    else:
-        first = dask.compute(yd[:rows])[0]
-    first = np.asarray(first, dtype=np.float64).reshape(-1, t)
-    finite = np.where(np.isfinite(first), first, 0.0)
-    count = np.isfinite(first).sum(axis=0)
-    shift = finite.sum(axis=0) / np.maximum(count, 1)
-    # NaN or inf rows are named by the pass's own check; they must not move the others
-    shift = np.where(np.isfinite(shift), shift, 0.0)
+    shift = first_block_mean(yd, y)
     if not np.any(shift):
         return yd, np.zeros(t)
     return yd - (shift if yd.ndim > 1 else shift[0]), shift
+
+
+def first_block_mean(yd, y=None) -> np.ndarray:
+    """The mean of the finite values of the first row block of the dask array ``yd``, per
+    column (shape ``(t,)``; 0 where a column has none): the shift that keeps sums of
+    squares of a target far from zero free of cancellation (the fit's statistics, ``dkrr
+    evaluate``'s r2). ``y``: the same target as given, read directly when it is numpy;
+    a dask or zarr target costs one read of its first block."""
+    import dask
+
+    t = 1 if yd.ndim == 1 else int(yd.shape[1])
+    rows = yd.chunks[0][0]
+    first = y[:rows] if isinstance(y, np.ndarray) else dask.compute(yd[:rows])[0]
+    first = np.asarray(first, dtype=np.float64).reshape(-1, t)
+    finite = np.isfinite(first)
+    # NaN or inf rows are named by the checks that read them; they must not move the others
+    return np.where(finite, first, 0.0).sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
