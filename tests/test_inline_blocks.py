@@ -104,3 +104,18 @@ def test_fit_from_zarr_runs_no_read_tasks_and_equals_the_in_memory_fit(store):
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.cv_results_["mean_mse"], ref.cv_results_["mean_mse"], rtol=1e-10)
     assert got.alpha_ == ref.alpha_
+
+
+def test_a_step_reads_a_result_persisted_on_the_cluster(local_cluster):
+    """A block task over a persisted array names a key that lives on the cluster, not in
+    the graph: the step must receive it as a dependency (its recipe runs the task on it)."""
+    import distributed
+
+    from dkrr.linalg._reduce import reduce_row_blocks
+
+    x = np.arange(40.0).reshape(20, 2)
+    with distributed.Client(local_cluster):
+        base = da.from_array(x, chunks=(5, 2)).persist()
+        scaled = base * 2.0  # one task per block on top of a persisted block
+        total = reduce_row_blocks([scaled], lambda b, offset, i: b.sum(axis=0), lambda parts: sum(parts))
+    np.testing.assert_array_equal(total, 2.0 * x.sum(axis=0))

@@ -44,6 +44,15 @@ class InlineBlocks:
         return list(get_sync(graph, list(self.keys)))
 
 
+def _dependencies(graph: dict, key) -> frozenset:
+    """The keys node ``key`` reads: a task object's own ``dependencies`` (which include
+    keys held outside ``graph``, e.g. persisted results on a cluster), else the keys of
+    ``graph`` that a legacy tuple task names."""
+    node = graph[key]
+    deps = getattr(node, "dependencies", None)
+    return frozenset(deps) if deps is not None else frozenset(get_dependencies(graph, key))
+
+
 def _closure(graph: dict, key) -> set:
     seen, todo = set(), [key]
     while todo:
@@ -51,7 +60,7 @@ def _closure(graph: dict, key) -> set:
         if k in seen or k not in graph:
             continue
         seen.add(k)
-        todo.extend(get_dependencies(graph, k))
+        todo.extend(_dependencies(graph, k))
     return seen
 
 
@@ -79,7 +88,7 @@ def inline_block_recipes(graph_mapping, block_keys: Sequence[Sequence]) -> list[
         private = {k: graph[k] for k in cl if owners[k] == i and istask(graph[k])}
         moved = moved or bool(private)
         deps = sorted(
-            {d for k in private for d in get_dependencies(graph, k) if d not in private}
+            {d for k in private for d in _dependencies(graph, k) if d not in private}
             | {keys[i] for keys in block_keys if keys[i] not in private},
             key=str,
         )
