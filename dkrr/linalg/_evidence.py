@@ -1,0 +1,120 @@
+"""Bayesian reading of the ridge in feature space: evidence and predictive variance.
+
+Random-feature ridge regression is Bayesian linear regression on the features ``z(x)``
+(docs/ALGORITHMS.md section 3.11):
+
+    y = z(x)^T w + b + e,   e ~ N(0, s^2 / w_row),   w ~ N(0, (s^2 / alpha) I),
+
+with a flat prior on the intercept ``b`` (``fit_intercept=True``). The posterior mean of
+``w`` is the ridge solution ``(G_c + alpha I)^-1 c_c``, so every quantity below follows
+from the statistics the one pass already streams (centred Gram ``G_c``, ``c_c``, the
+centred sum of squares of y, the row count) and one p x p factorisation.
+
+* **Log evidence** (restricted marginal likelihood): the log density of y's ``m``
+  contrasts orthogonal to the constant (``m = n - 1`` with an intercept, which integrates
+  the intercept out as REML does; ``m = n`` and y itself without). With the eigenvalues
+  ``lam`` of ``G_c`` and ``q = V^T c_c``, the residual quadratic form is
+  ``R(alpha) = y_c^T y_c - sum_i q_i^2 / (lam_i + alpha)`` (Woodbury) and
+  ``log|I + Z_c Z_c^T / alpha| = sum_i log(1 + lam_i / alpha)`` (Sylvester), so
+
+      log p(y | alpha, s^2) = -m/2 log(2 pi s^2) - 1/2 sum_i log(1 + lam_i/alpha) - R/(2 s^2).
+
+  The noise variance is profiled out at its maximum, ``s^2 = R / m``:
+  ``log p = -m/2 (log(2 pi R / m) + 1) - 1/2 sum_i log(1 + lam_i / alpha)``. Several
+  targets are independent given alpha (one ``s^2`` each); their log evidences add. With
+  sample weights the value omits the constant ``1/2 sum log w_row``, which depends on
+  neither alpha nor the features.
+* **Predictive variance** at a row with centred features ``d = z(x) - mu``:
+  ``s^2 (d^T (G_c + alpha I)^-1 d + 1 / W)`` for the latent function (``W`` the row count
+  or weight sum: the intercept's posterior variance), plus ``s^2`` for a new observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import InvalidParameterError
+from ._solve import _spectrum_floor
+
+__all__ = [
+    "evidence_from_spectrum",
+    "posterior_factor",
+    "predictive_variance",
+]
+
+
+def evidence_from_spectrum(lam, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarray]:
+    """Profiled log evidence and noise variance of every (alpha, target).
+
+    Parameters
+    ----------
+    lam : ndarray (p,)
+        Eigenvalues of the centred Gram ``G_c`` (ascending; rounding negatives allowed).
+    q : ndarray (p, t)
+        ``V^T c_c``: the centred cross-statistics in ``G_c``'s eigenbasis.
+    yyc : ndarray (t,)
+        Centred sums of squares of the targets ``y_c^T y_c``.
+    m : int
+        Contrasts: the row count, minus one with an intercept.
+    alphas : array (n_alphas,)
+        Positive penalties.
+
+    Returns
+    -------
+    log_evidence : ndarray (n_alphas, t)
+        ``-inf`` where ``G_c + alpha I`` is not positive definite beyond the rounding of
+        ``lam`` (as the CV scores such alphas ``inf``) or the residual is not positive.
+    noise_variance : ndarray (n_alphas, t)
+        ``R(alpha) / m`` (``nan`` where the evidence is ``-inf``).
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    yyc = np.asarray(yyc, dtype=np.float64)
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if m < 1:
+        raise InvalidParameterError(f"the evidence needs at least one contrast of y, got {m} (rows minus intercept)")
+    if np.any(alphas <= 0):
+        raise InvalidParameterError(
+            f"the evidence needs alphas > 0 (the prior variance s^2 / alpha), got {alphas[alphas <= 0][0]!r}"
+        )
+    floor = _spectrum_floor(lam)
+    ok = (lam[0] + alphas > floor) if lam.size else np.ones(alphas.shape, dtype=bool)
+    logev = np.full((alphas.size, q.shape[1]), -np.inf)
+    s2 = np.full((alphas.size, q.shape[1]), np.nan)
+    q2 = q**2
+    for i in np.flatnonzero(ok):
+        a = alphas[i]
+        denom = lam + a
+        R = yyc - (q2 / denom[:, None]).sum(axis=0)  # (t,)
+        logdet = float(np.log1p(lam / a).sum())
+        good = R > 0
+        s2[i, good] = R[good] / m
+        logev[i, good] = -0.5 * m * (np.log(2.0 * np.pi * s2[i, good]) + 1.0) - 0.5 * logdet
+    return logev, s2
+
+
+def posterior_factor(Gc, alpha: float) -> np.ndarray:
+    """Lower Cholesky factor ``L`` of ``G_c + alpha I`` (the posterior precision of ``w``
+    over ``s^2``); :func:`predictive_variance` solves with it."""
+    A = np.array(Gc, dtype=np.float64, copy=True)
+    A[np.diag_indices_from(A)] += float(alpha)
+    return scipy.linalg.cholesky(A, lower=True, check_finite=False)
+
+
+def predictive_variance(Z, mu, L, noise_variance, inv_weight_sum: float, *, observation: bool = True) -> np.ndarray:
+    """Predictive variance of every row of the feature block ``Z`` (rows, p): shape
+    (rows, t) for the ``t`` noise variances.
+
+    ``s^2 (|L^-1 (z - mu)|^2 + 1 / W)``, plus ``s^2`` when ``observation`` (a new noisy
+    observation rather than the latent function). ``inv_weight_sum`` is ``1 / W`` with
+    an intercept and 0 without; ``mu`` the feature means (zeros without intercept).
+    """
+    D = np.asarray(Z, dtype=np.float64) - np.asarray(mu, dtype=np.float64)[None, :]
+    V = scipy.linalg.solve_triangular(L, D.T, lower=True, check_finite=False)  # (p, rows)
+    quad = np.einsum("pr,pr->r", V, V) + float(inv_weight_sum)
+    s2 = np.atleast_1d(np.asarray(noise_variance, dtype=np.float64))
+    var = quad[:, None] * s2[None, :]
+    if observation:
+        var = var + s2[None, :]
+    return var
