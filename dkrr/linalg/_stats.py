@@ -404,13 +404,15 @@ def block_statistics(
     return stats
 
 
-def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision="float64") -> None:
+def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision="float64",
+                products=None) -> None:
     """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
     block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
     ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one symmetric product (packed:
     :func:`add_packed_gram`). With ``precision="float32"`` ``Z`` is float32: its Gram
     products are float32, added into the float64 sums; ``Z^T Y`` and the column sums are
-    float64."""
+    float64. ``products``: ``(B, out)`` adds ``Z^T W Z B`` of fold k into ``out[k]`` (the
+    refinement passes' operator, without forming the Gram)."""
     t = Y.shape[1]
     work = None if stats.G is None else np.empty(work_length(fmap.n_output_features), check_precision(precision))
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
@@ -433,6 +435,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             Yk = Yk * r[:, None]
         if stats.G is not None:
             add_packed_gram(stats.G[k], Zk, work)
+        if products is not None:
+            products[1][k] += Zk.T @ (Zk @ products[0])
         stats.c[k] += _cross64(Zk, Yk)
         if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)

@@ -1,0 +1,79 @@
+"""Mixed-precision refinement (dkrr.linalg._refine): float32 statistics refined by
+streamed float64 passes reach the float64 ridge solution, by CG that iterates."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from dkrr.features import build_feature_map
+from dkrr.linalg import streamed_statistics
+from dkrr.linalg._refine import refine_ridge
+from dkrr.linalg._solve import center_statistics, ridge_coefficients
+from dkrr.linalg._evidence import posterior_factor
+
+
+def _problem(n=6000, d=5, D=256, seed=0, chunks=1500):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.column_stack([np.sin(X[:, 0]) + X[:, 1] * X[:, 2], np.cos(X[:, 3])]) + 0.05 * rng.normal(size=(n, 2)) + 3.0
+    fmap = build_feature_map(X[:500], kernel="gaussian", method="rff", n_components=D, gamma=0.2,
+                             random_state=np.random.default_rng(seed), options={})
+    return da.from_array(X, chunks=(chunks, d)), da.from_array(y, chunks=(chunks, 2)), X, y, fmap
+
+
+def _start(Xd, yd, fmap, alpha, intercept):
+    s32 = streamed_statistics(Xd, yd, fmap, precision="float32").total()
+    beta0, _ = ridge_coefficients(s32, alpha, intercept)
+    Gc, *_ = center_statistics(s32.G[0], s32.c[0], s32.zsum[0], s32.weights()[0], s32.ysum[0], intercept)
+    return beta0, posterior_factor(Gc, alpha)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_refined_float32_equals_the_float64_fit(intercept):
+    Xd, yd, X, y, fmap = _problem()
+    alpha = 1e-4  # small enough that float32 statistics move the coefficients visibly
+    s64 = streamed_statistics(Xd, yd, fmap, precision="float64").total()
+    beta64, icpt64 = ridge_coefficients(s64, alpha, intercept)
+    beta0, L = _start(Xd, yd, fmap, alpha, intercept)
+    before = np.linalg.norm(beta0 - beta64) / np.linalg.norm(beta64)
+    res = refine_ridge(Xd, yd, None, fmap, beta0, L, alpha, intercept)
+    after = np.linalg.norm(res.beta - beta64) / np.linalg.norm(beta64)
+    assert before > 1e-6, before  # the float32 start is measurably off
+    assert res.info["converged"] and res.info["passes"] >= 2  # CG iterated
+    assert after < 1e-8, (before, after)
+    np.testing.assert_allclose(res.intercept, icpt64, rtol=1e-9, atol=1e-9 * np.abs(icpt64).max())
+    # the residual history falls and ends below tol
+    r = res.info["residuals"]
+    assert r.shape == (res.info["passes"], 2) and (r[-1] <= res.info["tol"]).all() and (r[-1] < r[0]).all()
+
+
+def test_weighted_refinement_and_chunking_do_not_change_the_answer():
+    Xd, yd, X, y, fmap = _problem(n=4000)
+    w = np.random.default_rng(1).uniform(0.1, 3.0, size=len(y))
+    from dkrr.linalg._weighted import streamed_statistics_maps
+
+    alpha = 1e-3
+    out = {}
+    for chunks in (1000, 1700):
+        Xc, yc, wc = (da.from_array(a, chunks=chunks if a.ndim == 1 else (chunks, a.shape[1])) for a in (X, y, w))
+        s64 = streamed_statistics_maps(Xc, yc, [fmap], sample_weight=wc, precision="float64")[0].total()
+        beta64, _ = ridge_coefficients(s64, alpha, True)
+        s32 = streamed_statistics_maps(Xc, yc, [fmap], sample_weight=wc, precision="float32")[0].total()
+        beta0, _ = ridge_coefficients(s32, alpha, True)
+        Gc, *_ = center_statistics(s32.G[0], s32.c[0], s32.zsum[0], s32.weights()[0], s32.ysum[0], True)
+        res = refine_ridge(Xc, yc, wc, fmap, beta0, posterior_factor(Gc, alpha), alpha, True)
+        assert res.info["converged"]
+        assert np.linalg.norm(res.beta - beta64) / np.linalg.norm(beta64) < 1e-8
+        out[chunks] = res.beta
+    assert np.linalg.norm(out[1000] - out[1700]) / np.linalg.norm(out[1000]) < 1e-9
+
+
+def test_a_poor_preconditioner_is_reported_not_converged():
+    Xd, yd, X, y, fmap = _problem(n=3000)
+    alpha = 1e-4
+    beta0, _ = _start(Xd, yd, fmap, alpha, True)
+    s32 = streamed_statistics(Xd, yd, fmap, precision="float32").total()
+    Gc, *_ = center_statistics(s32.G[0], s32.c[0], s32.zsum[0], s32.weights()[0], s32.ysum[0], True)
+    wrong = posterior_factor(Gc, 1e3)  # the factor of another alpha: far from A
+    res = refine_ridge(Xd, yd, None, fmap, beta0, wrong, alpha, True, max_passes=3)
+    assert not res.info["converged"] and res.info["passes"] == 3
