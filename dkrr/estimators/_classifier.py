@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
+from ._fitted import PlusMinusTargets
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
 __all__ = ["RandomFeatureRidgeClassifier"]
@@ -150,15 +151,17 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y = _check_label_kind(y)
-        beta, intercept = self._fit_streamed(X, y, sample_weight)
-        # as RidgeClassifier: (p,) for two classes, (n_classes, p) otherwise
-        self.coef_ = beta[:, 0].copy() if beta.shape[1] == 1 else np.ascontiguousarray(beta.T)
-        self.intercept_ = np.asarray(intercept, dtype=np.float64) if self.fit_intercept else 0.0
+        self._set_fitted(self._fit_streamed(X, y, sample_weight), 1)
         return self
 
-    def _targets_from_statistics(self, stats):
-        self.classes_ = stats.classes()
-        return stats.plus_minus_targets(self.classes_)
+    def _targets_fn(self):
+        return PlusMinusTargets()  # the classes are found in the pass; the fit reports them
+
+    def _coef_and_intercept(self, fit, y_ndim):
+        beta = fit.beta
+        # as RidgeClassifier: (p,) for two classes, (n_classes, p) otherwise
+        coef = beta[:, 0].copy() if beta.shape[1] == 1 else np.ascontiguousarray(beta.T)
+        return coef, (np.asarray(fit.intercept, dtype=np.float64) if self.fit_intercept else 0.0)
 
     def decision_function(self, X):
         """Scores: (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""

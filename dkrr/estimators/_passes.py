@@ -1,25 +1,77 @@
-"""The statistics pass(es) of the ridge estimators and the choice of alpha (and gamma) by
-the one-pass cross-validation: the Gram path of :meth:`_RandomFeatureRidgeBase._fit_streamed`."""
+"""The statistics paths of the ridge estimators: the Gram path (one pass; with
+``precision="auto"`` possibly a second one in float64) and the leverage-sampled path
+(two passes), each choosing alpha (and gamma) by the one-pass cross-validation and
+ending in the Cholesky or eigen solve. Nothing here sets an attribute of the estimator:
+:func:`fit_statistics_path` returns a :class:`~dkrr.estimators._fitted.RidgeFit`."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 
+from ..errors import PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
-from ..linalg import cross_validate_statistics, streamed_statistics
-from ..errors import PrecisionWarning
-from ..linalg._cv import default_alphas, score_grid, warn_grid_edge
+from ..features._standardize import StandardizedMap
+from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
+from ..linalg._cv import auto_gammas, default_alphas, score_grid, warn_grid_edge
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
+from ._fitted import RidgeFit
+from ._random_features import draw_ridge_map, standardized_input
 
-__all__ = ["statistics_and_alpha", "statistics_in_precision"]
+__all__ = ["Passes", "fit_statistics_path", "statistics_in_precision"]
 
 
-def statistics_in_precision(self, pass_args):
-    """:func:`statistics_and_alpha` in the estimator's ``precision``: ``(stats, fmap,
-    alpha, precision_, precision_error_)``.
+@dataclasses.dataclass(frozen=True, eq=False)
+class Passes:
+    """What the statistics pass(es) and the CV chose: the statistics (targets converted)
+    and map of the fit, its alpha and gamma, and with ``cv`` the grid's scores."""
+
+    stats: object
+    fmap: object
+    alpha: float
+    gamma: float | None
+    cv_results: dict | None = None
+    best_score: float | None = None
+
+
+def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn) -> RidgeFit:
+    """The Gram path of ``est`` (``sampling`` None) or its leverage-sampled path: the
+    standardisation pass when asked, the map's draws, the statistics pass(es), the CV
+    choice and the ``solver`` ("cholesky" or "eigh") solve. ``relative``: ``gammas`` is
+    the factor grid of ``gammas="auto"``; ``targets_fn`` converts labels-mode statistics
+    (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None."""
+    Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
+    fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
+    if relative:
+        gammas = auto_gammas(gamma)
+    args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)
+    path = sampled_statistics_and_alpha if est.sampling is not None else statistics_and_alpha
+    passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p))
+    try:
+        beta, intercept = ridge_coefficients(passes.stats.total(), passes.alpha, bool(est.fit_intercept), solver)
+    except SingularSystemError as exc:
+        if precision != "float32":
+            raise
+        raise SingularSystemError(
+            f"{exc} The statistics are float32 (precision={est.precision!r}), whose rounding "
+            f"(about eps32 ||G||, precision_error_ = {error:.1e}) can make G + alpha*I indefinite "
+            "at this alpha: use precision='float64' or 'auto'.") from None
+    fmap = passes.fmap
+    return RidgeFit(
+        feature_map=fmap if mean is None else StandardizedMap(fmap, mean, scale), beta=beta,
+        intercept=np.atleast_1d(intercept), alpha=passes.alpha, gamma=passes.gamma, fold_seed=fold_seed,
+        solver=solver, precision=precision, precision_error=float(error), mean=mean, scale=scale,
+        cv_results=passes.cv_results, best_score=passes.best_score,
+        classes=getattr(targets_fn, "classes", None),
+    )
+
+
+def statistics_in_precision(est, run):
+    """``run(precision)`` (the path's :class:`Passes`) in the estimator's ``precision``:
+    ``(passes, precision_, precision_error_)``.
 
     ``"float32"`` warns (:class:`~dkrr.errors.PrecisionWarning`) when the estimate
     :func:`~dkrr.linalg._precision.precision_error` at the chosen alpha exceeds
@@ -27,87 +79,99 @@ def statistics_in_precision(self, pass_args):
     in float64 instead, and the warnings of the discarded float32 pass are dropped (they
     are re-issued when float32 is kept).
     """
-    if self.precision != "auto":
-        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, self.precision)
-        error = precision_error(stats, alpha, self.precision)
-        if self.precision == "float32" and error > AUTO_PRECISION_TOL:
+    if est.precision != "auto":
+        passes = run(est.precision)
+        error = precision_error(passes.stats, passes.alpha, est.precision)
+        if est.precision == "float32" and error > AUTO_PRECISION_TOL:
             warnings.warn(PrecisionWarning(
                 f"precision='float32': the statistics' rounding may change the coefficients by up to "
-                f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}, an upper "
-                f"estimate), above {AUTO_PRECISION_TOL:g}. precision='auto' would repeat the pass in float64; "
-                "precision_error_ holds the estimate."), stacklevel=4)
-        return stats, fmap, alpha, self.precision, error
+                f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}, an "
+                f"upper estimate), above {AUTO_PRECISION_TOL:g}. precision='auto' would repeat the pass in float64; "
+                "precision_error_ holds the estimate."), stacklevel=5)
+        return passes, est.precision, error
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        stats, fmap, alpha = statistics_and_alpha(self, *pass_args, "float32")
-    error = precision_error(stats, alpha, "float32")
+        passes = run("float32")
+    error = precision_error(passes.stats, passes.alpha, "float32")
     if error <= AUTO_PRECISION_TOL:
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return stats, fmap, alpha, "float32", error
+        return passes, "float32", error
     warnings.warn(PrecisionWarning(
         f"precision='auto': the float32 statistics' rounding may change the coefficients by "
-        f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={alpha:.3g}), above "
+        f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}), above "
         f"{AUTO_PRECISION_TOL:g}: the pass is repeated in float64. Pass precision='float64' "
-        "to skip the float32 pass, or a larger alpha."), stacklevel=4)
-    stats, fmap, alpha = statistics_and_alpha(self, *pass_args, "float64")
-    return stats, fmap, alpha, "float64", precision_error(stats, alpha, "float64")
+        "to skip the float32 pass, or a larger alpha."), stacklevel=5)
+    passes = run("float64")
+    return passes, "float64", precision_error(passes.stats, passes.alpha, "float64")
 
 
-def statistics_and_alpha(self, Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed, precision):
-    """The statistics pass(es) of estimator ``self`` in ``precision`` and, with ``cv``, the
-    grid's scores: ``(stats, fmap, alpha)`` of the fit (sets ``cv_results_``,
-    ``best_score_`` and, with ``gammas``, ``gamma_``)."""
-    if self.sampling is not None:  # two passes: candidate scores, then statistics
-        from ..sampling import fit_sampled_ridge_statistics
+def _converted(stats, targets_fn):
+    return stats if targets_fn is None else targets_fn(stats)
 
-        if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
-            alphas = default_alphas(None, bool(self.fit_intercept), scale=n / output_width(self.kernel, self.n_components))
-        fit = fit_sampled_ridge_statistics(
-            Xd, yd, candidate_map=fmap, sampling=self.sampling,
-            n_components=self.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
-            labels_mode=self._labels_mode, ridge_alpha=alpha, alphas=alphas,
-            fit_intercept=bool(self.fit_intercept), targets_fn=self._targets_from_statistics,
-            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-        )
-        fmap = fit.maps.feature_map
-        stats, fold_mse, fold_sizes = fit.stats, fit.fold_mse, fit.fold_sizes
-    elif gammas is None and wd is None:
-        stats = streamed_statistics(
-            Xd, yd, fmap, n_folds=K, fold_seed=fold_seed,
-            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-            labels_mode=self._labels_mode, precision=precision,
-        )
-        stats = self._targets_from_statistics(stats)
-        if K > 1:
-            alphas = default_alphas(stats, self.fit_intercept) if alphas is None else alphas
-            fold_mse = cross_validate_statistics(stats, alphas, bool(self.fit_intercept))
-            fold_sizes = stats.n.copy()
-    else:  # one pass for every gamma of the grid, weighted or not
-        maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
-        every = streamed_statistics_maps(
-            Xd, yd, maps, sample_weight=wd, n_folds=K, fold_seed=fold_seed,
-            max_block_bytes=int(self.max_block_bytes), split_every=self.split_every,
-            labels_mode=self._labels_mode, precision=precision,
-        )
-        every = [self._targets_from_statistics(s) for s in every]
-        check_weight_total(every[0])
-        stats = every[0]
-        if K > 1:
-            # the default alpha grid follows the Gram of the grid's middle width (the rule's
-            # own with gammas="auto"), so that it scores every model the single gamma would
-            middle = every[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else stats
-            alphas = default_alphas(middle, self.fit_intercept) if alphas is None else alphas
-            fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(self.fit_intercept)) for s in every])
-            fold_sizes = stats.n.copy()
-            fold_mse = fold_mse if gammas is not None else fold_mse[0]
-    if K > 1:
-        fold_weights = fold_sizes if wd is None else stats.weights()
-        gidx, idx, self.cv_results_, self.best_score_ = score_grid(
-            alphas, gammas, fold_mse, fold_sizes, fold_weights)
-        alpha = float(alphas[idx])
-        warn_grid_edge("alpha", alphas, alpha)
-        if gammas is not None:  # the chosen gamma's map and statistics
-            stats, fmap, self.gamma_ = every[gidx], maps[gidx], float(gammas[gidx])
-            warn_grid_edge("gamma", gammas, self.gamma_)
-    return stats, fmap, alpha
+
+def sampled_statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed,
+                                 targets_fn, precision) -> Passes:
+    """The leverage-sampled path's two passes (candidate scores, then the statistics of
+    the resampled map) and, with ``cv``, the alpha grid's scores (ALGORITHMS.md section 4).
+    ``wd`` and ``gammas`` are None (refused with ``sampling`` before), ``precision`` float64."""
+    from ..sampling import fit_sampled_ridge_statistics
+
+    if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
+        alphas = default_alphas(None, bool(est.fit_intercept), scale=n / output_width(est.kernel, est.n_components))
+    fit = fit_sampled_ridge_statistics(
+        Xd, yd, candidate_map=fmap, sampling=est.sampling,
+        n_components=est.n_components, rng=rng, n_folds=K, fold_seed=fold_seed,
+        labels_mode=est._labels_mode, ridge_alpha=alpha, alphas=alphas,
+        fit_intercept=bool(est.fit_intercept), targets_fn=targets_fn,
+        max_block_bytes=int(est.max_block_bytes), split_every=est.split_every,
+    )
+    passes = Passes(fit.stats, fit.maps.feature_map, alpha, gamma)
+    return _choose(passes, alphas, None, fit.fold_mse, fit.fold_sizes, fit.fold_sizes)[0] if K > 1 else passes
+
+
+def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed,
+                         targets_fn, precision) -> Passes:
+    """The Gram path's statistics pass in ``precision`` (one map, or every map of the
+    gamma grid, weighted or not) and, with ``cv``, the grid's scores."""
+    common = dict(n_folds=K, fold_seed=fold_seed, max_block_bytes=int(est.max_block_bytes),
+                  split_every=est.split_every, labels_mode=est._labels_mode, precision=precision)
+    if gammas is None and wd is None:
+        stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
+        if K == 1:
+            return Passes(stats, fmap, alpha, gamma)
+        alphas = default_alphas(stats, est.fit_intercept) if alphas is None else alphas
+        fold_mse = cross_validate_statistics(stats, alphas, bool(est.fit_intercept))
+        return _choose(Passes(stats, fmap, alpha, gamma), alphas, None, fold_mse, stats.n.copy(), stats.n.copy())[0]
+    # one pass for every gamma of the grid, weighted or not
+    maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
+    every = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)
+    every = [_converted(s, targets_fn) for s in every]
+    check_weight_total(every[0])
+    stats = every[0]
+    if K == 1:
+        return Passes(stats, fmap, alpha, gamma)
+    # the default alpha grid follows the Gram of the grid's middle width (the rule's
+    # own with gammas="auto"), so that it scores every model the single gamma would
+    middle = every[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else stats
+    alphas = default_alphas(middle, est.fit_intercept) if alphas is None else alphas
+    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept)) for s in every])
+    fold_mse = fold_mse if gammas is not None else fold_mse[0]
+    fold_weights = stats.n.copy() if wd is None else stats.weights()
+    passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas, fold_mse, stats.n.copy(), fold_weights)
+    if gammas is not None:  # the chosen gamma's map and statistics
+        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g])
+    return passes
+
+
+def _choose(passes: Passes, alphas, gammas, fold_mse, fold_sizes, fold_weights) -> tuple[Passes, int]:
+    """The grid's best alpha (and gamma) from the fold errors, with the edge warnings:
+    ``(passes, gamma_index)``."""
+    gidx, idx, results, best = score_grid(alphas, gammas, fold_mse, fold_sizes, fold_weights)
+    alpha = float(alphas[idx])
+    warn_grid_edge("alpha", alphas, alpha)
+    gamma = passes.gamma
+    if gammas is not None:
+        gamma = float(gammas[gidx])
+        warn_grid_edge("gamma", gammas, gamma)
+    return dataclasses.replace(passes, alpha=alpha, gamma=gamma, cv_results=results, best_score=best), gidx

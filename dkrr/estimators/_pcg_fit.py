@@ -59,16 +59,18 @@ def keep_in_memory(persist, Xd, yd, estimate, *, limits=None):
     return Xd, yd, True
 
 
-def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas):
-    """Fit ``est`` with the matrix-free PCG solver; sets the fitted map attributes,
-    ``solver_info_`` and, with ``cv``, ``cv_results_`` and ``best_score_``. Returns
-    ``(beta (p, t), intercept (t,))``."""
+def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
+    """Fit ``est``'s model with the matrix-free PCG solver: a
+    :class:`~dkrr.estimators._fitted.RidgeFit` (``solver_info`` and, with ``cv``,
+    ``cv_results`` and ``best_score``); the estimator is not changed. ``targets_fn`` as
+    :func:`~dkrr.estimators._passes.fit_statistics_path`'s."""
     import numpy as np
 
     from ..features._standardize import StandardizedMap
     from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, score_grid, warn_grid_edge
     from ..linalg._pcg import pcg_ridge, sketch_seed
     from ..linalg._pcg_cv import pcg_cross_validate
+    from ._fitted import RidgeFit
     from ._random_features import draw_ridge_map, standardized_input
     from ._solver import pcg_memory_check, pcg_unavailable
 
@@ -80,25 +82,24 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas):
     estimate = pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank)  # before the map is drawn or any task runs
     Xd, yd, kept = keep_in_memory(persist, Xd, yd, estimate)
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
-    fmap, est.gamma_, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)
+    fmap, gamma, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)
     common = dict(fit_intercept=bool(est.fit_intercept), rank=rank, tol=tol, max_iter=max_iter,
                   seed=sketch_seed(fold_seed), max_block_bytes=int(est.max_block_bytes), split_every=est.split_every,
-                  labels_mode=est._labels_mode, targets_fn=est._targets_from_statistics)
+                  labels_mode=est._labels_mode, targets_fn=targets_fn)
+    cv_results = best_score = None
     if n_folds > 1:
         res = pcg_cross_validate(Xd, yd, fmap, alphas=alphas, n_folds=n_folds, fold_seed=fold_seed, **common)
-        _, idx, est.cv_results_, est.best_score_ = score_grid(res.alphas, None, res.fold_mse, res.fold_sizes,
-                                                              res.fold_sizes)
+        _, idx, cv_results, best_score = score_grid(res.alphas, None, res.fold_mse, res.fold_sizes, res.fold_sizes)
         alpha = float(res.alphas[idx])
         warn_grid_edge("alpha", res.alphas, alpha)
         beta, intercept, info = res.betas[idx], res.intercepts[idx], res.info
     else:
         res = pcg_ridge(Xd, yd, fmap, alpha=alpha, **common)
         beta, intercept, info = res.beta, res.intercept, res.info
-    est.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)  # as the Gram path
-    est.mean_, est.scale_ = mean, scale
-    est.n_features_in_ = fmap.n_features_in
-    est.n_output_features_ = fmap.n_output_features
-    est.fold_seed_ = fold_seed
-    est.alpha_ = alpha
-    est.solver_info_ = {**info, "persisted": bool(kept)}
-    return beta, np.atleast_1d(intercept)
+    return RidgeFit(
+        feature_map=fmap if mean is None else StandardizedMap(fmap, mean, scale),  # as the Gram path
+        beta=beta, intercept=np.atleast_1d(intercept), alpha=alpha, gamma=gamma, fold_seed=fold_seed,
+        solver="pcg", precision="float64", precision_error=float("nan"), mean=mean, scale=scale,
+        cv_results=cv_results, best_score=best_score, solver_info={**info, "persisted": bool(kept)},
+        classes=getattr(targets_fn, "classes", None),
+    )

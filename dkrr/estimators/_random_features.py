@@ -15,6 +15,7 @@ from ..features import MAP_OPTION_NAMES, FeatureMap, RandomFeatureMap, build_fea
 from ..features._blockwise import transform_array
 from ..features._standardize import StandardizedMap, standardize_block
 from ..linalg._memory import check_feature_map_budget
+from ._fitted import replace_fitted_state
 
 __all__ = ["GAMMA_RULES", "RandomFeatures", "check_gamma_param", "draw_feature_map", "draw_ridge_map", "fit_input_map",
            "standardized_input"]
@@ -288,11 +289,11 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         )
         Xs, mean, scale, moments = standardized_input(self, X)
         rng = check_random_state(self.random_state)
-        fmap, self.gamma_, _ = fit_input_map(self, Xs, rng, moments=moments, scale=scale)
-        self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
-        self.mean_, self.scale_ = mean, scale
-        self.n_features_in_ = X.shape[1]
-        self.n_output_features_ = self.feature_map_.n_output_features
+        fmap, gamma, _ = fit_input_map(self, Xs, rng, moments=moments, scale=scale)
+        fmap = fmap if mean is None else StandardizedMap(fmap, mean, scale)
+        replace_fitted_state(self, dict(  # all at once, after success (as the ridge estimators)
+            gamma_=gamma, feature_map_=fmap, mean_=mean, scale_=scale, n_features_in_=X.shape[1],
+            n_output_features_=fmap.n_output_features))
         return self
 
     def transform(self, X):

@@ -11,17 +11,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
-from ..errors import InputValidationError, InvalidParameterError, SingularSystemError
+from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
-from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas, ridge_coefficients
-from ..features._standardize import StandardizedMap
-from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, check_gammas, check_rows_for_folds
+from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas
+from ..linalg._cv import AUTO_GAMMA_FACTORS, check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
-from ._passes import statistics_in_precision
+from ._fitted import RidgeFit, replace_fitted_state
+from ._passes import fit_statistics_path
 from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
-from ._random_features import check_gamma_param, draw_ridge_map, standardized_input
+from ._random_features import check_gamma_param
 
 __all__ = ["RandomFeatureRidge"]
 
@@ -157,8 +157,9 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         return alpha, K, alphas
 
     # ---------------------------------------------------------------- fitting
-    def _fit_streamed(self, X, y, sample_weight=None):
-        """Validate, make the one pass, cross-validate and solve. Returns (beta, intercept)."""
+    def _fit_streamed(self, X, y, sample_weight=None) -> RidgeFit:
+        """Validate, make the pass(es), cross-validate and solve: the fit's
+        :class:`~dkrr.estimators._fitted.RidgeFit`. Sets no attribute."""
         if y is None:
             raise InputValidationError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
@@ -184,38 +185,39 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         if relative:
             gammas = AUTO_GAMMA_FACTORS
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
-        self.solver_ = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
-        if self.solver_ == "pcg":  # matrix-free: one streamed pass per CG iteration
-            self.precision_, self.precision_error_ = "float64", float("nan")
-            beta, intercept = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas)
-            return beta, intercept + shift
-        Xd, mean, scale, moments = standardized_input(self, Xd)  # a pass only when asked
-        fmap, self.gamma_, fold_seed, rng = draw_ridge_map(
-            self, Xd, moments, scale, resolve=gammas is None or relative)
-        if relative:
-            gammas = auto_gammas(self.gamma_)
-        pass_args = (Xd, yd, wd, fmap, rng, n, K, alpha, alphas, gammas, fold_seed)
-        stats, fmap, alpha, self.precision_, error = statistics_in_precision(self, pass_args)
-        self.precision_error_ = float(error)
-        self.feature_map_ = fmap if mean is None else StandardizedMap(fmap, mean, scale)
-        self.mean_, self.scale_ = mean, scale
-        self.n_features_in_ = fmap.n_features_in
-        self.n_output_features_ = fmap.n_output_features
-        self.fold_seed_ = fold_seed
-        self.alpha_ = alpha
-        try:
-            beta, intercept = ridge_coefficients(stats.total(), alpha, bool(self.fit_intercept), self.solver_)
-        except SingularSystemError as exc:
-            if self.precision_ != "float32":
-                raise
-            raise SingularSystemError(
-                f"{exc} The statistics are float32 (precision={self.precision!r}), whose rounding "
-                f"(about eps32 ||G||, precision_error_ = {error:.1e}) can make G + alpha*I indefinite "
-                "at this alpha: use precision='float64' or 'auto'.") from None
-        return beta, intercept + shift
+        solver = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
+        targets_fn = self._targets_fn()
+        if solver == "pcg":  # matrix-free: one streamed pass per CG iteration
+            fit = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas, targets_fn)
+        else:
+            fit = fit_statistics_path(self, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn)
+        return dataclasses.replace(fit, intercept=fit.intercept + shift)
 
-    def _targets_from_statistics(self, stats):
-        return stats
+    def _targets_fn(self):
+        """What turns the pass's statistics into those of the fitted targets (None: y itself)."""
+        return None
+
+    def _coef_and_intercept(self, fit: RidgeFit, y_ndim: int):
+        """``(coef_, intercept_)`` of ``fit`` in the estimator's convention."""
+        raise NotImplementedError
+
+    def _set_fitted(self, fit: RidgeFit, y_ndim: int) -> None:
+        """The one place where a ridge estimator's fitted attributes are set: all of them
+        from ``fit``, in one step (:func:`~dkrr.estimators._fitted.replace_fitted_state`;
+        the attributes of an earlier fit that this one does not have are dropped). Called
+        only after the whole fit succeeded, so a failed fit leaves the estimator as it was."""
+        coef, intercept = self._coef_and_intercept(fit, y_ndim)
+        fmap = fit.feature_map
+        state = dict(
+            coef_=coef, intercept_=intercept, alpha_=fit.alpha, gamma_=fit.gamma, feature_map_=fmap,
+            mean_=fit.mean, scale_=fit.scale, n_features_in_=fmap.n_features_in,
+            n_output_features_=fmap.n_output_features, fold_seed_=fit.fold_seed, solver_=fit.solver,
+            precision_=fit.precision, precision_error_=fit.precision_error,
+        )
+        optional = dict(cv_results_=fit.cv_results, best_score_=fit.best_score, solver_info_=fit.solver_info,
+                        classes_=fit.classes)
+        state.update({k: v for k, v in optional.items() if v is not None})
+        replace_fitted_state(self, state)
 
     # ---------------------------------------------------------------- prediction
     def _model(self) -> _LinearModel:
@@ -450,16 +452,16 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
-        beta, intercept = self._fit_streamed(X, y, sample_weight)
-        if y_ndim == 1:
-            self.coef_ = beta[:, 0].copy()
-            self.intercept_ = float(intercept[0])
-        else:
-            self.coef_ = np.ascontiguousarray(beta.T)
-            self.intercept_ = intercept
-        if not self.fit_intercept:
-            self.intercept_ = 0.0  # as scikit-learn's Ridge
+        self._set_fitted(self._fit_streamed(X, y, sample_weight), y_ndim)
         return self
+
+    def _coef_and_intercept(self, fit, y_ndim):
+        beta, intercept = fit.beta, fit.intercept
+        if y_ndim == 1:
+            coef, b = beta[:, 0].copy(), float(intercept[0])
+        else:
+            coef, b = np.ascontiguousarray(beta.T), intercept
+        return coef, (b if self.fit_intercept else 0.0)  # 0.0: as scikit-learn's Ridge
 
     def predict(self, X):
         """Predictions: numpy (computed block by block) or a lazy dask array for dask/zarr X.
