@@ -15,6 +15,7 @@ from ..errors import InputValidationError, InvalidParameterError
 from ..features._map import FeatureMap
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas
 from ..linalg._cv import AUTO_GAMMA_FACTORS, check_gammas, check_rows_for_folds
+from ..linalg._stats import feature_sub_blocks
 from ..linalg._weighted import check_sample_weight
 from ._fitted import RidgeFit, replace_fitted_state
 from ._passes import fit_statistics_path
@@ -40,15 +41,8 @@ class _LinearModel:
 
     def decision(self, X: np.ndarray) -> np.ndarray:
         """``phi(X) W + b`` (float64), computed in sub-blocks of at most max_block_bytes of Z."""
-        n = X.shape[0]
-        p = self.fmap.n_output_features
-        out = np.empty((n, self.W.shape[1]))
-        sub = int(max(1, min(n, self.max_block_bytes // (8 * p))))
-        Zbuf = np.empty((sub, p))
-        for start in range(0, n, sub):
-            stop = min(n, start + sub)
-            Xs = np.ascontiguousarray(X[start:stop], dtype=np.float64)
-            Z = self.fmap.transform(Xs, out=Zbuf[: stop - start])
+        out = np.empty((X.shape[0], self.W.shape[1]))
+        for start, stop, Z in feature_sub_blocks(X, self.fmap, self.max_block_bytes):
             np.matmul(Z, self.W, out=out[start:stop])
         out += self.b
         return out

@@ -35,9 +35,11 @@ import warnings
 import numpy as np
 
 from ._precondition import gaussian_test_matrix, nystrom_from_sketch
+from .._validation import check_finite_rows
 from ._stats import (
     RidgeStatistics,
     combine_statistics,
+    feature_sub_blocks,
     fold_feature_blocks,
     fold_ids,
     prepare_block,
@@ -102,17 +104,12 @@ def _matvec_block(X, row_offset, block_index, fmap, V, col_folds, n_folds, fold_
     ``M`` masks nothing when ``col_folds`` is None; else entry ``(i, j)`` of ``U = Z_b V``
     is zeroed when row ``i`` is in fold ``col_folds[j]`` (a column of fold ``K`` is never
     masked): column ``j`` then gets the product with its training rows only. One GEMM pair
-    serves every (fold, alpha, target) system.
+    serves every (fold, alpha, target) system. The block's rows are checked at every pass
+    (a source that changed since the first pass is named, not solved with).
     """
-    n_rows = X.shape[0]
-    p = fmap.n_output_features
-    Xf = np.ascontiguousarray(X, dtype=np.float64)
-    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
-    Zbuf = np.empty((sub, p))
+    check_finite_rows(X, "X", block_index, row_offset)
     out = np.zeros(V.shape)
-    for start in range(0, n_rows, sub):
-        stop = min(n_rows, start + sub)
-        Z = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start])
+    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes):
         U = Z @ V
         if col_folds is not None:
             U[_own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)] = 0.0

@@ -34,9 +34,11 @@ import dataclasses
 
 import numpy as np
 
+from .._validation import check_finite_rows
 from ._cv import check_folds, default_alphas
 from ._pcg import Systems, first_pass, preconditioner, solve_systems, warn_not_converged
 from ._pcg import _own_fold_mask, _sum_arrays
+from ._stats import feature_sub_blocks
 
 __all__ = ["PcgCvResult", "pcg_cross_validate", "trace_scale"]
 
@@ -51,15 +53,10 @@ def trace_scale(tot, fit_intercept: bool) -> float:
 
 def _validation_block(X, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed, max_block_bytes):
     """``sum over the rows i of fold col_folds[j] of (z_i^T B[:, j])^2``, shape (m,)."""
-    n_rows = X.shape[0]
-    p = fmap.n_output_features
-    Xf = np.ascontiguousarray(X, dtype=np.float64)
-    sub = int(max(1, min(n_rows, max_block_bytes // (8 * p))))
-    Zbuf = np.empty((sub, p))
+    check_finite_rows(X, "X", block_index, row_offset)
     out = np.zeros(B.shape[1])
-    for start in range(0, n_rows, sub):
-        stop = min(n_rows, start + sub)
-        U = fmap.transform(Xf[start:stop], out=Zbuf[: stop - start]) @ B
+    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes):
+        U = Z @ B
         own = _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)
         out += np.einsum("ij,ij->j", U, np.where(own, U, 0.0))
     return out

@@ -47,6 +47,7 @@ __all__ = [
     "block_statistics",
     "check_precision",
     "combine_statistics",
+    "feature_sub_blocks",
     "fold_feature_blocks",
     "fold_ids",
     "prepare_block",
@@ -325,24 +326,42 @@ def _check_weight_block(w, block_index, row_offset) -> np.ndarray:
     return w
 
 
-def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int,
-                        precision: str = "float64"):
-    """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece.
+def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str = "float64", row_scale=None):
+    """Yield ``(start, stop, Z)``: the features of rows ``start:stop`` of ``X``, piece by piece.
 
-    The features of at most :func:`sub_block_rows` rows exist at a time, in one reused
-    buffer (a yielded ``Z_k`` is overwritten by the next sub-block). ``Xf``, ``Y`` and
-    ``bounds`` come from :func:`prepare_block`. With ``precision="float32"`` each
-    sub-block of ``Xf`` is cast to float32 and its features are computed in float32.
+    The one sub-block engine of every pass (the statistics pass, the PCG passes, the PCG
+    validation pass) and of prediction. At most :func:`sub_block_rows` rows have features
+    at a time, in one reused buffer (a yielded ``Z`` is overwritten by the next
+    sub-block), so a task holds ``max_block_bytes`` of features whatever its block's
+    rows. Each sub-block of ``X`` is cast to the ``precision``'s dtype as it is read
+    (float32 or integer input, non-contiguous rows); its features are computed in that
+    dtype. ``row_scale`` (rows,), when given, multiplies each row of ``Z``: ``sqrt(w)``
+    for sample weights ``w``, so that ``Z^T Z`` is the weighted Gram. The rows are not
+    checked here: a pass checks each block once (:func:`~dkrr._validation.check_finite_rows`)
+    before it computes features.
     """
-    n_rows = Xf.shape[0]
+    n_rows = X.shape[0]
     p = fmap.n_output_features
     dtype = check_precision(precision)
     sub = sub_block_rows(n_rows, p, max_block_bytes, precision)
     Zbuf = np.empty((sub, p), dtype=dtype)
     for start in range(0, n_rows, sub):
         stop = min(n_rows, start + sub)
-        Xs = Xf[start:stop] if dtype == np.float64 else Xf[start:stop].astype(dtype)
-        Z = fmap.transform(Xs, out=Zbuf[: stop - start])
+        Z = fmap.transform(np.ascontiguousarray(X[start:stop], dtype=dtype), out=Zbuf[: stop - start])
+        if row_scale is not None:
+            Z *= row_scale[start:stop, None]
+        yield start, stop, Z
+
+
+def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int,
+                        precision: str = "float64"):
+    """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece.
+
+    :func:`feature_sub_blocks` cut at the fold boundaries. ``Xf``, ``Y`` and ``bounds``
+    come from :func:`prepare_block`. With ``precision="float32"`` each sub-block of ``Xf``
+    is cast to float32 and its features are computed in float32.
+    """
+    for start, stop, Z in feature_sub_blocks(Xf, fmap, max_block_bytes, precision):
         for k in range(len(bounds) - 1):
             a = max(start, bounds[k]) - start
             b = min(stop, bounds[k + 1]) - start
