@@ -38,6 +38,7 @@ __all__ = [
     "check_gammas",
     "cross_validate_statistics",
     "default_alphas",
+    "fold_validation_mse",
     "score_grid",
     "select_alpha",
     "select_gamma_alpha",
@@ -189,21 +190,51 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
         if not ok.any():
             continue
         B = solve_eigh(lam, V, cc, alphas[ok])  # (a, p, t)
-        if fit_intercept:
-            Gv = Gk - np.outer(zk, mu) - np.outer(mu, zk) + nk * np.outer(mu, mu)
-            cv = ck - np.outer(zk, ybar) - np.outer(mu, yk) + nk * np.outer(mu, ybar)
-            yyv = yyk - 2.0 * ybar * yk + nk * ybar**2
-        else:
-            Gv, cv, yyv = Gk, ck, yyk
         a, p, _ = B.shape
-        Bm = B.transpose(1, 0, 2).reshape(p, a * t)
-        GB = (Gv @ Bm).reshape(p, a, t)
-        quad = np.einsum("pat,pat->at", B.transpose(1, 0, 2), GB)
-        lin = np.einsum("apt,pt->at", B, cv)
-        sse = yyv[None, :] - 2.0 * lin + quad  # (a, t)
-        mse[k, ok] = sse.sum(axis=1) / (nk * t)
+        GB = (Gk @ B.transpose(1, 0, 2).reshape(p, a * t)).reshape(p, a, t)
+        quad = np.einsum("apt,pat->at", B, GB)  # beta^T G_k beta
+        mse[k, ok] = fold_validation_mse(B, quad, ck, zk, yk, yyk, nk, mu if fit_intercept else None, ybar)
     _report_unusable(alphas, mse, lam_min)
     return mse
+
+
+def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np.ndarray:
+    """Validation MSE of one fold for every coefficient set: the scoring kernel of both CVs.
+
+    The expansion of section 3.6 (module docstring): with an intercept the fold's rows are
+    centred with the *training* means ``mu``, ``ybar``, so ``SSE = yy' - 2 beta^T c' +
+    beta^T G' beta`` with ``c' = c - zsum ybar^T - mu ysum^T + n mu ybar^T``, ``yy' = yy -
+    2 ybar ysum + n ybar^2`` and ``beta^T G' beta = quad - 2 (zsum^T beta)(mu^T beta) + n
+    (mu^T beta)^2``. The Gram path (:func:`cross_validate_statistics`) gets ``quad`` from
+    the fold's Gram, the matrix-free CV (:mod:`dkrr.linalg._pcg_cv`) from its validation
+    pass; everything else is the fold's linear statistics.
+
+    Parameters
+    ----------
+    B : ndarray (a, p, t)
+        Coefficients fitted on the fold's training rows (a sets, e.g. one per alpha).
+    quad : ndarray (a, t)
+        ``beta^T G_k beta = ||Z_k beta||^2`` over the fold's rows (uncentred; weighted with
+        sample weights).
+    c, zsum, ysum, yy : ndarray (p, t), (p,), (t,), (t,)
+        The fold's statistics.
+    n : float
+        The fold's rows (its weight sum with sample weights).
+    mu, ybar : ndarray (p,), (t,) or None
+        The training rows' means (None without intercept).
+
+    Returns
+    -------
+    ndarray (a,): the SSE over rows and targets divided by ``n t``.
+    """
+    lin = np.einsum("apt,pt->at", B, c)
+    if mu is not None:
+        zb = np.einsum("p,apt->at", zsum, B)
+        mb = np.einsum("p,apt->at", mu, B)
+        yy = yy - 2.0 * ybar * ysum + n * ybar**2
+        lin = lin - zb * ybar - mb * ysum + n * mb * ybar
+        quad = quad - 2.0 * zb * mb + n * mb**2
+    return (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (n * B.shape[2])
 
 
 def _report_unusable(alphas, mse, lam_min) -> None:

@@ -21,7 +21,9 @@ of search directions, and all of them share each streamed pass:
   above), and the validation error is the expansion of section 3.6 with fold k's
   statistics and training means:
   ``SSE_k = yy'_k - 2 beta^T c'_k + ||Z_k beta||^2 - 2 (zsum_k^T beta)(mu_k^T beta) +
-  n_k (mu_k^T beta)^2`` (no intercept: ``yy_k - 2 beta^T c_k + ||Z_k beta||^2``).
+  n_k (mu_k^T beta)^2`` (no intercept: ``yy_k - 2 beta^T c_k + ||Z_k beta||^2``), computed
+  by :func:`~dkrr.linalg._cv.fold_validation_mse`, the scoring kernel the Gram path's CV
+  uses with ``beta^T G_k beta`` from its Gram.
 
 Cost: ``(K + 1) n_alphas t`` right-hand sides per pass instead of ``t``, and
 ``iterations + 2`` passes (the hardest system, usually the smallest alpha, sets the
@@ -35,7 +37,7 @@ import dataclasses
 import numpy as np
 
 from .._validation import check_finite_rows
-from ._cv import check_folds, default_alphas
+from ._cv import check_folds, default_alphas, fold_validation_mse
 from ._pcg import Systems, first_pass, preconditioner, solve_systems, warn_not_converged
 from ._pcg import _own_fold_mask, _sum_arrays
 from ._stats import feature_sub_blocks
@@ -163,19 +165,9 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
     ).reshape(K, A, t)
     fold_mse = np.empty((K, A))
     for k in range(K):
-        Bk = B[:, k]  # (p, A, t)
-        nk = float(stats.n[k])
-        lin = np.einsum("pat,pt->at", Bk, stats.c[k])
-        zb = np.einsum("p,pat->at", stats.zsum[k], Bk)
-        if fit_intercept:
-            mb = np.einsum("p,pat->at", mu[k], Bk)
-            yy = stats.yy[k] - 2.0 * ybar[k] * stats.ysum[k] + nk * ybar[k] ** 2
-            # c'_k = c_k - zsum_k ybar^T - mu ysum_k^T + n_k mu ybar^T, contracted with beta
-            lin = lin - zb * ybar[k] - mb * stats.ysum[k] + nk * mb * ybar[k]
-            quad = sq[k] - 2.0 * zb * mb + nk * mb**2
-        else:
-            yy, quad = stats.yy[k], sq[k]
-        fold_mse[k] = (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (nk * t)
+        fold_mse[k] = fold_validation_mse(B[:, k].transpose(1, 0, 2), sq[k], stats.c[k], stats.zsum[k],
+                                          stats.ysum[k], stats.yy[k], float(stats.n[k]),
+                                          mu[k] if fit_intercept else None, ybar[k])
     betas = B[:, K].transpose(1, 0, 2).copy()  # (A, p, t)
     intercepts = np.broadcast_to(ybar[K], (A, t)).copy()
     if fit_intercept:
