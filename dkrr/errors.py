@@ -1,11 +1,46 @@
-"""Exception hierarchy of dkrr.
+"""Exception and warning hierarchy of dkrr.
 
-Every error dkrr raises on purpose derives from :class:`DkrrError`, which is a
-``ValueError`` so that code written against scikit-learn conventions keeps working.
-Refinements also inherit the built-in exception they specialise.
+Errors
+------
+Every error dkrr raises on purpose derives from :class:`DkrrError`. Refinements also
+inherit the built-in exception they specialise, and the errors about the *value* of an
+argument (a parameter, the data) are also a ``ValueError``, so that code written against
+scikit-learn's conventions keeps working:
+
+* ``ValueError``: :class:`InvalidParameterError`, :class:`InputValidationError` and its
+  refinements (non-finite input, chunking, column counts, missing values, an input file
+  that does not exist), :class:`SingularSystemError` (also numpy's ``LinAlgError``) and
+  :class:`MemoryBudgetError` (parameters that need more memory than there is; also a
+  ``MemoryError``).
+* not ``ValueError``: what goes wrong around the arguments, in the environment:
+  :class:`StoreError` and :class:`ModelFormatError` (``OSError``: a store or model file
+  that is unreadable, corrupted or of another layout), the output errors
+  (``FileExistsError``, ``PermissionError``), :class:`SchedulerUnreachableError`
+  (``ConnectionError``), :class:`DatasetUnavailableError` and
+  :class:`ChecksumMismatchError` (``OSError``), :class:`MainGuardError` (``RuntimeError``).
+
+Changed after dkrr 0.1.0: :class:`DkrrError` is no longer a ``ValueError`` itself (before,
+every dkrr error was one). Code that caught ``ValueError`` for a store, model-file, output,
+dataset or scheduler error catches :class:`DkrrError` (every dkrr error) or the built-in
+class named above (``OSError``, ``ConnectionError``, ...) instead; the value errors are
+caught by ``except ValueError`` as before. ``dkrr``'s command line reports every
+:class:`DkrrError` as before (one line, exit status 1).
+
+Warnings
+--------
+Every warning dkrr issues on purpose derives from :class:`DkrrWarning` (a
+``UserWarning``), so ``warnings.simplefilter("ignore", DkrrWarning)`` or
+``pytest.warns(DkrrWarning)`` covers them all. Two also derive from the warning their
+libraries use for the same news, so existing filters keep working:
+:class:`PcgConvergenceWarning` is scikit-learn's ``ConvergenceWarning`` and
+:class:`IllConditionedWarning` is scipy's ``LinAlgWarning``. Those two classes are made on
+first use (``from dkrr.errors import PcgConvergenceWarning``), so that importing this
+module does not import scikit-learn or scipy.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -14,8 +49,10 @@ __all__ = [
     "ChunkingError",
     "DatasetUnavailableError",
     "DkrrError",
+    "DkrrWarning",
     "FeatureMismatchError",
     "GridEdgeWarning",
+    "IllConditionedWarning",
     "InputNotFoundError",
     "InputTypeError",
     "InputValidationError",
@@ -28,6 +65,7 @@ __all__ = [
     "OutputBusyError",
     "OutputExistsError",
     "OutputNotWritableError",
+    "PcgConvergenceWarning",
     "PrecisionWarning",
     "SchedulerProbeError",
     "SchedulerUnreachableError",
@@ -38,19 +76,20 @@ __all__ = [
 ]
 
 
-class DkrrError(ValueError):
-    """Base class of every error raised by dkrr on purpose."""
+class DkrrError(Exception):
+    """Base class of every error raised by dkrr on purpose (module docstring: which of
+    them are also a ``ValueError``)."""
 
     def __new__(cls, *args, **kwargs):
         # A refinement that also inherits OSError has OSError's memory layout, so it
         # must be created by OSError.__new__: distributed (tblib) unpickles an error
-        # sent back by a worker with ``cls.__new__(cls, *args)``, which would otherwise
-        # resolve to ValueError.__new__ and fail ("not safe").
-        base = OSError if issubclass(cls, OSError) else ValueError
+        # sent back by a worker with ``cls.__new__(cls, *args)``, which could otherwise
+        # resolve to another base's __new__ and fail ("not safe").
+        base = OSError if issubclass(cls, OSError) else Exception
         return base.__new__(cls, *args)
 
 
-class InvalidParameterError(DkrrError):
+class InvalidParameterError(DkrrError, ValueError):
     """An estimator or function parameter has an invalid value or combination."""
 
 
@@ -60,7 +99,7 @@ class MainGuardError(DkrrError, RuntimeError):
     "__main__":``)."""
 
 
-class InputValidationError(DkrrError):
+class InputValidationError(DkrrError, ValueError):
     """Input data has the wrong type, shape, dtype or layout."""
 
 
@@ -100,7 +139,8 @@ class SingularSystemError(DkrrError, np.linalg.LinAlgError, ArithmeticError):
 
 
 class StoreError(DkrrError, OSError):
-    """A Zarr store is unreadable or does not have the expected layout."""
+    """A Zarr store is unreadable or does not have the expected layout (an ``OSError``;
+    not a ``ValueError`` after dkrr 0.1.0)."""
 
 
 class StoreNotFoundError(StoreError, FileNotFoundError):
@@ -126,7 +166,8 @@ class OutputNotWritableError(DkrrError, PermissionError):
 
 
 class SchedulerUnreachableError(DkrrError, ConnectionError):
-    """A Dask scheduler could not be reached within the timeout."""
+    """A Dask scheduler could not be reached within the timeout (a ``ConnectionError``;
+    not a ``ValueError`` after dkrr 0.1.0)."""
 
 
 class SchedulerProbeError(SchedulerUnreachableError):
@@ -143,23 +184,67 @@ class ChecksumMismatchError(DkrrError, OSError):
     """A downloaded or mirrored data file does not have its recorded sha256."""
 
 
-class MemoryBudgetError(DkrrError, MemoryError):
+class MemoryBudgetError(DkrrError, MemoryError, ValueError):
     """A request needs more memory than a worker or this machine has (refused up front)."""
 
 
-class GridEdgeWarning(UserWarning):
+class DkrrWarning(UserWarning):
+    """Base class of every warning dkrr issues on purpose: the fit or the command is done,
+    and something about it deserves a look."""
+
+
+class GridEdgeWarning(DkrrWarning):
     """A value chosen by cross-validation lies on the edge of its grid (the best value may
     lie beyond it). A warning, not an error: the fit is done."""
 
 
-class SingularAlphaWarning(UserWarning):
+class SingularAlphaWarning(DkrrWarning):
     """Cross-validation met alphas for which a fold's training system ``G + alpha I`` is
     not positive definite at the rounding of the statistics: they were scored ``inf`` and
     cannot be chosen. A warning, not an error: the fit is done with the best usable alpha."""
 
 
-class PrecisionWarning(UserWarning):
+class PrecisionWarning(DkrrWarning):
     """The float32 statistics' rounding may be large against the regularisation:
     ``precision="auto"`` then recomputed them in float64, ``precision="float32"`` kept
     them and says how large the effect on the coefficients may be (``precision_error_``).
     A warning, not an error: the fit is done."""
+
+
+def _pcg_convergence_warning():
+    from sklearn.exceptions import ConvergenceWarning
+
+    class PcgConvergenceWarning(DkrrWarning, ConvergenceWarning):
+        """``solver="pcg"`` stopped at ``max_iter`` before every system reached ``tol``: the
+        coefficients (and with ``cv`` the errors of the alphas named) are those of the
+        stopped iterate. Also scikit-learn's ``ConvergenceWarning``. A warning, not an
+        error: the fit is done."""
+
+    return PcgConvergenceWarning
+
+
+def _ill_conditioned_warning():
+    from scipy.linalg import LinAlgWarning
+
+    class IllConditionedWarning(DkrrWarning, LinAlgWarning):
+        """The regularised system ``G + alpha I`` of the Gram path is ill-conditioned: the
+        coefficients may be inaccurate (increase alpha). Also scipy's ``LinAlgWarning``.
+        A warning, not an error: the fit is done."""
+
+    return IllConditionedWarning
+
+
+#: warning classes that derive from a dependency's: made on first use (PEP 562)
+_LAZY = {"PcgConvergenceWarning": _pcg_convergence_warning, "IllConditionedWarning": _ill_conditioned_warning}
+_LAZY_LOCK = threading.Lock()
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _LAZY_LOCK:  # one class per name, whichever thread asks first
+        if name not in globals():
+            cls = _LAZY[name]()
+            cls.__module__, cls.__qualname__ = __name__, name
+            globals()[name] = cls
+    return globals()[name]

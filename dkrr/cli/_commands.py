@@ -314,23 +314,19 @@ def _warnings_as_lines(command: str):
     """
     import warnings
 
-    from .. import errors
-    from ..errors import DkrrError
+    from ..errors import DkrrWarning
 
     with warnings.catch_warnings(record=True) as caught:
         # dkrr's own warnings every time (the text is deduplicated below); others by the
         # filters in force (so deprecations inside dependencies stay quiet)
-        for name in errors.__all__:
-            category = getattr(errors, name)
-            if isinstance(category, type) and issubclass(category, Warning):
-                warnings.simplefilter("always", category)
+        warnings.simplefilter("always", DkrrWarning)
         try:
             yield
         finally:
             recorded = list(caught)
     seen = set()
     for w in recorded:
-        dkrr_own = w.category.__module__.split(".")[0] == "dkrr" or issubclass(w.category, DkrrError)
+        dkrr_own = issubclass(w.category, DkrrWarning)
         text = str(w.message) if dkrr_own else f"{w.category.__name__}: {w.message}"
         if text in seen:
             continue

@@ -313,7 +313,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         (``solver_`` says which).
     pcg_rank, tol, max_iter, pcg_persist : int, float, int, bool or "auto", default=None, 1e-6, 200, "auto"
         ``solver="pcg"``: rank of the Nystrom preconditioner (None: ``min(256, p)``; 0: plain
-        CG), relative residual to stop at, most iterations (then a ``ConvergenceWarning``),
+        CG), relative residual to stop at, most iterations (then a ``PcgConvergenceWarning``),
         and whether X is kept in (worker) memory across the passes (``"auto"``: when X and
         y take at most a quarter of the memory the fit's estimate leaves free; else every
         pass reads the source).

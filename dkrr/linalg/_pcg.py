@@ -262,7 +262,7 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     tol : float
         Relative residual at which a column stops.
     max_iter : int
-        Most CG iterations; at it a :class:`sklearn.exceptions.ConvergenceWarning`.
+        Most CG iterations; at it a :class:`~dkrr.errors.PcgConvergenceWarning`.
     seed : int
         Seed of the sketch's Gaussian test matrix (:func:`sketch_seed`).
     max_block_bytes : int
@@ -307,15 +307,16 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
 
 
 def warn_not_converged(info, max_iter, detail="the coefficients are not converged", stacklevel=4):
-    """The :class:`~sklearn.exceptions.ConvergenceWarning` of a CG run stopped at max_iter."""
-    from sklearn.exceptions import ConvergenceWarning
+    """The :class:`~dkrr.errors.PcgConvergenceWarning` (a scikit-learn ``ConvergenceWarning``)
+    of a CG run stopped at max_iter."""
+    from ..errors import PcgConvergenceWarning
 
     worst = float(info["residuals"][-1].max())
     warnings.warn(
         f"solver='pcg' stopped at max_iter={max_iter} iterations with relative residual "
         f"{worst:.3g} > tol={info['tol']:g}; {detail}. Raise max_iter, raise pcg_rank (a stronger "
         "preconditioner), use a larger alpha, or loosen tol.",
-        ConvergenceWarning, stacklevel=stacklevel,
+        PcgConvergenceWarning, stacklevel=stacklevel,
     )
 
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from ..errors import InvalidParameterError, SingularSystemError
+from ..errors import IllConditionedWarning, InvalidParameterError, SingularSystemError
 
 __all__ = [
     "CONDITION_WARN",
@@ -30,7 +30,8 @@ __all__ = [
     "usable_alphas",
 ]
 
-#: warn (``scipy.linalg.LinAlgWarning``) when the condition number exceeds this
+#: warn (:class:`~dkrr.errors.IllConditionedWarning`, a ``scipy.linalg.LinAlgWarning``) when the
+#: condition number exceeds this
 CONDITION_WARN = 1e12
 
 _EPS = np.finfo(np.float64).eps
@@ -92,7 +93,7 @@ def _warn_condition(cond, alpha):
         warnings.warn(
             f"ill-conditioned ridge system: condition number {cond:.3g} of G + alpha*I "
             f"with alpha={alpha!r}; the coefficients may be inaccurate. Increase alpha.",
-            scipy.linalg.LinAlgWarning,
+            IllConditionedWarning,
             stacklevel=3,
         )
 
@@ -100,7 +101,7 @@ def _warn_condition(cond, alpha):
 def solve_cholesky(G, c, alpha: float) -> np.ndarray:
     """``(G + alpha I)^-1 c`` by Cholesky (``G`` symmetric p x p, ``c`` p x t).
 
-    Warns with :class:`scipy.linalg.LinAlgWarning` when the condition number (LAPACK
+    Warns with :class:`~dkrr.errors.IllConditionedWarning` (a ``scipy.linalg.LinAlgWarning``) when the condition number (LAPACK
     ``pocon`` estimate, 1-norm) exceeds :data:`CONDITION_WARN`.
 
     Raises
