@@ -199,3 +199,54 @@ def test_weighted_classifier_cv_equals_weighted_regression_on_plus_minus_one(dat
     reg = RandomFeatureRidge(**kw).fit(X, np.where(labels == 7, 1.0, -1.0), sample_weight=w)
     np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)
     np.testing.assert_allclose(clf.decision_function(X), reg.predict(X), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- solver="pcg"
+#: CG to 1e-12 with a preconditioner of rank below p, so that CG iterates; the weighted
+#: Gram path (itself equal to scikit-learn above) is the reference
+PCG = {"solver": "pcg", "tol": 1e-12, "pcg_rank": 4, "max_iter": 500}
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_pcg_equals_the_weighted_gram_path(data, fit_intercept):
+    X, y, w = data
+    Y = np.column_stack([y, np.cos(X[:, 2])])
+    ref = ridge(alpha=0.3, fit_intercept=fit_intercept).fit(X, Y, sample_weight=w)
+    est = ridge(alpha=0.3, fit_intercept=fit_intercept, chunk_rows=64, **PCG).fit(X, Y, sample_weight=w)
+    assert est.solver_info_["n_iter"] > 1 and est.solver_info_["converged"]
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-7, atol=1e-9)
+
+
+def test_weighted_pcg_cv_equals_the_weighted_gram_cv(data):
+    X, y, w = data
+    ref = ridge(alphas=ALPHAS, cv=K).fit(X, y, sample_weight=w)
+    est = ridge(alphas=ALPHAS, cv=K, chunk_rows=45, **PCG).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(est.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-7)
+    np.testing.assert_allclose(est.cv_results_["mean_mse"], ref.cv_results_["mean_mse"], rtol=1e-7)
+    np.testing.assert_array_equal(est.cv_results_["fold_sizes"], ref.cv_results_["fold_sizes"])
+    assert est.alpha_ == ref.alpha_
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
+
+
+def test_weighted_pcg_classifier_and_dask_weights(data):
+    X, y, w = data
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    kw = {"method": "rff", "n_components": D, "gamma": 0.5, "alpha": 0.2, "random_state": 0}
+    ref = RandomFeatureRidgeClassifier(**kw).fit(X, labels, sample_weight=w)
+    for weights, persist in ((w, True), (da.from_array(w, chunks=33), False)):
+        clf = RandomFeatureRidgeClassifier(**kw, **PCG, pcg_persist=persist).fit(
+            da.from_array(X, chunks=(60, D_IN)), labels, sample_weight=weights)
+        np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(clf.intercept_, ref.intercept_, rtol=1e-7, atol=1e-9)
+        assert clf.solver_info_["persisted"] is persist
+
+
+def test_bad_dask_weights_are_named_by_pcg_too(data):
+    X, y, w = data
+    bad = w.copy()
+    bad[130] = -2.0
+    with pytest.raises(InputValidationError, match="row block 2.*row 130"):
+        ridge(chunk_rows=60, **PCG).fit(X, y, sample_weight=da.from_array(bad, chunks=100))
+    with pytest.raises(InputValidationError, match="sample_weight sums to 0"):
+        ridge(chunk_rows=60, **PCG).fit(X, y, sample_weight=da.zeros(N, chunks=100))

@@ -39,24 +39,27 @@ def check_pcg_params(est):
     return DEFAULT_PCG_RANK if rank is None else int(rank), float(tol), int(max_iter), persist
 
 
-def keep_in_memory(persist, Xd, yd, estimate, *, limits=None):
-    """``(X, y, kept)``: the row blocks persisted (on the Client's workers, or in this
-    process with the threaded scheduler) when ``persist`` is True, or ``"auto"`` and
-    :func:`~dkrr.linalg._pcg.data_fits_in_memory`; else the arrays unchanged, read from
-    their source at every pass."""
+def keep_in_memory(persist, Xd, yd, estimate, wd=None, *, limits=None):
+    """``(X, y, w, kept)``: the row blocks (and the sample weights ``wd``, or None)
+    persisted (on the Client's workers, or in this process with the threaded scheduler)
+    when ``persist`` is True, or ``"auto"`` and :func:`~dkrr.linalg._pcg.data_fits_in_memory`;
+    else the arrays unchanged, read from their source at every pass."""
     import dask
 
     from ..linalg._pcg import data_fits_in_memory
 
     if persist is False:
-        return Xd, yd, False
+        return Xd, yd, wd, False
     if persist == "auto":
-        nbytes = Xd.nbytes + yd.nbytes
-        block = max(Xd.chunks[0]) * (Xd.nbytes + yd.nbytes) // max(1, Xd.shape[0])
+        nbytes = Xd.nbytes + yd.nbytes + (0 if wd is None else wd.nbytes)
+        block = max(Xd.chunks[0]) * nbytes // max(1, Xd.shape[0])
         if estimate is None or not data_fits_in_memory(nbytes, block, estimate, limits=limits):
-            return Xd, yd, False
-    Xd, yd = dask.persist(Xd, yd)
-    return Xd, yd, True
+            return Xd, yd, wd, False
+    if wd is None:
+        Xd, yd = dask.persist(Xd, yd)
+    else:
+        Xd, yd, wd = dask.persist(Xd, yd, wd)
+    return Xd, yd, wd, True
 
 
 def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
@@ -75,21 +78,21 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
     from ._solver import pcg_memory_check, pcg_unavailable
 
     rank, tol, max_iter, persist = check_pcg_params(est)
-    reason = pcg_unavailable(est, alpha, n_folds, gammas, wd, alphas)
+    reason = pcg_unavailable(est, alpha, n_folds, gammas, alphas)
     if reason is not None:
         raise InvalidParameterError(reason + ".")
     n_alphas = len(DEFAULT_ALPHA_EXPONENTS) if alphas is None else len(alphas)
     estimate = pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank)  # before the map is drawn or any task runs
-    Xd, yd, kept = keep_in_memory(persist, Xd, yd, estimate)
+    Xd, yd, wd, kept = keep_in_memory(persist, Xd, yd, estimate, wd)
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
     fmap, gamma, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)
     common = dict(fit_intercept=bool(est.fit_intercept), rank=rank, tol=tol, max_iter=max_iter,
                   seed=sketch_seed(fold_seed), max_block_bytes=int(est.max_block_bytes), split_every=est.split_every,
-                  labels_mode=est._labels_mode, targets_fn=targets_fn)
+                  labels_mode=est._labels_mode, targets_fn=targets_fn, sample_weight=wd)
     cv_results = best_score = None
     if n_folds > 1:
         res = pcg_cross_validate(Xd, yd, fmap, alphas=alphas, n_folds=n_folds, fold_seed=fold_seed, **common)
-        _, idx, cv_results, best_score = score_grid(res.alphas, None, res.fold_mse, res.fold_sizes, res.fold_sizes)
+        _, idx, cv_results, best_score = score_grid(res.alphas, None, res.fold_mse, res.fold_sizes, res.fold_weights)
         alpha = float(res.alphas[idx])
         warn_grid_edge("alpha", res.alphas, alpha)
         beta, intercept, info = res.betas[idx], res.intercepts[idx], res.info

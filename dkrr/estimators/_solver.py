@@ -20,7 +20,7 @@ from ..linalg._memory import check_fit_memory
 __all__ = ["choose_solver", "gram_memory_check", "pcg_memory_check", "pcg_unavailable"]
 
 
-def pcg_unavailable(est, alpha, n_folds, gammas, sample_weight, alphas=None) -> str | None:
+def pcg_unavailable(est, alpha, n_folds, gammas, alphas=None) -> str | None:
     """Why ``solver="pcg"`` cannot fit ``est`` with these arguments (None: it can)."""
     if gammas is not None:
         shown = est.gammas if isinstance(est.gammas, str) else [float(g) for g in gammas]
@@ -29,8 +29,6 @@ def pcg_unavailable(est, alpha, n_folds, gammas, sample_weight, alphas=None) -> 
                 "dkrr fit --gammas none), or choose gamma with the Gram path on a row sub-sample")
     if est.sampling is not None:
         return f"sampling={est.sampling!r} is not available with solver='pcg'; drop sampling"
-    if sample_weight is not None:
-        return "sample_weight is not supported by solver='pcg' yet; use the Gram path for a weighted fit"
     if est.precision != "float64":
         return f"precision={est.precision!r} is not available with solver='pcg' (its passes are float64)"
     if n_folds > 1 and alphas is not None and (alphas <= 0).any():
@@ -108,7 +106,7 @@ def choose_solver(est, Xd, yd, wd, n_folds, alpha, alphas, gammas, *, limits=Non
         gram_memory_check(est, Xd, yd, n_folds, gammas, limits=limits)
         return "cholesky" if est.solver == "auto" else est.solver
     except MemoryBudgetError as exc:
-        reason = pcg_unavailable(est, alpha, n_folds, gammas, wd, alphas)
+        reason = pcg_unavailable(est, alpha, n_folds, gammas, alphas)
         if reason is not None:
             what = "solver='auto' could not switch to" if est.solver == "auto" else "The alternative,"
             raise MemoryBudgetError(f"{exc} {what} the matrix-free solver='pcg': {reason}.") from None

@@ -38,11 +38,12 @@ from ._precondition import gaussian_test_matrix, nystrom_from_sketch
 from .._validation import check_finite_rows
 from ._stats import (
     RidgeStatistics,
+    _accumulate,
+    _check_weight_block,
+    _prepare,
     combine_statistics,
     feature_sub_blocks,
-    fold_feature_blocks,
     fold_ids,
-    prepare_block,
 )
 
 __all__ = ["DEFAULT_PCG_RANK", "PcgResult", "Systems", "first_pass", "pcg_ridge", "preconditioner", "sketch_seed",
@@ -68,22 +69,22 @@ def _first_pass_block(X, y, row_offset, block_index, fmap, seed, rank, max_block
                       n_folds=1, fold_seed=0, with_norms=False):
     """Linear statistics (per fold; column sums of squares ``zsq`` with ``with_norms``)
     and the sketch ``Z_b^T (Z_b G)`` of one row block."""
-    Xf, Y, bounds, labels = prepare_block(X, y, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    return _weighted_first_pass_block(X, y, None, row_offset, block_index, fmap, seed, rank, max_block_bytes,
+                                      labels_mode, n_folds, fold_seed, with_norms)
+
+
+def _weighted_first_pass_block(X, y, w, row_offset, block_index, fmap, seed, rank, max_block_bytes, labels_mode,
+                               n_folds=1, fold_seed=0, with_norms=False):
+    """:func:`_first_pass_block` with the block's sample weights ``w`` (or None): the
+    weighted linear statistics with ``wsum`` (as the Gram path's, :func:`~dkrr.linalg._stats._accumulate`,
+    which adds the sketch ``Z_b^T W_b (Z_b G)`` in the same loop over sub-blocks)."""
+    Xf, Y, w, bounds, labels = _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode)
     p = fmap.n_output_features
-    stats = RidgeStatistics.zeros(n_folds, p, Y.shape[1], labels, with_gram=False, with_norms=with_norms)
-    G = gaussian_test_matrix(seed, p, rank) if rank else None
+    stats = RidgeStatistics.zeros(n_folds, p, Y.shape[1], labels, with_gram=False, with_norms=with_norms,
+                                  with_weights=w is not None)
     S = np.zeros((p, rank))
-    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, max_block_bytes):
-        stats.n[k] += Zk.shape[0]
-        stats.zsum[k] += Zk.sum(axis=0)
-        stats.ysum[k] += Yk.sum(axis=0)
-        stats.c[k] += Zk.T @ Yk
-        if not labels_mode:
-            stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
-        if with_norms:
-            stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk)
-        if G is not None:
-            S += Zk.T @ (Zk @ G)
+    sketch = (gaussian_test_matrix(seed, p, rank), S) if rank else None
+    _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, products=sketch)
     return [stats, S]
 
 
@@ -107,14 +108,30 @@ def _matvec_block(X, row_offset, block_index, fmap, V, col_folds, n_folds, fold_
     serves every (fold, alpha, target) system. The block's rows are checked at every pass
     (a source that changed since the first pass is named, not solved with).
     """
-    check_finite_rows(X, "X", block_index, row_offset)
+    return _weighted_matvec_block(X, None, row_offset, block_index, fmap, V, col_folds, n_folds, fold_seed,
+                                  max_block_bytes)
+
+
+def _weighted_matvec_block(X, w, row_offset, block_index, fmap, V, col_folds, n_folds, fold_seed, max_block_bytes):
+    """:func:`_matvec_block` with the block's sample weights ``w`` (or None): ``Z_b^T W_b M
+    (Z_b V)``, the features' rows scaled by ``sqrt(w)`` in the sub-block engine."""
+    r = row_weights(X, w, row_offset, block_index)
     out = np.zeros(V.shape)
-    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes):
+    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes, row_scale=r):
         U = Z @ V
         if col_folds is not None:
             U[_own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)] = 0.0
         out += Z.T @ U
     return out
+
+
+def row_weights(X, w, row_offset, block_index):
+    """The checks of a block at a pass after the first: its rows finite (a source that
+    changed since the first pass is named, not solved with) and its weights (or None)
+    finite and ``>= 0``. Returns ``sqrt(w)`` for :func:`~dkrr.linalg._stats.feature_sub_blocks`
+    (None without weights)."""
+    check_finite_rows(X, "X", block_index, row_offset)
+    return None if w is None else np.sqrt(_check_weight_block(w, block_index, row_offset))
 
 
 def _sum_arrays(parts):
@@ -181,16 +198,24 @@ class Systems:
 
 
 def first_pass(X, y, fmap, *, rank, seed, max_block_bytes, split_every=None, labels_mode=False,
-               n_folds=1, fold_seed=0, with_norms=False, n_chains=None):
-    """Pass 1: per-fold linear statistics and the sketch ``Z^T (Z G)`` (p, rank)."""
+               n_folds=1, fold_seed=0, with_norms=False, n_chains=None, sample_weight=None):
+    """Pass 1: per-fold linear statistics and the sketch ``Z^T (Z G)`` (p, rank); with
+    ``sample_weight`` (a dask array with X's row chunks) weighted, ``Z^T W Z G``, and
+    checked as the Gram path checks its weighted statistics."""
     from ._reduce import reduce_row_blocks
+    from ._weighted import check_weight_total
 
-    return reduce_row_blocks(
-        [X, y], _first_pass_block, _combine_first, split_every=split_every, n_chains=n_chains,
+    weighted = sample_weight is not None
+    stats, S = reduce_row_blocks(
+        [X, y, sample_weight] if weighted else [X, y],
+        _weighted_first_pass_block if weighted else _first_pass_block, _combine_first,
+        split_every=split_every, n_chains=n_chains,
         constants=(fmap, int(seed), int(rank), int(max_block_bytes), bool(labels_mode), int(n_folds),
                    int(fold_seed), bool(with_norms)),
         label="pcg: statistics and preconditioner sketch",
     )
+    check_weight_total(stats)
+    return stats, S
 
 
 def preconditioner(S, seed, rank, mu, n, fit_intercept):
@@ -208,13 +233,14 @@ def preconditioner(S, seed, rank, mu, n, fit_intercept):
 
 
 def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_block_bytes, split_every=None,
-                  n_chains=None):
+                  n_chains=None, sample_weight=None):
     """Block CG over ``systems``, one streamed pass per iteration: ``(beta (p, m), info)``.
 
-    Each pass computes ``Z^T M (Z V)`` for the search directions ``V`` of the columns
-    still running (fold-masked, :func:`_matvec_block`); the client subtracts each
-    column's centring and adds its shift. Column ``j`` is preconditioned with the shared
-    factor scaled by ``counts[g] / counts.max()`` and shifted by ``alphas[j]``.
+    Each pass computes ``Z^T M (Z V)`` (``Z^T W M (Z V)`` with ``sample_weight``) for the
+    search directions ``V`` of the columns still running (fold-masked,
+    :func:`_matvec_block`); the client subtracts each column's centring and adds its
+    shift. Column ``j`` is preconditioned with the shared factor scaled by ``counts[g] /
+    counts.max()`` and shifted by ``alphas[j]``.
     """
     from ._reduce import reduce_row_blocks
 
@@ -227,7 +253,9 @@ def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_bloc
     def apply_A(V, cols):
         folds = col_folds[cols] if masked else None
         ZZV = reduce_row_blocks(
-            [X], _matvec_block, _sum_arrays, split_every=split_every, n_chains=n_chains,
+            [X] if sample_weight is None else [X, sample_weight],
+            _matvec_block if sample_weight is None else _weighted_matvec_block, _sum_arrays,
+            split_every=split_every, n_chains=n_chains,
             constants=(fmap, np.ascontiguousarray(V), folds, int(s.n_folds), int(s.fold_seed), int(max_block_bytes)),
             label="pcg: iteration",
         )
@@ -246,7 +274,7 @@ def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_bloc
 
 def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: float, max_iter: int,
               seed: int, max_block_bytes: int, split_every=None, labels_mode: bool = False,
-              targets_fn=None, n_chains=None) -> PcgResult:
+              targets_fn=None, n_chains=None, sample_weight=None) -> PcgResult:
     """Solve ridge regression on the features of the row-chunked dask arrays ``X``, ``y``
     by preconditioned CG, one streamed pass per iteration (module docstring).
 
@@ -271,6 +299,10 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     labels_mode : bool
     targets_fn : callable, optional
         Turns the first pass's statistics into those of the targets (the classifier's +-1).
+    sample_weight : dask array (n,) with X's row chunks, optional
+        Row weights (:func:`~dkrr.linalg._weighted.check_sample_weight`): the weighted
+        problem of the Gram path, ``A = Z_c^T W Z_c`` with the weighted means and ``n``
+        the weight sum.
 
     Returns
     -------
@@ -279,7 +311,8 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     p = fmap.n_output_features
     rank = int(min(rank, p))
     stats, S = first_pass(X, y, fmap, rank=rank, seed=seed, max_block_bytes=max_block_bytes,
-                          split_every=split_every, labels_mode=labels_mode, n_chains=n_chains)
+                          split_every=split_every, labels_mode=labels_mode, n_chains=n_chains,
+                          sample_weight=sample_weight)
     if targets_fn is not None:
         stats = targets_fn(stats)
     tot = stats.total()
@@ -297,7 +330,8 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     systems = Systems(b, np.full(t, float(alpha)), np.zeros(t, dtype=np.int64),
                       None if mu is None else mu[:, None], np.array([n]))
     beta, info = solve_systems(X, fmap, systems, precond, tol=tol, max_iter=max_iter,
-                               max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains)
+                               max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains,
+                               sample_weight=sample_weight)
     info.pop("active")
     if not info["converged"]:
         warn_not_converged(info, max_iter)

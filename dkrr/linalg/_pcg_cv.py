@@ -36,10 +36,9 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import check_finite_rows
-from ._cv import check_folds, default_alphas, fold_validation_mse
+from ._cv import check_fold_weights, check_folds, default_alphas, fold_validation_mse
 from ._pcg import Systems, first_pass, preconditioner, solve_systems, warn_not_converged
-from ._pcg import _own_fold_mask, _sum_arrays
+from ._pcg import _own_fold_mask, _sum_arrays, row_weights
 from ._stats import feature_sub_blocks
 
 __all__ = ["PcgCvResult", "pcg_cross_validate", "trace_scale"]
@@ -55,9 +54,17 @@ def trace_scale(tot, fit_intercept: bool) -> float:
 
 def _validation_block(X, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed, max_block_bytes):
     """``sum over the rows i of fold col_folds[j] of (z_i^T B[:, j])^2``, shape (m,)."""
-    check_finite_rows(X, "X", block_index, row_offset)
+    return _weighted_validation_block(X, None, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed,
+                                      max_block_bytes)
+
+
+def _weighted_validation_block(X, w, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed,
+                               max_block_bytes):
+    """:func:`_validation_block` with the block's sample weights ``w`` (or None): ``sum
+    w_i (z_i^T B[:, j])^2``."""
+    r = row_weights(X, w, row_offset, block_index)
     out = np.zeros(B.shape[1])
-    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes):
+    for start, stop, Z in feature_sub_blocks(X, fmap, max_block_bytes, row_scale=r):
         U = Z @ B
         own = _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)
         out += np.einsum("ij,ij->j", U, np.where(own, U, 0.0))
@@ -72,8 +79,10 @@ class PcgCvResult:
     ----------
     alphas : ndarray (a,)
     fold_mse : ndarray (K, a)
-        Validation mean squared error of every (fold, alpha), averaged over targets.
+        Validation mean squared error of every (fold, alpha), averaged over targets
+        (with sample weights the weighted MSE).
     fold_sizes : ndarray (K,)
+        Rows per fold.
     betas : ndarray (a, p, t)
         The full-data coefficients of every alpha.
     intercepts : ndarray (a, t)
@@ -86,6 +95,8 @@ class PcgCvResult:
         As :class:`~dkrr.linalg._pcg.PcgResult`'s, ``residuals`` of shape
         ``(n_iter + 1, (K + 1) a t)`` in (training set, alpha, target) order and
         ``passes = n_iter + 2``.
+    fold_weights : ndarray (K,)
+        What the mean over folds is weighted by: the rows, or the weight sums.
     """
 
     alphas: np.ndarray
@@ -96,11 +107,13 @@ class PcgCvResult:
     converged: np.ndarray
     stats: object
     info: dict
+    fold_weights: np.ndarray | None = None
 
 
 def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_intercept: bool, rank: int,
                        tol: float, max_iter: int, seed: int, max_block_bytes: int, split_every=None,
-                       labels_mode: bool = False, targets_fn=None, n_chains=None) -> PcgCvResult:
+                       labels_mode: bool = False, targets_fn=None, n_chains=None,
+                       sample_weight=None) -> PcgCvResult:
     """Cross-validate an alpha grid and fit every alpha on all rows by fold-masked PCG.
 
     Parameters
@@ -113,6 +126,9 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
         ``K >= 2`` and the seed of the fold hash (ALGORITHMS.md 3.3).
     fit_intercept, rank, tol, max_iter, seed, max_block_bytes, split_every, labels_mode, targets_fn, n_chains
         As :func:`~dkrr.linalg._pcg.pcg_ridge`.
+    sample_weight : dask array (n,) or None
+        As :func:`~dkrr.linalg._pcg.pcg_ridge`; the fold errors are then weighted MSEs
+        (divided by the fold's weight sum), as the Gram path's CV.
 
     Returns
     -------
@@ -121,20 +137,24 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
     K = int(n_folds)
     p = fmap.n_output_features
     rank = int(min(rank, p))
-    common = dict(max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains)
+    common = dict(max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains,
+                  sample_weight=sample_weight)
     stats, S = first_pass(X, y, fmap, rank=rank, seed=seed, labels_mode=labels_mode, n_folds=K,
                           fold_seed=fold_seed, with_norms=alphas is None, **common)
     if targets_fn is not None:
         stats = targets_fn(stats)
     check_folds(stats.n)
+    weights = stats.weights()  # rows, or the folds' weight sums
+    if stats.wsum is not None:
+        check_fold_weights(weights)
     tot = stats.total()
-    n = float(tot.n[0])
+    n = float(weights.sum())
     if alphas is None:
         alphas = default_alphas(None, fit_intercept, scale=trace_scale(tot, fit_intercept))
     alphas = np.asarray(alphas, dtype=np.float64)
     A, t = alphas.size, tot.c.shape[2]
     # the row groups: training rows of fold k (k < K), then all rows (k = K)
-    counts = np.append(n - stats.n, n).astype(np.float64)
+    counts = np.append(n - weights, n).astype(np.float64)
     zsum = np.vstack([tot.zsum[0] - stats.zsum, tot.zsum])  # (K + 1, p)
     ysum = np.vstack([tot.ysum[0] - stats.ysum, tot.ysum])  # (K + 1, t)
     c = np.concatenate([tot.c[0][None] - stats.c, tot.c])  # (K + 1, p, t)
@@ -159,14 +179,16 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
 
     m = K * A * t
     sq = reduce_row_blocks(
-        [X], _validation_block, _sum_arrays, split_every=split_every, n_chains=n_chains,
+        [X] if sample_weight is None else [X, sample_weight],
+        _validation_block if sample_weight is None else _weighted_validation_block, _sum_arrays,
+        split_every=split_every, n_chains=n_chains,
         constants=(fmap, np.ascontiguousarray(beta[:, :m]), groups[:m], K, int(fold_seed), int(max_block_bytes)),
         label="pcg: validation errors",
     ).reshape(K, A, t)
     fold_mse = np.empty((K, A))
     for k in range(K):
         fold_mse[k] = fold_validation_mse(B[:, k].transpose(1, 0, 2), sq[k], stats.c[k], stats.zsum[k],
-                                          stats.ysum[k], stats.yy[k], float(stats.n[k]),
+                                          stats.ysum[k], stats.yy[k], float(weights[k]),
                                           mu[k] if fit_intercept else None, ybar[k])
     betas = B[:, K].transpose(1, 0, 2).copy()  # (A, p, t)
     intercepts = np.broadcast_to(ybar[K], (A, t)).copy()
@@ -179,4 +201,4 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
             info, max_iter, f"the systems of alphas {[float(f'{a:.4g}') for a in bad]} did not converge, "
             "so their CV errors (and the refit, if one of them is chosen) are those of the stopped CG "
             "iterate, not the exact ridge solution", stacklevel=5)
-    return PcgCvResult(alphas, fold_mse, stats.n.copy(), betas, intercepts, converged, stats, info)
+    return PcgCvResult(alphas, fold_mse, stats.n.copy(), betas, intercepts, converged, stats, info, weights.copy())

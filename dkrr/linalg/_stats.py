@@ -329,16 +329,12 @@ def _check_weight_block(w, block_index, row_offset) -> np.ndarray:
 def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str = "float64", row_scale=None):
     """Yield ``(start, stop, Z)``: the features of rows ``start:stop`` of ``X``, piece by piece.
 
-    The one sub-block engine of every pass (the statistics pass, the PCG passes, the PCG
-    validation pass) and of prediction. At most :func:`sub_block_rows` rows have features
-    at a time, in one reused buffer (a yielded ``Z`` is overwritten by the next
-    sub-block), so a task holds ``max_block_bytes`` of features whatever its block's
-    rows. Each sub-block of ``X`` is cast to the ``precision``'s dtype as it is read
-    (float32 or integer input, non-contiguous rows); its features are computed in that
-    dtype. ``row_scale`` (rows,), when given, multiplies each row of ``Z``: ``sqrt(w)``
-    for sample weights ``w``, so that ``Z^T Z`` is the weighted Gram. The rows are not
-    checked here: a pass checks each block once (:func:`~dkrr._validation.check_finite_rows`)
-    before it computes features.
+    The one sub-block engine of every pass (statistics, PCG, PCG validation) and of
+    prediction: at most :func:`sub_block_rows` rows have features at a time, in one reused
+    buffer (a yielded ``Z`` is overwritten by the next). Each sub-block of ``X`` is cast to
+    the ``precision``'s dtype as it is read; ``row_scale`` (rows,) multiplies the rows of
+    ``Z`` (``sqrt(w)`` for sample weights ``w``: ``Z^T Z`` is then the weighted Gram). The
+    caller checks the block's rows first (:func:`~dkrr._validation.check_finite_rows`).
     """
     n_rows = X.shape[0]
     p = fmap.n_output_features
@@ -355,12 +351,9 @@ def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str
 
 def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int,
                         precision: str = "float64"):
-    """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece.
-
-    :func:`feature_sub_blocks` cut at the fold boundaries. ``Xf``, ``Y`` and ``bounds``
-    come from :func:`prepare_block`. With ``precision="float32"`` each sub-block of ``Xf``
-    is cast to float32 and its features are computed in float32.
-    """
+    """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece:
+    :func:`feature_sub_blocks` cut at the fold boundaries (``Xf``, ``Y`` and ``bounds``
+    from :func:`prepare_block`)."""
     for start, stop, Z in feature_sub_blocks(Xf, fmap, max_block_bytes, precision):
         for k in range(len(bounds) - 1):
             a = max(start, bounds[k]) - start
@@ -431,7 +424,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
     :func:`add_packed_gram`). With ``precision="float32"`` ``Z`` is float32: its Gram
     products are float32, added into the float64 sums; ``Z^T Y`` and the column sums are
     float64. ``products``: ``(B, out)`` adds ``Z^T W Z B`` of fold k into ``out[k]`` (the
-    refinement passes' operator, without forming the Gram)."""
+    refinement passes' operator, without forming the Gram), or of every fold into a 2-D
+    ``out`` (the PCG preconditioner's sketch, :mod:`dkrr.linalg._pcg`)."""
     t = Y.shape[1]
     work = None if stats.G is None else np.empty(work_length(fmap.n_output_features), check_precision(precision))
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
@@ -455,7 +449,9 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
         if stats.G is not None:
             add_packed_gram(stats.G[k], Zk, work)
         if products is not None:
-            products[1][k] += Zk.T @ (Zk @ products[0])
+            B, out = products
+            target = out if out.ndim == 2 else out[k]
+            target += Zk.T @ (Zk @ B)
         stats.c[k] += _cross64(Zk, Yk)
         if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)

@@ -1,0 +1,56 @@
+"""The one sub-block engine (``dkrr.linalg._stats.feature_sub_blocks``): every pass and
+predict take their features from it, a sub-block at a time."""
+
+import numpy as np
+import pytest
+
+from dkrr.features import build_random_feature_map
+from dkrr.linalg._stats import feature_sub_blocks, fold_feature_blocks, prepare_block
+
+
+def _map(d=3, D=8):
+    return build_random_feature_map(kernel="gaussian", method="rff", n_components=D, gamma=0.5,
+                                    n_features_in=d, random_state=0, options={})
+
+
+@pytest.mark.parametrize("budget", [8 * 16, 8 * 16 * 7, 2**20])  # 1 row, 7 rows, all rows per sub-block
+def test_sub_blocks_cover_the_rows_with_the_features_of_the_whole_block(budget):
+    X = np.random.default_rng(0).standard_normal((50, 3))
+    fmap = _map()
+    Z = fmap.transform(X)
+    seen, buffers = [], set()
+    for start, stop, Zs in feature_sub_blocks(X, fmap, budget):
+        assert Zs.shape == (stop - start, 16) and stop - start <= max(1, budget // (8 * 16))
+        np.testing.assert_allclose(Zs, Z[start:stop], rtol=1e-13, atol=1e-15)  # BLAS may round per row count
+        seen.append((start, stop))
+        buffers.add(Zs.base.__array_interface__["data"][0] if Zs.base is not None else id(Zs))
+    assert [s for s, _ in seen] == list(range(0, 50, seen[0][1])) and seen[-1][1] == 50
+    assert len(buffers) == 1  # one reused buffer
+
+
+def test_sub_blocks_cast_and_scale_rows():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 3))
+    fmap = _map()
+    w = rng.uniform(0, 2, 40)
+    # float32 input and precision: features in float32, equal to the map of the float32 rows
+    for start, stop, Zs in feature_sub_blocks(X.astype(np.float32)[:, :], fmap, 8 * 16 * 9, "float32"):
+        assert Zs.dtype == np.float32
+        np.testing.assert_allclose(Zs, fmap.transform(X[start:stop].astype(np.float32)), rtol=1e-6, atol=1e-7)
+    # non-contiguous float32 rows read as float64; sqrt(w) scaling gives the weighted Gram
+    Xnc = np.asfortranarray(X.astype(np.float32))
+    G = sum(Zs.T @ Zs for _, _, Zs in feature_sub_blocks(Xnc, fmap, 8 * 16 * 9, row_scale=np.sqrt(w)))
+    Z = fmap.transform(X.astype(np.float32).astype(np.float64))
+    np.testing.assert_allclose(G, (Z * w[:, None]).T @ Z, rtol=1e-12, atol=1e-12)
+
+
+def test_fold_feature_blocks_cut_the_engine_at_fold_boundaries():
+    X = np.random.default_rng(2).standard_normal((60, 3))
+    fmap = _map()
+    Xf, Y, bounds, _ = prepare_block(X, X[:, 0], 0, 0, 3, 5, False)
+    Z = fmap.transform(Xf)
+    got = {k: [] for k in range(3)}
+    for k, Zk, Yk in fold_feature_blocks(Xf, Y, bounds, fmap, 8 * 16 * 7):
+        got[k].append(Zk.copy())
+    for k in range(3):
+        np.testing.assert_allclose(np.vstack(got[k]), Z[bounds[k]:bounds[k + 1]], rtol=1e-13, atol=1e-15)
