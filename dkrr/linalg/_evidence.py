@@ -38,7 +38,9 @@ from ..errors import InvalidParameterError
 from ._solve import _spectrum_floor
 
 __all__ = [
+    "bayes_posterior",
     "evidence_from_spectrum",
+    "evidence_grid",
     "posterior_factor",
     "predictive_variance",
 ]
@@ -118,3 +120,65 @@ def predictive_variance(Z, mu, L, noise_variance, inv_weight_sum: float, *, obse
     if observation:
         var = var + s2[None, :]
     return var
+
+
+def _centred_parts(tot, fit_intercept: bool):
+    """``(G_c, c_c, yyc, mu, m, W)`` of one-fold statistics (targets numeric, ``yy`` kept):
+    the centred Gram and cross-statistics, the centred sums of squares of the targets,
+    the feature means (zeros without intercept), the contrasts ``m`` (rows, minus one with
+    an intercept) and the weight sum ``W`` (the row count without weights)."""
+    from ._solve import center_statistics
+
+    W = float(tot.weights()[0])
+    Gc, cc, mu, ybar = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], W, tot.ysum[0], fit_intercept)
+    yy = tot.yy[0]
+    yyc = yy - W * ybar**2 if fit_intercept else yy
+    m = int(tot.n[0]) - (1 if fit_intercept else 0)
+    return Gc, cc, np.asarray(yyc, dtype=np.float64), mu, m, W
+
+
+def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Log evidence (summed over targets) and noise variances (n_alphas, t) of every alpha
+    from one-fold statistics ``tot``: one eigendecomposition of ``G_c``."""
+    from ._solve import eigh_gram
+
+    Gc, cc, yyc, _, m, _ = _centred_parts(tot, fit_intercept)
+    lam, V = eigh_gram(Gc)
+    logev, s2 = evidence_from_spectrum(lam, V.T @ cc, yyc, m, alphas)
+    return logev.sum(axis=1), s2
+
+
+def bayes_posterior(tot, alpha: float, fit_intercept: bool) -> dict:
+    """What the predictive standard deviation and the evidence at ``alpha`` need, from
+    one-fold statistics ``tot`` (one Cholesky factorisation of ``G_c + alpha I``):
+    ``factor`` (L, lower), ``mean`` (mu, zeros without intercept), ``inv_weight``
+    (``1 / W`` with intercept, else 0), ``noise_variance`` (t,) and
+    ``log_marginal_likelihood`` (the profiled log evidence, summed over targets).
+
+    Raises
+    ------
+    ValueError
+        When ``G_c + alpha I`` is not positive definite (``alpha`` too small for the
+        statistics' rounding) or a target's residual is not positive.
+    """
+    if alpha <= 0:
+        raise InvalidParameterError(f"the posterior needs alpha > 0, got {alpha!r}")
+    Gc, cc, yyc, mu, m, W = _centred_parts(tot, fit_intercept)
+    try:
+        L = posterior_factor(Gc, alpha)
+    except np.linalg.LinAlgError:
+        raise InvalidParameterError(
+            f"G_c + alpha I is not positive definite at alpha={alpha:.3g} (the statistics' rounding): "
+            "the posterior needs a larger alpha") from None
+    beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
+    R = yyc - np.einsum("pt,pt->t", cc, beta)
+    if m < 1 or np.any(R <= 0):
+        raise InvalidParameterError(
+            "the noise variance is not positive (the features interpolate the targets, or too few rows): "
+            "use a larger alpha")
+    s2 = R / m
+    logdet = 2.0 * float(np.log(np.diag(L)).sum()) - L.shape[0] * np.log(alpha)
+    logml = float(np.sum(-0.5 * m * (np.log(2.0 * np.pi * s2) + 1.0) - 0.5 * logdet))
+    return {"factor": L, "mean": np.asarray(mu, dtype=np.float64),
+            "inv_weight": 1.0 / W if fit_intercept else 0.0, "noise_variance": s2,
+            "log_marginal_likelihood": logml}
