@@ -47,6 +47,9 @@ MODELS = {
                                               gammas="auto", standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
     "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
                                  random_state=0).fit(_rows),
+    # cv="evidence": the grid scored by the log evidence; the posterior fields (issue 27)
+    "evidence": lambda: RandomFeatureRidge(method="rff", n_components=8, cv="evidence", gammas=[0.1, 0.5, 2.0],
+                                           random_state=0).fit(_rows, _rows[:, 0] ** 2),
 }
 
 
@@ -169,6 +172,18 @@ CASES = {
                                  "cv_results_"),
     "gammas_auto_off_centre": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * 2), "gamma_"),
     "fold_seed_out_of_range": ("clf", _value("fold_seed_", fn=lambda s: 2**63 + 5), "fold_seed_"),
+    "noise_variance_one_for_two_targets": ("plain", _array("noise_variance_", fn=lambda v: v[:1].copy()),
+                                           "noise_variance_"),
+    "log_marginal_likelihood_inf": ("evidence", _value("log_marginal_likelihood_", fn=lambda v: {"__float__": "inf"}),
+                                    "log_marginal_likelihood_"),
+    "posterior_factor_not_triangular": ("evidence", _array("posterior_", "factor", fn=lambda L: L + L.T),
+                                        "posterior_"),
+    "posterior_factor_wrong_width": ("plain", _array("posterior_", "factor", fn=lambda L: L[:-1, :-1].copy()),
+                                     "posterior_"),
+    "evidence_best_score_not_the_largest": ("evidence", _value("best_score_", fn=lambda s: s - 1.0), "best_score_"),
+    "evidence_alpha_not_the_chosen": ("evidence", _other_alpha, "alpha_"),
+    "evidence_log_evidence_nan": ("evidence", _array("cv_results_", "log_evidence", fn=lambda e: e * np.nan),
+                                  "cv_results_"),
 }
 
 @pytest.mark.parametrize("name", sorted(CASES))

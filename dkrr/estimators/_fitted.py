@@ -47,6 +47,10 @@ class RidgeFit:
         ``solver="pcg"`` only.
     classes : ndarray or None
         The classifier's labels (what its +-1 targets were built from).
+    posterior : dict or None
+        The regressor's Bayesian reading at ``alpha`` (:func:`dkrr.linalg._evidence.bayes_posterior`:
+        factor, mean, inv_weight, noise_variance, log_marginal_likelihood); None for the
+        classifier and ``solver="pcg"``.
     """
 
     feature_map: FeatureMap
@@ -64,6 +68,7 @@ class RidgeFit:
     best_score: float | None = None
     solver_info: dict | None = None
     classes: np.ndarray | None = None
+    posterior: dict | None = None
 
 
 class PlusMinusTargets:

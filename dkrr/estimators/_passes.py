@@ -11,11 +11,12 @@ import warnings
 
 import numpy as np
 
-from ..errors import PrecisionWarning, SingularSystemError
+from ..errors import InvalidParameterError, PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
 from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
 from ..linalg._cv import auto_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
@@ -60,12 +61,18 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
             f"(about eps32 ||G||, precision_error_ = {error:.1e}) can make G + alpha*I indefinite "
             "at this alpha: use precision='float64' or 'auto'.") from None
     fmap = passes.fmap
+    posterior = None
+    if not est._labels_mode:  # the regressor's Bayesian reading (ALGORITHMS 3.11)
+        try:
+            posterior = bayes_posterior(passes.stats.total(), passes.alpha, bool(est.fit_intercept))
+        except InvalidParameterError:
+            posterior = None  # no positive noise variance or factor at this alpha: return_std explains
     return RidgeFit(
         feature_map=fmap if mean is None else StandardizedMap(fmap, mean, scale), beta=beta,
         intercept=np.atleast_1d(intercept), alpha=passes.alpha, gamma=passes.gamma, fold_seed=fold_seed,
         solver=solver, precision=precision, precision_error=float(error), mean=mean, scale=scale,
         cv_results=passes.cv_results, best_score=passes.best_score,
-        classes=getattr(targets_fn, "classes", None),
+        classes=getattr(targets_fn, "classes", None), posterior=posterior,
     )
 
 
@@ -138,6 +145,8 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
                   split_every=est.split_every, labels_mode=est._labels_mode, precision=precision)
     if gammas is None and wd is None:
         stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
+        if est._evidence:
+            return _choose_by_evidence(est, [stats], [fmap], alpha, gamma, alphas, None)
         if K == 1:
             return Passes(stats, fmap, alpha, gamma)
         alphas = default_alphas(stats, est.fit_intercept) if alphas is None else alphas
@@ -149,6 +158,8 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     every = [_converted(s, targets_fn) for s in every]
     check_weight_total(every[0])
     stats = every[0]
+    if est._evidence:
+        return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas)
     if K == 1:
         return Passes(stats, fmap, alpha, gamma)
     # the default alpha grid follows the Gram of the grid's middle width (the rule's
@@ -162,6 +173,35 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     if gammas is not None:  # the chosen gamma's map and statistics
         passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g])
     return passes
+
+
+def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas) -> Passes:
+    """``cv="evidence"``: the (gamma, alpha) of the largest log marginal likelihood, every
+    gamma's from one eigendecomposition of its centred Gram (ALGORITHMS.md 3.11), with the
+    edge warnings. ``cv_results_`` holds ``alphas``, ``log_evidence`` and ``noise_variance``
+    (with a gamma grid: ``gammas`` and a leading gamma axis)."""
+    fit_intercept = bool(est.fit_intercept)
+    totals = [s.total() for s in every]
+    if alphas is None:
+        middle = totals[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else totals[0]
+        alphas = default_alphas(middle, fit_intercept)
+    alphas = np.asarray(alphas, dtype=np.float64)
+    table = [evidence_grid(t, alphas, fit_intercept) for t in totals]
+    logev = np.stack([ev for ev, _ in table])  # (m, n_alphas)
+    s2 = np.stack([v for _, v in table])  # (m, n_alphas, t)
+    if not np.isfinite(logev).any():
+        raise SingularSystemError(
+            f"cv='evidence': no alpha of {alphas.tolist()} gives a positive definite G_c + alpha I and a "
+            "positive noise variance; use larger alphas.")
+    g, i = np.unravel_index(int(np.argmax(logev)), logev.shape)
+    results = {"alphas": alphas, "log_evidence": logev if gammas is not None else logev[0],
+               "noise_variance": s2 if gammas is not None else s2[0]}
+    warn_grid_edge("alpha", alphas, float(alphas[i]))
+    if gammas is not None:
+        results["gammas"] = np.asarray(gammas, dtype=np.float64)
+        gamma = float(gammas[g])
+        warn_grid_edge("gamma", gammas, gamma)
+    return Passes(every[g], maps[g], float(alphas[i]), gamma, cv_results=results, best_score=float(logev[g, i]))
 
 
 def _choose(passes: Passes, alphas, gammas, fold_mse, fold_sizes, fold_weights) -> tuple[Passes, int]:

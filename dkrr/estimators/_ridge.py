@@ -48,6 +48,42 @@ class _LinearModel:
         return out
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _PosteriorModel:
+    """What ``predict(X, return_std=...)`` needs: the linear model and the posterior
+    (factor, feature means, ``1 / W``, noise variances (t,)); ``observation``: the std of
+    a new noisy observation (True) or of the latent function (False)."""
+
+    linear: _LinearModel
+    factor: np.ndarray
+    mean: np.ndarray
+    inv_weight: float
+    noise_variance: np.ndarray
+    observation: bool
+
+    def mean_std(self, X: np.ndarray) -> np.ndarray:
+        """``[mean | std]`` of every row: (rows, 2t), features in sub-blocks."""
+        from ..linalg._evidence import predictive_variance
+
+        t = self.linear.W.shape[1]
+        out = np.empty((X.shape[0], 2 * t))
+        for start, stop, Z in feature_sub_blocks(X, self.linear.fmap, self.linear.max_block_bytes):
+            out[start:stop, :t] = Z @ self.linear.W
+            var = predictive_variance(Z, self.mean, self.factor, self.noise_variance, self.inv_weight,
+                                      observation=self.observation)
+            out[start:stop, t:] = np.sqrt(var)
+        out[:, :t] += self.linear.b
+        return out
+
+
+def _mean_std_block(X, model: _PosteriorModel, block_info=None):
+    from .._validation import check_finite_rows
+
+    info = block_info[0]
+    check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
+    return model.mean_std(X)
+
+
 def _decision_block(X, model: _LinearModel, squeeze: bool, block_info=None):
     from .._validation import check_finite_rows
 
@@ -119,6 +155,11 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.standardize = standardize
         self.precision = precision
 
+    @property
+    def _evidence(self) -> bool:
+        """Whether ``cv="evidence"``: the grid is scored by the log marginal likelihood."""
+        return isinstance(self.cv, str) and self.cv == "evidence"
+
     # ---------------------------------------------------------------- validation
     def _check_params(self):
         from ..linalg._solve import check_alpha
@@ -132,6 +173,21 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                     "alphas and set alpha for a single fit."
                 )
             K, alphas = 1, None
+        elif isinstance(self.cv, str) and self.cv == "evidence":
+            # one pass without folds; the grid is scored by the log evidence (ALGORITHMS 3.11)
+            if self.solver == "pcg" or self.sampling is not None:
+                what = "solver='pcg'" if self.solver == "pcg" else f"sampling={self.sampling!r}"
+                raise InvalidParameterError(
+                    f"cv='evidence' is not available with {what}: the evidence needs the Gram's "
+                    "eigendecomposition (use cv=K, or solver='cholesky' without sampling)."
+                )
+            if self._labels_mode:
+                raise InvalidParameterError(
+                    "cv='evidence' is a regression criterion (a Gaussian likelihood of y); a "
+                    "classifier chooses alpha by cv=K."
+                )
+            K = 1
+            alphas = None if self.alphas is None else check_alphas(self.alphas)
         else:
             K = check_int(self.cv, "cv", minimum=2, allow_none=True)
             alphas = None if self.alphas is None else check_alphas(self.alphas)  # None: default grid
@@ -160,7 +216,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             )
         _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
-        gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=K, sampling=self.sampling)
+        gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=2 if self._evidence else K,
+                              sampling=self.sampling)
         Xd, yd = as_row_chunked(
             X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
         )
@@ -181,6 +238,10 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         solver = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         targets_fn = self._targets_fn()
+        if solver == "pcg" and self._evidence:
+            raise InvalidParameterError(
+                "cv='evidence' needs the Gram path, but the Gram does not fit in memory here (solver='auto' "
+                "chose 'pcg'): lower n_components, or choose alpha by cv=K with solver='pcg'.")
         if solver == "pcg":  # matrix-free: one streamed pass per CG iteration
             fit = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas, targets_fn)
         else:
@@ -210,6 +271,14 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         )
         optional = dict(cv_results_=fit.cv_results, best_score_=fit.best_score, solver_info_=fit.solver_info,
                         classes_=fit.classes)
+        if fit.posterior is not None:  # the regressor's Gram paths (ALGORITHMS 3.11)
+            post = fit.posterior
+            s2 = np.asarray(post["noise_variance"], dtype=np.float64)
+            optional.update(
+                noise_variance_=float(s2[0]) if y_ndim == 1 else s2,
+                log_marginal_likelihood_=float(post["log_marginal_likelihood"]),
+                posterior_={"factor": post["factor"], "mean": post["mean"], "inv_weight": float(post["inv_weight"])},
+            )
         state.update({k: v for k, v in optional.items() if v is not None})
         replace_fitted_state(self, state)
 
@@ -281,8 +350,10 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     alphas : array-like of float, default=None
         Grid (each ``>= 0``) scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
         error rather than a silent choice of folds).
-    cv : int, default=None
-        Number of folds K of the one-pass cross-validation. With ``cv`` and no ``alphas``
+    cv : int or "evidence", default=None
+        ``"evidence"`` (regression, Gram path): choose (gamma, alpha) by the log marginal
+        likelihood instead (ALGORITHMS.md 3.11; one eigendecomposition per gamma, no fold
+        statistics). An int: the number of folds K of the one-pass cross-validation. With ``cv`` and no ``alphas``
         the default grid ``s * 10**(-7, ..., 1)`` is scored, ``s`` the mean diagonal of the
         (centred) Gram (docs/ALGORITHMS.md 3.6; ``alpha`` is then not used; before issue 13
         the grid was ``[alpha]``). A chosen alpha on the edge of its grid warns
@@ -401,6 +472,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Estimated relative change of the coefficients from that rounding, ``eps (||G||_F
         / alpha_ + 20)`` (an upper estimate, measured 1.3x to 8,500x above the actual
         change; ``nan`` with ``solver="pcg"``).
+    noise_variance_ : float or ndarray of shape (n_targets,)
+        Gram path only: the noise variance ``s^2`` of the Bayesian reading at ``alpha_``
+        (profiled at its maximum, ALGORITHMS.md 3.11), used by ``predict(return_std=...)``.
+    log_marginal_likelihood_ : float
+        Gram path only: the log evidence at ``alpha_`` (and ``gamma_``), summed over targets.
+    posterior_ : dict
+        Gram path only: ``factor`` (the lower Cholesky factor of ``G_c + alpha_ I``),
+        ``mean`` (feature means) and ``inv_weight`` (``1 / W``), what the std needs.
 
     Notes
     -----
@@ -457,13 +536,65 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             coef, b = np.ascontiguousarray(beta.T), intercept
         return coef, (b if self.fit_intercept else 0.0)  # 0.0: as scikit-learn's Ridge
 
-    def predict(self, X):
+    def predict(self, X, return_std=False):
         """Predictions: numpy (computed block by block) or a lazy dask array for dask/zarr X.
 
         Shape (n,) for a model fitted on 1-D y, else (n, n_targets).
+
+        Parameters
+        ----------
+        X : array-like, dask or zarr array of shape (n, n_features_in_)
+        return_std : bool or "latent", default=False
+            Also return the predictive standard deviation, as scikit-learn's
+            ``GaussianProcessRegressor.predict(X, return_std=True)``: the model read as
+            Bayesian linear regression on the features (``w ~ N(0, (s^2 / alpha_) I)``,
+            noise ``N(0, s^2)``, a flat prior on the intercept; docs/ALGORITHMS.md 3.11),
+            ``s^2 = noise_variance_``. ``True``: the std of a new observation (the noise
+            included); ``"latent"``: of the latent function ``f(x)`` (without the noise).
+            Available after a fit on the Gram path (``solver`` "cholesky"/"eigh", also with
+            ``sampling``); not after ``solver="pcg"`` (no p x p factor exists), nor for a
+            model loaded from a file saved without ``posterior_``.
+
+        Returns
+        -------
+        y_pred : ndarray or dask array
+        y_std : ndarray or dask array, same shape (only with ``return_std``)
         """
         check_is_fitted(self, "coef_")
-        return self._decision(X, squeeze=np.ndim(self.coef_) == 1)
+        squeeze = np.ndim(self.coef_) == 1
+        if return_std is False:
+            return self._decision(X, squeeze=squeeze)
+        if return_std not in (True, "latent"):
+            raise InvalidParameterError(f"return_std must be False, True or 'latent', got {return_std!r}")
+        post = getattr(self, "posterior_", None)
+        if post is None:
+            why = ("it was fitted with solver='pcg', which forms no p x p factor of the posterior"
+                   if getattr(self, "solver_", None) == "pcg" else
+                   "the fit found no positive noise variance at alpha_, or the model was loaded from a file without it")
+            raise InvalidParameterError(
+                f"predict(return_std=...) needs the posterior factor, which this model lacks: {why}. Refit with "
+                "solver='cholesky' (the Gram path) to get predictive standard deviations.")
+        _refuse_sparse(X)
+        Xv = check_input(X, name="X")
+        check_n_features(Xv.shape, self.n_features_in_, estimator=self)
+        model = _PosteriorModel(self._model(), post["factor"], post["mean"], float(post["inv_weight"]),
+                                np.atleast_1d(np.asarray(self.noise_variance_, dtype=np.float64)), return_std is True)
+        t = model.linear.W.shape[1]
+        if not is_dask(Xv):
+            both = model.mean_std(Xv)
+        else:
+            import dask
+
+            from dask.base import tokenize
+
+            model_d = dask.delayed(model, pure=True)
+            both = Xv.map_blocks(
+                _mean_std_block, model_d, dtype=np.float64, chunks=(Xv.chunks[0], (2 * t,)),
+                meta=np.empty((0, 0), dtype=np.float64),
+                name=f"dkrr-mean-std-{tokenize(_mean_std_block, model_d.key, Xv.name)}",
+            )
+        mean, std = both[:, :t], both[:, t:]
+        return (mean[:, 0], std[:, 0]) if squeeze else (mean, std)
 
     def score(self, X, y, sample_weight=None):
         """R^2 of the predictions (averaged uniformly over targets, as scikit-learn)."""

@@ -57,6 +57,10 @@ def _chosen(est) -> tuple[int | None, int]:
     from ..linalg._cv import select_alpha, select_gamma_alpha
 
     r = est.cv_results_
+    if "log_evidence" in r:  # cv="evidence": the first largest log evidence (gamma-major)
+        ev = np.atleast_2d(r["log_evidence"])
+        gi, ai = np.unravel_index(int(np.argmax(ev)), ev.shape)
+        return (int(gi) if "gammas" in r else None), int(ai)
     if "gammas" in r:
         gi, ai, _, _ = select_gamma_alpha(r["gammas"], r["alphas"], r["mean_mse"][:, None, :], [1.0])
         return gi, ai
@@ -195,6 +199,8 @@ def _agree_cv_results(est):
     r = est.cv_results_
     if est.cv is None:
         return "is set, but cv=None scores no grid"
+    if isinstance(est.cv, str):
+        return _agree_evidence_results(est)
     K, A = int(est.cv), r["alphas"].shape[0]
     grid = () if "gammas" not in r else (r["gammas"].shape[0],)
     want = {"fold_mse": grid + (K, A), "mean_mse": grid + (A,), "std_mse": grid + (A,), "fold_sizes": (K,)}
@@ -243,6 +249,31 @@ def _agree_cv_results(est):
     return None
 
 
+def _agree_evidence_results(est):
+    """cv="evidence": log_evidence (finite somewhere, -inf where unusable, never NaN or
+    +inf) and noise_variance over the alphas (and gammas) of the parameters."""
+    from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, check_alphas
+
+    r = est.cv_results_
+    if est.cv != "evidence":
+        return f"is stored for cv={est.cv!r}, which scores no grid"
+    A = r["alphas"].shape[0]
+    grid = () if "gammas" not in r else (r["gammas"].shape[0],)
+    if (est.gammas is not None) != bool(grid):
+        return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of gammas={est.gammas!r}"
+    ev, s2 = r["log_evidence"], r["noise_variance"]
+    if ev.shape != grid + (A,) or s2.shape[:-1] != grid + (A,):
+        return f"log_evidence {ev.shape} / noise_variance {s2.shape} do not match {A} alphas{' x %d gammas' % grid[0] if grid else ''}"
+    if est.alphas is not None:
+        if not np.array_equal(r["alphas"], check_alphas(est.alphas)):
+            return f"alphas {r['alphas'].tolist()} differ from the parameter alphas={est.alphas!r}"
+    elif A != DEFAULT_ALPHA_EXPONENTS.size or not (r["alphas"][7] > 0 and np.array_equal(r["alphas"], r["alphas"][7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
+        return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
+    if np.isnan(ev).any() or (ev == np.inf).any() or not np.isfinite(ev).any():
+        return "log_evidence must be finite for some alpha and never NaN or +inf"
+    return None
+
+
 def _agree_alpha(est):
     """With cv_results_: the alpha of the least mean_mse (ties to the larger alpha); without
     cv: the parameter alpha."""
@@ -261,6 +292,10 @@ def _agree_best_score(est):
     if "cv_results_" not in vars(est):
         return "is set without cv_results_, the scores it is the best of"
     gi, ai = _chosen(est)
+    if "log_evidence" in est.cv_results_:
+        ev = est.cv_results_["log_evidence"]
+        want = float(ev[ai] if gi is None else ev[gi, ai])
+        return None if est.best_score_ == want else f"is {est.best_score_!r}, but the largest log_evidence gives {want!r}"
     mean = est.cv_results_["mean_mse"]
     want = -float(mean[ai] if gi is None else mean[gi, ai])
     return None if est.best_score_ == want else f"is {est.best_score_!r}, but the least mean_mse of cv_results_ gives {want!r}"
@@ -371,6 +406,29 @@ def _agree_fold_seed(est):
     return None if 0 <= est.fold_seed_ < 2**63 - 1 else f"is {est.fold_seed_}, outside the range 0 <= seed < 2**63 - 1 it is drawn from"
 
 
+def _agree_noise_variance(est) -> str | None:
+    """One positive noise variance per target (a number for 1-D coefficients)."""
+    t = 1 if np.ndim(est.coef_) == 1 else np.shape(est.coef_)[0]
+    s2 = np.atleast_1d(np.asarray(est.noise_variance_, dtype=np.float64))
+    if s2.shape != (t,) or (np.ndim(est.coef_) == 1) != (np.ndim(est.noise_variance_) == 0):
+        return f"has shape {np.shape(est.noise_variance_)}, but the coefficients have {t} target(s)"
+    return None
+
+
+def _agree_posterior(est) -> str | None:
+    """The factor is p x p lower triangular with a positive diagonal, the means p long,
+    the inverse weight 0 exactly without intercept; noise_variance_ comes with it."""
+    post, p = est.posterior_, int(est.n_output_features_)
+    L, mu = post["factor"], post["mean"]
+    if L.shape != (p, p) or mu.shape != (p,):
+        return f"holds a factor {L.shape} and means {mu.shape}, but the model has {p} features"
+    if np.any(np.triu(L, 1) != 0) or not np.all(np.diag(L) > 0) or not np.isfinite(L).all():
+        return "holds a factor that is not lower triangular with a positive diagonal"
+    if (post["inv_weight"] == 0) == bool(est.fit_intercept) or ("noise_variance_" not in vars(est)):
+        return "disagrees with fit_intercept or lacks noise_variance_"
+    return None
+
+
 #: fitted attribute -> its agreement rule, in the order they are checked (a rule may use
 #: the fields before it). Every attribute of dkrr.io._model_reader.FITTED_ATTRIBUTES has one
 #: (tests/test_model_agreement.py checks this).
@@ -393,4 +451,7 @@ AGREEMENT = {
     "precision_": _agree_precision,
     "precision_error_": _agree_precision_error,
     "fold_seed_": _agree_fold_seed,
+    "noise_variance_": _agree_noise_variance,
+    "log_marginal_likelihood_": lambda est: None if np.isfinite(est.log_marginal_likelihood_) else "is not finite",
+    "posterior_": _agree_posterior,
 }

@@ -45,6 +45,8 @@ _RIDGE = {
     "solver_": "solver", "solver_info_": "solver_info",  # the solver used; solver="pcg"
     "mean_": "columns", "scale_": "columns",  # standardize (None without it)
     "precision_": "precision", "precision_error_": "score",
+    # the regressor's Bayesian reading on the Gram path (ALGORITHMS 3.11); absent after pcg
+    "noise_variance_": "noise", "log_marginal_likelihood_": "score", "posterior_": "posterior",
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -55,7 +57,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
 _OPTIONAL = {"solver_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_",
-             "precision_", "precision_error_"}
+             "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_", "posterior_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -307,6 +309,26 @@ class _Reader:
     def _f_columns(self, v, where):
         return None if v is None else self.array(v, where, ndim=(1,))
 
+    def _f_noise(self, v, where):
+        if isinstance(v, dict):
+            arr = self.array(v, where, ndim=(1,))
+            if arr.dtype.kind != "f" or not (arr > 0).all():
+                raise self.bad(where, "must hold positive float noise variances")
+            return arr
+        if not _is_real(v) or not math.isfinite(v) or v <= 0:
+            raise self.bad(where, f"must be a positive finite real number or a float array, got {v!r}")
+        return v
+
+    def _f_posterior(self, v, where):
+        if not isinstance(v, dict) or set(v) != {"factor", "mean", "inv_weight"}:
+            raise self.bad(where, "must be the posterior record with exactly the keys ['factor', 'inv_weight', 'mean']")
+        factor = self.array(v["factor"], f"{where}.factor", ndim=(2,))
+        mean = self.array(v["mean"], f"{where}.mean", ndim=(1,))
+        w = v["inv_weight"]
+        if not _is_real(w) or not math.isfinite(w) or w < 0:
+            raise self.bad(f"{where}.inv_weight", f"must be a finite real number >= 0, got {w!r}")
+        return {"factor": factor, "mean": mean, "inv_weight": float(w)}
+
     def _f_solver(self, v, where):
         if v not in ("cholesky", "eigh", "pcg"):
             raise self.bad(where, f"must be 'cholesky', 'eigh' or 'pcg', got {v!r}")
@@ -338,6 +360,13 @@ class _Reader:
         return v
 
     def _f_cv_results(self, v, where):
+        if isinstance(v, dict) and "log_evidence" in v:  # cv="evidence"
+            keys = ("alphas", "log_evidence", "noise_variance") + (("gammas",) if "gammas" in v else ())
+            if set(v) != set(keys):
+                raise self.bad(where, f"must have exactly the keys {list(keys)} (cv='evidence')")
+            g = int("gammas" in v)
+            dims = {"alphas": (1,), "log_evidence": (1 + g,), "noise_variance": (2 + g,), "gammas": (1,)}
+            return {k: self.array(v[k], f"{where}.{k}", ndim=dims[k], finite=False) for k in keys}
         # a gamma grid adds "gammas" and a leading gamma axis to the MSE arrays
         keys = _CV_KEYS + ("gammas",) if isinstance(v, dict) and "gammas" in v else _CV_KEYS
         if not isinstance(v, dict) or set(v) != set(keys):

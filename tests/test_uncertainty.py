@@ -1,0 +1,131 @@
+"""Predictive uncertainty and evidence-based selection of RandomFeatureRidge (issue 27):
+the std against the closed form on the model's own features, dask = numpy, model files,
+cv="evidence" against a brute-force choice, clear refusals."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.stats import multivariate_normal
+
+from dkrr import RandomFeatureRidge
+from dkrr.errors import InvalidParameterError
+
+
+def _data(n=300, d=3, seed=0, t=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    f = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2
+    y = f + 0.3 * rng.normal(size=n) + 4.0
+    if t:
+        y = np.column_stack([y, np.cos(X[:, 2]) + 0.1 * rng.normal(size=n)])
+    return X, y
+
+
+def _closed_form(est, X, y, Xt):
+    """The predictive std recomputed from the model's own features (numpy, float64)."""
+    Z, Zt = est.feature_map_.transform(X), est.feature_map_.transform(Xt)
+    mu = Z.mean(0)
+    Zc, yc = Z - mu, y - y.mean(0)
+    A = Zc.T @ Zc + est.alpha_ * np.eye(Z.shape[1])
+    beta = np.linalg.solve(A, Zc.T @ yc)
+    s2 = ((yc - Zc @ beta) ** 2).sum(0) + est.alpha_ * (beta**2).sum(0)
+    s2 = s2 / (len(y) - 1)
+    D = Zt - mu
+    quad = np.einsum("ij,ij->i", D, np.linalg.solve(A, D.T).T) + 1.0 / len(y)
+    return s2, np.sqrt(np.multiply.outer(quad, np.atleast_1d(s2)) + np.atleast_1d(s2)), np.sqrt(np.multiply.outer(quad, np.atleast_1d(s2)))
+
+
+def test_std_equals_the_closed_form_on_the_models_own_features():
+    X, y = _data()
+    Xt = np.random.default_rng(7).normal(size=(40, 3))
+    est = RandomFeatureRidge(n_components=40, gamma=0.5, alpha=0.3, random_state=0).fit(X, y)
+    mean, std = est.predict(Xt, return_std=True)
+    _, latent = est.predict(Xt, return_std="latent")
+    s2, want, want_latent = _closed_form(est, X, y, Xt)
+    np.testing.assert_allclose(est.noise_variance_, s2, rtol=1e-8)
+    np.testing.assert_allclose(std, want[:, 0], rtol=1e-8)
+    np.testing.assert_allclose(latent, want_latent[:, 0], rtol=1e-8)
+    np.testing.assert_allclose(mean, est.predict(Xt), rtol=1e-12)
+    assert std.shape == mean.shape == (40,)
+
+
+def test_multi_target_dask_input_and_chunking_agree_with_numpy():
+    X, y = _data(t=2)
+    Xt = np.random.default_rng(8).normal(size=(50, 3))
+    est = RandomFeatureRidge(n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(X, y)
+    mean, std = est.predict(Xt, return_std=True)
+    assert std.shape == (50, 2) and np.shape(est.noise_variance_) == (2,)
+    _, want, _ = _closed_form(est, X, y, Xt)
+    np.testing.assert_allclose(std, want, rtol=1e-8)
+    for chunks in (7, 25):
+        dm, ds = est.predict(da.from_array(Xt, chunks=(chunks, 3)), return_std=True)
+        assert isinstance(ds, da.Array) and isinstance(dm, da.Array)
+        np.testing.assert_allclose(ds.compute(), std, rtol=1e-12)
+        np.testing.assert_allclose(dm.compute(), mean, rtol=1e-12)
+    # the same model on the same input shares its tasks (tokenized keys)
+    Xd = da.from_array(Xt, chunks=(10, 3))
+    assert est.predict(Xd, return_std=True)[1].name == est.predict(Xd, return_std=True)[1].name
+    # a dask fit gives the same posterior as the numpy fit
+    est_d = RandomFeatureRidge(n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(
+        da.from_array(X, chunks=(70, 3)), da.from_array(y, chunks=(70, 2)))
+    np.testing.assert_allclose(est_d.predict(Xt, return_std=True)[1], std, rtol=1e-8)
+
+
+def test_log_marginal_likelihood_is_the_gaussian_density_of_the_contrasts():
+    X, y = _data(n=120)
+    est = RandomFeatureRidge(n_components=20, gamma=0.5, alpha=0.7, random_state=2).fit(X, y)
+    Z = est.feature_map_.transform(X)
+    Zc = Z - Z.mean(0)
+    n = len(y)
+    Q = scipy.linalg.null_space(np.ones((1, n)))
+    K = est.noise_variance_ * (np.eye(n - 1) + Q.T @ Zc @ Zc.T @ Q / est.alpha_)
+    ref = multivariate_normal(np.zeros(n - 1), K).logpdf(Q.T @ y)
+    np.testing.assert_allclose(est.log_marginal_likelihood_, ref, rtol=1e-9)
+
+
+def test_cv_evidence_chooses_the_largest_evidence_of_the_grid():
+    X, y = _data(n=400)
+    alphas = [1e-5, 1e-3, 1e-1, 1.0, 10.0, 100.0]
+    gammas = [0.005, 0.02, 0.05, 0.2, 0.8]
+    est = RandomFeatureRidge(n_components=30, gamma=0.5, cv="evidence", alphas=alphas, gammas=gammas,
+                             random_state=3).fit(X, y)
+    r = est.cv_results_
+    assert r["log_evidence"].shape == (5, 6) and r["noise_variance"].shape == (5, 6, 1)
+    # brute force: refit every (gamma, alpha) without selection and read its evidence
+    best = max(((RandomFeatureRidge(n_components=30, gamma=g, alpha=a, random_state=3).fit(X, y)
+                 .log_marginal_likelihood_, g, a) for g in gammas for a in alphas))
+    assert (est.gamma_, est.alpha_) == (best[1], best[2])
+    np.testing.assert_allclose(est.best_score_, best[0], rtol=1e-9)
+    np.testing.assert_allclose(est.log_marginal_likelihood_, best[0], rtol=1e-9)
+    gi, ai = gammas.index(est.gamma_), alphas.index(est.alpha_)
+    np.testing.assert_allclose(r["log_evidence"][gi, ai], best[0], rtol=1e-9)
+
+
+def test_model_files_keep_the_posterior(tmp_path):
+    from dkrr.io._model import load_model, save_model
+
+    X, y = _data()
+    Xt = np.random.default_rng(9).normal(size=(20, 3))
+    for params in (dict(alpha=0.3), dict(cv="evidence", gammas="auto", gamma="median")):
+        est = RandomFeatureRidge(n_components=20, random_state=4, **params).fit(X, y)
+        path = save_model(est, tmp_path / f"m{len(params)}.model")
+        back = load_model(path)
+        for a, b in zip(est.predict(Xt, return_std=True), back.predict(Xt, return_std=True)):
+            np.testing.assert_array_equal(a, b)
+        assert back.log_marginal_likelihood_ == est.log_marginal_likelihood_
+
+
+def test_refusals_name_the_reason():
+    X, y = _data(n=200)
+    pcg = RandomFeatureRidge(n_components=20, alpha=1.0, solver="pcg", random_state=0).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="solver='pcg'"):
+        pcg.predict(X[:5], return_std=True)
+    with pytest.raises(InvalidParameterError, match="cv='evidence'"):
+        RandomFeatureRidge(n_components=20, cv="evidence", solver="pcg").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="return_std"):
+        RandomFeatureRidge(n_components=20).fit(X, y).predict(X[:3], return_std="yes")
+    from dkrr import RandomFeatureRidgeClassifier
+
+    with pytest.raises(InvalidParameterError, match="regression criterion"):
+        RandomFeatureRidgeClassifier(n_components=20, cv="evidence").fit(X, y > 4)
