@@ -184,6 +184,11 @@ CASES = {
     "evidence_alpha_not_the_chosen": ("evidence", _other_alpha, "alpha_"),
     "evidence_log_evidence_nan": ("evidence", _array("cv_results_", "log_evidence", fn=lambda e: e * np.nan),
                                   "cv_results_"),
+    # why the solver was chosen: the sentence of solver_ and the parameter solver
+    "solver_reason_other_choice": ("clf", _value("solver_reason_", fn=lambda r: r.replace("'cholesky'", "'pcg'")),
+                                   "solver_reason_"),
+    "solver_reason_not_asked": ("pcg", _value("solver_reason_", fn=lambda r: r.replace("'pcg'", "'eigh'")),
+                                "solver_reason_"),
 }
 
 @pytest.mark.parametrize("name", sorted(CASES))

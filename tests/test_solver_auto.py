@@ -3,6 +3,8 @@ pcg_persist (X kept in memory across the CG passes when it fits): ALGORITHMS.md 
 
 from __future__ import annotations
 
+import re
+
 import dask
 import dask.array as da
 import numpy as np
@@ -35,15 +37,15 @@ def test_auto_chooses_by_the_gram_paths_estimate():
     X, y = _dask()
     est = RandomFeatureRidge(method="rff", n_components=2048)
     args = (est, X, y, None, 1, 1.0, None, None)
-    assert choose_solver(*args, limits=(None, 8 * GiB)) == "cholesky"  # threaded: this machine's memory
-    assert choose_solver(*args, limits=(None, 256 * MiB)) == "pcg"
-    assert choose_solver(*args, limits=(4 * GiB, 8 * GiB)) == "cholesky"  # a Client: the worker limit
-    assert choose_solver(*args, limits=(256 * MiB, 8 * GiB)) == "pcg"
+    assert choose_solver(*args, limits=(None, 8 * GiB)).solver == "cholesky"  # threaded: this machine's memory
+    assert choose_solver(*args, limits=(None, 256 * MiB)).solver == "pcg"
+    assert choose_solver(*args, limits=(4 * GiB, 8 * GiB)).solver == "cholesky"  # a Client: the worker limit
+    assert choose_solver(*args, limits=(256 * MiB, 8 * GiB)).solver == "pcg"
     with pytest.raises(MemoryBudgetError, match=r"also tried the matrix-free solver='pcg', which does not fit"):
         choose_solver(*args, limits=(None, 1 * MiB))
     # the Gram solvers asked for by name keep the Gram path and name pcg as the fix
     est.set_params(solver="eigh")
-    assert choose_solver(*args, limits=(None, 8 * GiB)) == "eigh"
+    assert choose_solver(*args, limits=(None, 8 * GiB)).solver == "eigh"
     with pytest.raises(MemoryBudgetError, match=r"Or use solver='pcg' \(matrix-free"):
         choose_solver(*args, limits=(None, 256 * MiB))
     # options pcg does not support keep "auto" on the Gram path, and the error says why
@@ -53,6 +55,58 @@ def test_auto_chooses_by_the_gram_paths_estimate():
     est.set_params(sampling=None)
     with pytest.raises(MemoryBudgetError, match=r"could not switch.*alpha = 0"):
         choose_solver(est, X, y, None, 3, 1.0, np.array([0.0, 1.0]), None, limits=(None, 256 * MiB))
+
+
+def test_the_choice_says_why_with_the_numbers():
+    """solver_reason_: the Gram path's estimate (and pcg's when "auto" switched) against
+    each limit and where the limit comes from."""
+    X, y = _dask()
+    est = RandomFeatureRidge(method="rff", n_components=2048)
+    args = (est, X, y, None, 1, 1.0, None, None)
+    gram = r"the Gram path \(p = 4096 features\) needs about [\d.]+ MiB"
+    choice = choose_solver(*args, limits=(None, 8 * GiB))
+    assert re.fullmatch(rf"solver='auto' chose 'cholesky': {gram} in all, within the available memory of this "
+                        r"machine \(8\.00 GiB\)", choice.reason), choice.reason
+    choice = choose_solver(*args, limits=(256 * MiB, 8 * GiB))
+    assert re.fullmatch(rf"solver='auto' chose 'pcg': {gram} per worker, more than the memory limit of a Dask "
+                        rf"worker \(256 MiB\) and [\d.]+ MiB on the client, within the available memory of this "
+                        r"machine \(8\.00 GiB\); the matrix-free pcg \(p = 4096 features\) needs about [\d.]+ MiB "
+                        r"per worker, within the memory limit of a Dask worker \(256 MiB\) and [\d.]+ \w+ on the "
+                        r"client, within the available memory of this machine \(8\.00 GiB\)", choice.reason), choice.reason
+    est.set_params(solver="eigh")
+    assert re.fullmatch(rf"solver='eigh' was asked for; {gram} in all, within the available memory of this machine "
+                        r"\(8\.00 GiB\)", choose_solver(*args, limits=(None, 8 * GiB)).reason)
+    est.set_params(solver="pcg")
+    assert choose_solver(*args, limits=(None, 1 * MiB)) == (
+        "pcg", "solver='pcg' was asked for (matrix-free CG: no p x p Gram is formed)")
+
+
+def test_solver_reason_is_fitted_saved_and_checked(tmp_path):
+    import json
+    import shutil
+
+    from dkrr.errors import ModelFormatError
+
+    X, y = _data()
+    est = RandomFeatureRidge(method="rff", n_components=32, alpha=1.0, random_state=0).fit(X, y)
+    assert re.fullmatch(r"solver='auto' chose 'cholesky': the Gram path \(p = 64 features\) needs about [\d.]+ "
+                        r"\w+ in all, within .+ \([\d.]+ \w+\)", est.solver_reason_), est.solver_reason_
+    save_model(est, tmp_path / "m")
+    assert load_model(tmp_path / "m").solver_reason_ == est.solver_reason_
+    for bad, error in [("solver='auto' chose 'pcg': trust me", "disagrees"),
+                       ("\x1b[2J" + est.solver_reason_, "must be a sentence"), ("x" * 2001, "must be a sentence"),
+                       (42, "must be a sentence")]:
+        d = shutil.copytree(tmp_path / "m", tmp_path / "bad", dirs_exist_ok=True)
+        doc = json.loads((d / "model.json").read_text())
+        doc["estimator"]["__estimator__"]["fitted"]["solver_reason_"] = bad
+        (d / "model.json").write_text(json.dumps(doc))
+        with pytest.raises(ModelFormatError, match=rf"model\.solver_reason_ .*{error}"):
+            load_model(d)
+    # a file saved before solver_reason_ existed loads without it
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    del doc["estimator"]["__estimator__"]["fitted"]["solver_reason_"]
+    (tmp_path / "bad" / "model.json").write_text(json.dumps(doc))
+    assert not hasattr(load_model(tmp_path / "bad"), "solver_reason_")
 
 
 @pytest.mark.cluster
@@ -69,6 +123,9 @@ def test_auto_switches_to_pcg_on_a_worker_memory_limit(local_cluster, tmp_path):
     assert big.solver_ == "pcg" and big.solver_info_["converged"] and big.n_output_features_ == 16384
     assert big.solver_info_["persisted"]  # 13 KiB of X: kept on the workers across the passes
     assert small.solver_ == "cholesky" and not hasattr(small, "solver_info_")
+    # the reasons quote the workers' 1 GiB limit
+    assert "more than the memory limit of a Dask worker (1.00 GiB)" in big.solver_reason_
+    assert "per worker, within the memory limit of a Dask worker (1.00 GiB)" in small.solver_reason_
     # the same model as asking for pcg on the threaded scheduler
     with dask.config.set(scheduler="threads"):
         ref = RandomFeatureRidge(n_components=8192, tol=1e-8, solver="pcg", **kw).fit(X, y)
@@ -76,6 +133,7 @@ def test_auto_switches_to_pcg_on_a_worker_memory_limit(local_cluster, tmp_path):
     save_model(big, tmp_path / "m")
     back = load_model(tmp_path / "m")
     assert back.solver_ == "pcg" and back.solver_info_["persisted"] is True
+    assert back.solver_reason_ == big.solver_reason_
 
 
 def test_data_fits_in_memory_rule():

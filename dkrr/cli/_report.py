@@ -119,7 +119,8 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
 
 
 def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str = "±") -> list[str]:
-    """What ``dkrr fit`` prints: the CV table and the choice (with ``cv``), the model."""
+    """What ``dkrr fit`` prints: the CV table and the choice (with ``cv``), why the solver
+    was chosen (``solver_reason_``), the model."""
     gamma = gamma_used(est)
     chosen = f"alpha_ = {significant(est.alpha_)}"
     if gamma is not None:
@@ -142,6 +143,9 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
     if getattr(est, "standardize", False):
         what += ", standardized X"
     what += f", {solver_text(est)}"
+    reason = getattr(est, "solver_reason_", None)
+    if reason is not None:
+        lines.append(reason)
     lines.append(f"wrote {out} ({what}; {n_rows:,} rows x {n_features} features; "
                  f"fit {seconds:.1f} s)")
     return lines
@@ -179,7 +183,8 @@ def fit_json(est, *, out, n_rows: int, n_features: int, seconds: float) -> dict:
     array of ``cv_results_`` at full precision."""
     doc = {"model": str(out), "estimator": type(est).__name__, "fit_seconds": round(seconds, 3),
            "n_rows": int(n_rows), "n_features": int(n_features), "alpha": float(est.alpha_),
-           "gamma": gamma_used(est), "solver": getattr(est, "solver_", None) or est.solver}
+           "gamma": gamma_used(est), "solver": getattr(est, "solver_", None) or est.solver,
+           "solver_reason": getattr(est, "solver_reason_", None)}
     results = getattr(est, "cv_results_", None)
     if results is not None:
         doc["cv_error"] = error_name(est)

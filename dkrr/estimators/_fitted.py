@@ -36,6 +36,9 @@ class RidgeFit:
         The penalty and the gaussian width of the final fit (chosen by CV with ``cv``).
     fold_seed : int
     solver : {"cholesky", "eigh", "pcg"}
+    solver_reason : str or None
+        Why (:func:`~dkrr.estimators._solver.choose_solver`), set by the estimator once the
+        path returned.
     precision : {"float64", "float32"}
     precision_error : float
         ``nan`` for ``solver="pcg"``.
@@ -69,6 +72,7 @@ class RidgeFit:
     solver_info: dict | None = None
     classes: np.ndarray | None = None
     posterior: dict | None = None
+    solver_reason: str | None = None
 
 
 class PlusMinusTargets:

@@ -236,7 +236,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         if relative:
             gammas = AUTO_GAMMA_FACTORS
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
-        solver = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
+        solver, solver_reason = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         targets_fn = self._targets_fn()
         if solver == "pcg" and self._evidence:
             raise InvalidParameterError(
@@ -246,7 +246,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             fit = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas, targets_fn)
         else:
             fit = fit_statistics_path(self, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn)
-        return dataclasses.replace(fit, intercept=fit.intercept + shift)
+        return dataclasses.replace(fit, intercept=fit.intercept + shift, solver_reason=solver_reason)
 
     def _targets_fn(self):
         """What turns the pass's statistics into those of the fitted targets (None: y itself)."""
@@ -270,7 +270,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             precision_=fit.precision, precision_error_=fit.precision_error,
         )
         optional = dict(cv_results_=fit.cv_results, best_score_=fit.best_score, solver_info_=fit.solver_info,
-                        classes_=fit.classes)
+                        classes_=fit.classes, solver_reason_=fit.solver_reason)
         if fit.posterior is not None:  # the regressor's Gram paths (ALGORITHMS 3.11)
             post = fit.posterior
             s2 = np.asarray(post["noise_variance"], dtype=np.float64)
@@ -380,8 +380,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         fold for the whole grid). ``"pcg"``: matrix-free preconditioned CG, one pass per
         iteration, no p x p array; with ``cv`` every (fold, alpha) system shares each pass
         (fold-masked matvecs, ALGORITHMS.md 3.9). ``"auto"``: Cholesky when the Gram path's
-        memory estimate fits the workers' and this machine's memory, else ``"pcg"``
-        (``solver_`` says which).
+        memory estimate fits the workers' and this machine's memory (the host's available
+        memory, or what this process's cgroup limit leaves when that is less), else
+        ``"pcg"`` (``solver_`` says which, ``solver_reason_`` why).
     pcg_rank, tol, max_iter, pcg_persist : int, float, int, bool or "auto", default=None, 1e-6, 200, "auto"
         ``solver="pcg"``: rank of the Nystrom preconditioner (None: ``min(256, p)``; 0: plain
         CG), relative residual to stop at, most iterations (then a ``PcgConvergenceWarning``),
@@ -463,6 +464,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Seed of the fold hash.
     solver_ : {"cholesky", "eigh", "pcg"}
         The solver used (what ``"auto"`` chose).
+    solver_reason_ : str
+        Why: a sentence with the memory estimate of the Gram path (and of PCG when
+        ``"auto"`` switched to it) against the limits and where they come from (a Dask
+        worker's ``memory_limit``, this machine's available memory or its cgroup limit),
+        e.g. ``solver='auto' chose 'cholesky': the Gram path (p = 256 features) needs about
+        3.45 MiB in all, within the available memory of this machine (21.8 GiB)``; so the
+        same fit on two machines can be explained. Saved in model files (absent from
+        files saved before it existed).
     solver_info_ : dict
         PCG only: ``n_iter``, ``converged``, ``residuals`` (iterations x systems: targets, or
         with ``cv`` (folds + 1) x alphas x targets), ``tol``, ``rank``, ``passes``, ``persisted``.

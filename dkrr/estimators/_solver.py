@@ -6,18 +6,35 @@ The decision reads the same estimates and budget as the pre-fit check
 (:func:`dkrr.linalg._memory.check_fit_memory`): the Gram path fits when its per-worker
 part fits the smallest worker's memory limit (with a distributed Client) and its client
 part this machine's available memory (without a Client, both together the available
-memory). Options the PCG path does not support keep ``"auto"`` on the Gram path, and its
-:class:`~dkrr.errors.MemoryBudgetError` then says why PCG could not be used.
+memory; "available memory" is the host's or, when less, what this process's cgroup limit
+leaves: :func:`~dkrr.linalg._memory.local_memory`). Options the PCG path does not support
+keep ``"auto"`` on the Gram path, and its :class:`~dkrr.errors.MemoryBudgetError` then says
+why PCG could not be used. :func:`choose_solver` also says why it chose (the estimator's
+``solver_reason_``), with the numbers, so that the same fit on two machines can be
+explained.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..errors import MemoryBudgetError
 from ..features._registry import resolve_method
 from ..features._rom import is_complex_rom
-from ..linalg._memory import check_fit_memory
+from ..linalg._memory import MemoryLimits, budget_checks, check_fit_memory, format_bytes, memory_limits
 
-__all__ = ["choose_solver", "gram_memory_check", "pcg_memory_check", "pcg_unavailable"]
+__all__ = ["SolverChoice", "choose_solver", "gram_memory_check", "pcg_memory_check", "pcg_unavailable"]
+
+#: limits under which an estimate is only computed, never refused
+_UNBOUNDED = MemoryLimits(None, 2**62, "no limit")
+
+
+class SolverChoice(NamedTuple):
+    """What :func:`choose_solver` decided: the ``solver`` of the fit and the ``reason`` (a
+    sentence with the memory estimate, the limit and where the limit comes from)."""
+
+    solver: str
+    reason: str
 
 
 def pcg_unavailable(est, alpha, n_folds, gammas, alphas=None) -> str | None:
@@ -62,20 +79,12 @@ def pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, *, limits=None):
     (:class:`MemoryBudgetError` naming its terms and fixes) when it cannot fit: the worker
     part against the smallest worker's memory limit and the client part against this
     machine's available memory (without a Client, the larger part against the latter)."""
-    from ..linalg._memory import available_memory, format_bytes
-
     # the estimate alone (an unbounded budget); None for parameters refused later
     estimate = check_fit_memory(Xd, yd, n_folds=n_folds, solver="pcg", pcg_rank=rank, n_alphas=n_alphas,
-                                limits=(None, 2**62), **_common(est, Xd))
+                                limits=_UNBOUNDED, **_common(est, Xd))
     if estimate is None:
         return None
-    worker_limit, local = available_memory() if limits is None else limits
-    if worker_limit is not None:
-        checks = [(estimate.worker, worker_limit, "the memory limit of a Dask worker"),
-                  (estimate.client, local, "the available memory of this machine")]
-    else:
-        checks = [(max(estimate.worker, estimate.client), local, "the available memory of this machine")]
-    for need, limit, where in checks:
+    for need, limit, where, _ in budget_checks(estimate, limits):
         if need > limit:
             p, l = estimate.p, min(rank, estimate.p)
             raise MemoryBudgetError(
@@ -90,21 +99,31 @@ def pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, *, limits=None):
     return estimate
 
 
-def choose_solver(est, Xd, yd, wd, n_folds, alpha, alphas, gammas, *, limits=None) -> str:
-    """The solver of the fit: ``est.solver``, or for ``"auto"`` ``"cholesky"`` when the
-    Gram path's estimate fits the budget (``limits`` as
-    :func:`~dkrr.linalg._memory.available_memory` returns it; asked when None), else
+def _needs(path: str, estimate, limits) -> str:
+    """``the Gram path (p = 128 features) needs about 2.10 MiB in all, within the available
+    memory of this machine (22.9 GiB)``: an estimate against each of its limits."""
+    if estimate is None:
+        return f"{path}'s memory was not estimated"
+    return (f"{path} (p = {estimate.p} features) needs about "
+            + " and ".join(check.text() for check in budget_checks(estimate, limits)))
+
+
+def choose_solver(est, Xd, yd, wd, n_folds, alpha, alphas, gammas, *, limits=None) -> SolverChoice:
+    """The solver of the fit and why: ``est.solver``, or for ``"auto"`` ``"cholesky"`` when
+    the Gram path's estimate fits the budget (``limits`` as
+    :func:`~dkrr.linalg._memory.memory_limits` takes them; asked when None), else
     ``"pcg"``. Runs the Gram path's memory check for the Gram solvers (the PCG branch
     checks its own); a refusal names what ``"pcg"`` would have needed, or why it cannot
-    be used."""
+    be used. The reason quotes the estimates against the limits and where the limits
+    come from (a worker's ``memory_limit``, the host's available memory, a cgroup)."""
     if est.solver == "pcg":
-        return "pcg"
+        return SolverChoice("pcg", "solver='pcg' was asked for (matrix-free CG: no p x p Gram is formed)")
     from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS
     from ._pcg_fit import check_pcg_params
 
+    limits = memory_limits(limits)  # asked once: the decision and its reason quote the same numbers
     try:
-        gram_memory_check(est, Xd, yd, n_folds, gammas, limits=limits)
-        return "cholesky" if est.solver == "auto" else est.solver
+        estimate = gram_memory_check(est, Xd, yd, n_folds, gammas, limits=limits)
     except MemoryBudgetError as exc:
         reason = pcg_unavailable(est, alpha, n_folds, gammas, alphas)
         if reason is not None:
@@ -118,10 +137,15 @@ def choose_solver(est, Xd, yd, wd, n_folds, alpha, alphas, gammas, *, limits=Non
         rank = check_pcg_params(est)[0]
         n_alphas = len(DEFAULT_ALPHA_EXPONENTS) if alphas is None else len(alphas)
         try:
-            pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, limits=limits)
+            pcg_estimate = pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank, limits=limits)
         except MemoryBudgetError as pcg_exc:
             raise MemoryBudgetError(
                 f"{exc} solver='auto' also tried the matrix-free solver='pcg', which does not fit either: "
                 f"{pcg_exc}"
             ) from None
-        return "pcg"
+        gram = gram_memory_check(est, Xd, yd, n_folds, gammas, limits=_UNBOUNDED)  # its numbers
+        return SolverChoice("pcg", f"solver='auto' chose 'pcg': {_needs('the Gram path', gram, limits)}; "
+                                   f"{_needs('the matrix-free pcg', pcg_estimate, limits)}")
+    if est.solver == "auto":
+        return SolverChoice("cholesky", f"solver='auto' chose 'cholesky': {_needs('the Gram path', estimate, limits)}")
+    return SolverChoice(est.solver, f"solver={est.solver!r} was asked for; {_needs('the Gram path', estimate, limits)}")

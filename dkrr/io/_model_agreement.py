@@ -329,6 +329,18 @@ def _agree_solver(est):
     return None
 
 
+def _agree_solver_reason(est):
+    """The sentence :func:`dkrr.estimators._solver.choose_solver` writes for this solver:
+    ``solver='auto' chose '<solver_>': ...`` or ``solver='<solver>' was asked for...``."""
+    if "solver_" not in vars(est):
+        return "is stored without solver_, the solver it explains"
+    s = est.solver_
+    start = f"solver='auto' chose {s!r}:" if est.solver == "auto" else f"solver={s!r} was asked for"
+    if not est.solver_reason_.startswith(start):
+        return f"does not begin with {start!r} (solver={est.solver!r}, solver_={s!r})"
+    return None
+
+
 def _agree_solver_info(est):
     """The pcg record of these parameters: tol, rank ``min(pcg_rank or 256, p)``, n_iter <=
     max_iter, passes ``n_iter + 1`` (+1 more with cv), residuals (n_iter + 1, systems) with
@@ -447,6 +459,7 @@ AGREEMENT = {
     "best_score_": _agree_best_score,
     "gamma_": _agree_gamma,
     "solver_": _agree_solver,
+    "solver_reason_": _agree_solver_reason,
     "solver_info_": _agree_solver_info,
     "precision_": _agree_precision,
     "precision_error_": _agree_precision_error,

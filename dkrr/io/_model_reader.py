@@ -33,6 +33,7 @@ _READABLE = (1, 2, 3)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8
+_MAX_REASON = 2000  # characters of solver_reason_ (written: about 300)
 _NPY_HEADER_MAX = 16 + 2**16  # magic, version, length field and the largest header numpy writes
 _TOP_KEYS = {"format", "format_version", "dkrr_version", "numpy_version", "estimator"}
 _REF_KEYS = {"__ndarray__", "sha256", "shape", "dtype"}
@@ -43,6 +44,7 @@ _RIDGE = {
     "fold_seed_": "seed", "alpha_": "alpha", "coef_": "coef", "intercept_": "intercept",
     "cv_results_": "cv_results", "best_score_": "score", "gamma_": "gamma",
     "solver_": "solver", "solver_info_": "solver_info",  # the solver used; solver="pcg"
+    "solver_reason_": "reason",  # why solver_ (a sentence; files saved before it lack it)
     "mean_": "columns", "scale_": "columns",  # standardize (None without it)
     "precision_": "precision", "precision_error_": "score",
     # the regressor's Bayesian reading on the Gram path (ALGORITHMS 3.11); absent after pcg
@@ -56,8 +58,9 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
-_OPTIONAL = {"solver_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_", "mean_", "scale_",
-             "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_", "posterior_"}
+_OPTIONAL = {"solver_", "solver_reason_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_",
+             "mean_", "scale_", "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_",
+             "posterior_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -332,6 +335,12 @@ class _Reader:
     def _f_solver(self, v, where):
         if v not in ("cholesky", "eigh", "pcg"):
             raise self.bad(where, f"must be 'cholesky', 'eigh' or 'pcg', got {v!r}")
+        return v
+
+    def _f_reason(self, v, where):
+        if not isinstance(v, str) or not 0 < len(v) <= _MAX_REASON or not v.isprintable():
+            raise self.bad(where, f"must be a sentence of at most {_MAX_REASON} printable characters, got "
+                                  f"{v if not isinstance(v, str) else v[:80]!r}")
         return v
 
     def _f_solver_info(self, v, where):

@@ -51,12 +51,20 @@ number of blocks):
 smallest Dask worker when a distributed ``Client`` is active (else with the available
 memory of this machine), and the client's part with this machine's available memory,
 and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
+
+"This machine's available memory" (:func:`local_memory`) is the smaller of psutil's
+available memory of the host and what the memory limit of this process's cgroup leaves
+(:func:`cgroup_memory`: a container's, a SLURM job's or a systemd unit's limit, cgroup v2
+or v1, the tightest level of the process's cgroup and its ancestors), so that a fit in a
+4 GiB container on a 256 GiB host is checked against the container's 4 GiB.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,13 +72,21 @@ from ..errors import MemoryBudgetError
 from ._packed import packed_length, work_length
 
 __all__ = [
+    "BudgetCheck",
+    "CGROUP_ROOT",
+    "CgroupMemory",
     "MemoryEstimate",
+    "MemoryLimits",
     "available_memory",
+    "budget_checks",
+    "cgroup_memory",
     "check_feature_map_budget",
     "check_fit_memory",
     "check_memory_budget",
     "feature_map_bytes",
     "format_bytes",
+    "local_memory",
+    "memory_limits",
     "ridge_memory_estimate",
     "statistics_bytes",
 ]
@@ -241,27 +257,221 @@ def ridge_memory_estimate(
     return best
 
 
-def available_memory() -> tuple[int | None, int]:
-    """``(worker_limit, local)``: the smallest positive ``memory_limit`` of the workers of
-    the active distributed Client (``None`` without a Client or limits), and the memory
-    available on this machine (``psutil.virtual_memory().available``)."""
+#: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
+CGROUP_ROOT = "/sys/fs/cgroup"
+#: cgroup v1 writes "no limit" as the largest page-aligned int64 (9223372036854771712)
+_CGROUP_UNLIMITED = 2**60
+#: what :func:`local_memory` calls the host's available memory in messages
+_HOST_MEMORY = "the available memory of this machine"
+
+
+@dataclasses.dataclass(frozen=True)
+class CgroupMemory:
+    """The memory limit of a cgroup (a container's, a batch job's) and what it leaves.
+
+    Attributes
+    ----------
+    version : {1, 2}
+        cgroup version of the files read.
+    limit : int
+        Bytes (``memory.max``; v1 ``memory.limit_in_bytes``).
+    usage : int
+        Bytes in use (``memory.current``; v1 ``memory.usage_in_bytes``; 0 when that file
+        cannot be read), less the inactive file cache the kernel reclaims before it would
+        refuse memory (``inactive_file`` of ``memory.stat``; v1 ``total_inactive_file``), as
+        container tools count it.
+    path : str
+        The cgroup directory whose limit this is.
+    """
+
+    version: int
+    limit: int
+    usage: int
+    path: str
+
+    @property
+    def available(self) -> int:
+        """``limit - usage`` bytes, at least 0."""
+        return max(0, self.limit - self.usage)
+
+
+class MemoryLimits(NamedTuple):
+    """What a fit's memory estimate is checked against (:func:`available_memory`).
+
+    ``worker``: the smallest ``memory_limit`` of the active Client's workers (``None``
+    without a Client or limits); ``local``: bytes available to this process
+    (:func:`local_memory`); ``local_where``: what ``local`` is, for messages.
+    """
+
+    worker: int | None
+    local: int
+    local_where: str = _HOST_MEMORY
+
+
+def _read_int(path: str) -> int | None:
+    """The integer in the file ``path``; ``None`` when it is missing, unreadable, not an
+    integer, or ``max`` (no limit)."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read(64).strip()
+        return int(text)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _inactive_file(path: str, key: str) -> int:
+    """The ``key`` line of the ``memory.stat`` file ``path`` (0 when it is not there)."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return max(0, int(value))
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass
+    return 0
+
+
+def _cgroup_paths(self_cgroup: str) -> dict[int, str]:
+    """This process's cgroup: ``{2: "/a/b"}`` (the ``0::`` line) and ``{1: ...}`` (the line
+    of v1's memory controller) from ``self_cgroup`` (``/proc/self/cgroup``'s format)."""
+    paths: dict[int, str] = {}
+    try:
+        with open(self_cgroup, encoding="utf-8") as fh:
+            lines = fh.read(1 << 16).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return paths
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            paths[2] = parts[2]
+        elif "memory" in parts[1].split(","):
+            paths[1] = parts[2]
+    return paths
+
+
+def _levels(base: str, path: str) -> list[str]:
+    """The directories of the cgroup ``path`` under ``base`` and of its ancestors, up to
+    ``base``; those that do not exist are skipped (inside a container the cgroup's own
+    directory is mounted at ``base``, and a host path is not there)."""
+    parts = [p for p in path.strip("/").split("/") if p and p not in (".", "..")]
+    dirs = [os.path.join(base, *parts[:i]) for i in range(len(parts), 0, -1)] + [base]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def cgroup_memory(root: str = CGROUP_ROOT, self_cgroup: str = "/proc/self/cgroup") -> CgroupMemory | None:
+    """The tightest cgroup memory limit over this process: of its cgroup and each ancestor,
+    v2 (``memory.max``, ``memory.current`` in ``root``) and v1 (``memory.limit_in_bytes``,
+    ``memory.usage_in_bytes`` in ``root/memory``), the level that leaves the fewest bytes.
+
+    Parameters
+    ----------
+    root : str, default=CGROUP_ROOT
+        Where the cgroup file systems are mounted.
+    self_cgroup : str, default="/proc/self/cgroup"
+        The file naming this process's cgroup (missing: only ``root`` itself is read).
+
+    Returns
+    -------
+    CgroupMemory or None
+        ``None`` when no level sets a limit (``max``, v1's unlimited value, no files: a
+        host without cgroup limits, or no cgroups at all).
+    """
+    paths = _cgroup_paths(self_cgroup)
+    found = []
+    for version, base, limit_file, usage_file, stat_key in (
+            (2, root, "memory.max", "memory.current", "inactive_file"),
+            (1, os.path.join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes",
+             "total_inactive_file")):
+        for level in _levels(base, paths.get(version, "/")):
+            limit = _read_int(os.path.join(level, limit_file))
+            if limit is None or limit <= 0 or limit >= _CGROUP_UNLIMITED:
+                continue
+            usage = _read_int(os.path.join(level, usage_file)) or 0
+            usage = max(0, usage - _inactive_file(os.path.join(level, "memory.stat"), stat_key))
+            found.append(CgroupMemory(version, limit, usage, level))
+    return min(found, key=lambda c: c.available, default=None)
+
+
+def local_memory(root: str = CGROUP_ROOT) -> tuple[int, str]:
+    """``(bytes, where)``: the memory available to this process - psutil's available
+    memory of the host, or what this process's cgroup limit leaves (:func:`cgroup_memory`
+    under ``root``) when that is less - and what it is, for messages."""
     import psutil
 
+    host = int(psutil.virtual_memory().available)
+    cgroup = cgroup_memory(root)
+    if cgroup is None or cgroup.available >= host:
+        return host, _HOST_MEMORY
+    return cgroup.available, (
+        f"the memory left under this process's cgroup v{cgroup.version} limit of "
+        f"{format_bytes(cgroup.limit)} at {cgroup.path} with {format_bytes(cgroup.usage)} in use"
+    )
+
+
+def available_memory() -> MemoryLimits:
+    """The limits a fit's estimate is checked against: the smallest positive
+    ``memory_limit`` of the workers of the active distributed Client (``None`` without a
+    Client or limits), and the memory available to this process (:func:`local_memory`)."""
     from .._progress import active_client
 
-    local = int(psutil.virtual_memory().available)
+    local, where = local_memory()
     client = active_client()
     if client is None:
-        return None, local
+        return MemoryLimits(None, local, where)
+    from .._connection import scheduler_workers
+
     try:
-        workers = client.scheduler_info(n_workers=-1)["workers"].values()
-    except TypeError:  # older distributed: no n_workers argument
-        workers = client.scheduler_info()["workers"].values()
+        workers = scheduler_workers(client)
     except Exception:  # noqa: BLE001 - an unreachable scheduler fails later, clearly
-        return None, local
+        return MemoryLimits(None, local, where)
     limits = [int(w.get("memory_limit") or 0) for w in workers]
     limits = [m for m in limits if m > 0]
-    return (min(limits) if limits else None), local
+    return MemoryLimits(min(limits) if limits else None, local, where)
+
+
+def memory_limits(limits=None) -> MemoryLimits:
+    """``limits`` as a :class:`MemoryLimits`: ``None`` asks :func:`available_memory`; a
+    ``(worker_limit, local)`` pair (tests, callers that measured them) is taken as is."""
+    if limits is None:
+        return available_memory()
+    return limits if isinstance(limits, MemoryLimits) else MemoryLimits(*limits)
+
+
+#: the worker's, the client's, or (without a Client's worker limit) the whole fit's part
+_PARTS = {"task": "per worker", "client": "on the client", "all": "in all"}
+
+
+class BudgetCheck(NamedTuple):
+    """One comparison of :func:`budget_checks`: ``need`` bytes against ``limit`` (``where``
+    names it); ``kind`` is ``"task"`` (a worker's part), ``"client"`` or ``"all"``."""
+
+    need: int
+    limit: int
+    where: str
+    kind: str
+
+    @property
+    def fits(self) -> bool:
+        return self.need <= self.limit
+
+    def text(self) -> str:
+        """``1.20 GiB per worker, within the memory limit of a Dask worker (4.00 GiB)``."""
+        return (f"{format_bytes(self.need)} {_PARTS[self.kind]}, "
+                f"{'within' if self.fits else 'more than'} {self.where} ({format_bytes(self.limit)})")
+
+
+def budget_checks(estimate: MemoryEstimate, limits=None) -> list[BudgetCheck]:
+    """What ``estimate`` is compared with: with a worker limit, the worker's part against
+    it and the client's part against this process's memory; without one, the larger part
+    against the latter (``limits`` as :func:`memory_limits` takes them)."""
+    limits = memory_limits(limits)
+    if limits.worker is not None:
+        return [BudgetCheck(estimate.worker, limits.worker, "the memory limit of a Dask worker", "task"),
+                BudgetCheck(estimate.client, limits.local, limits.local_where, "client")]
+    return [BudgetCheck(max(estimate.worker, estimate.client), limits.local, limits.local_where, "all")]
 
 
 def threads_per_worker() -> int:
@@ -314,18 +524,10 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
     split_every : int, default=None
     n_candidates : int, default=None
         With leverage sampling: the candidates of the first pass (for the message).
-    limits : (int or None, int), default=None
-        ``(worker_limit, local)`` as :func:`available_memory` returns (which is called when
-        ``None``).
+    limits : MemoryLimits or (int or None, int), default=None
+        As :func:`memory_limits` takes them (``None``: :func:`available_memory`).
     """
-    worker_limit, local = available_memory() if limits is None else limits
-    checks = []
-    if worker_limit is not None:
-        checks.append((estimate.worker, worker_limit, "the memory limit of a Dask worker", "task"))
-        checks.append((estimate.client, local, "the available memory of this machine", "client"))
-    else:
-        checks.append((max(estimate.worker, estimate.client), local, "the available memory of this machine", "all"))
-    for need, limit, where, kind in checks:
+    for need, limit, where, kind in budget_checks(estimate, limits):
         if need <= limit:
             continue
         p, K = estimate.p, int(n_folds)
@@ -370,7 +572,7 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
     ------
     MemoryBudgetError
         :func:`feature_map_bytes` exceeds the available memory (``local`` bytes, default
-        :func:`available_memory`).
+        :func:`local_memory`).
     """
     from ..features import METHODS
 
@@ -381,14 +583,15 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
     if method == "nystroem" and n_rows is not None and n_components > n_rows:
         return
     need = feature_map_bytes(method, n_features_in, n_components, displacement_rank=displacement_rank)
+    where = _HOST_MEMORY
     if local is None:
-        local = available_memory()[1]
+        local, where = local_memory()
     if need > local:
         what = "W of D x d float64" if method in _DENSE_METHODS else (
             "landmarks and D x D matrices" if method == "nystroem" else "O(D) numbers and transform caches")
         raise MemoryBudgetError(
             f"The feature map (method={method!r}, n_components={n_components}, d={n_features_in}: "
-            f"{what}) needs about {format_bytes(need)}, more than the available memory of this machine "
+            f"{what}) needs about {format_bytes(need)}, more than {where} "
             f"({format_bytes(local)}). Use a smaller n_components."
         )
 
@@ -410,8 +613,8 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
     estimated for them). ``n_gammas``: a gamma grid holds one map and one statistics
     object per gamma. ``solver="pcg"`` (rank ``pcg_rank``) has no p x p term
     (:func:`dkrr.linalg._pcg.pcg_memory_estimate`; ``n_alphas``: its CV grid). ``is_complex``:
-    complex ROM features (2 D columns). ``limits``: ``(worker_limit, local)`` in place of
-    :func:`available_memory`. Returns the :class:`MemoryEstimate` (None when not estimated).
+    complex ROM features (2 D columns). ``limits``: as :func:`memory_limits` takes them, in
+    place of :func:`available_memory`. Returns the :class:`MemoryEstimate` (None when not estimated).
     """
     if not _positive_int(n_components) or (n_candidates is not None and not _positive_int(n_candidates)):
         return

@@ -443,12 +443,11 @@ def data_fits_in_memory(nbytes: int, block_bytes: int, estimate, *, limits=None,
     limit, a worker's share ``nbytes / workers + block_bytes`` must be at most
     :data:`PERSIST_FRACTION` of ``limit - estimate.worker``; else (threaded scheduler) all
     of it must be at most that fraction of this machine's available memory less the
-    estimate. ``limits`` is ``(worker_limit, local)`` as
-    :func:`~dkrr.linalg._memory.available_memory` returns it (called when None) and
-    ``n_workers`` the Client's workers (asked when None)."""
-    from ._memory import available_memory
+    estimate. ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them (asked
+    when None) and ``n_workers`` the Client's workers (asked when None)."""
+    from ._memory import memory_limits
 
-    worker_limit, local = available_memory() if limits is None else limits
+    worker_limit, local, _ = memory_limits(limits)
     if worker_limit is not None:
         if n_workers is None:
             from .._progress import active_client
