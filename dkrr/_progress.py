@@ -5,14 +5,20 @@ cluster: :class:`distributed.diagnostics.progressbar.TextProgressBar` polls the 
 over its comm); without one, dask's local :class:`dask.diagnostics.ProgressBar` is used.
 Progress goes to stderr, so piping a command's stdout stays clean. On a terminal the bar
 redraws in place; when the stream is not a terminal (a batch job's log file, a pipe) the
-redraws become plain lines, at most one every :data:`LOG_INTERVAL` seconds plus the last,
-so a log holds a few short lines instead of one line of thousands of carriage returns.
+redraws become plain lines (:class:`LogGate`): the bar's label when it starts, then a line
+only once both :data:`LOG_STEP` percentage points of its tasks and :data:`LOG_INTERVAL`
+seconds have passed since the previous one (whichever is rarer), and its last state when
+it ends - so a bar leaves at most 11 lines in a log however long it runs, and a bar of
+less than 30 s two, instead of one line of thousands of carriage returns. The
+``DKRR_PROGRESS_INTERVAL`` environment variable (seconds, >= 0) sets another interval.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
+import os
 import re
 import sys
 import time
@@ -20,13 +26,17 @@ from typing import Any
 
 import dask
 
-__all__ = ["LOG_INTERVAL", "active_client", "compute", "compute_limited", "progress_enabled",
-           "set_progress"]
+__all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "compute",
+           "compute_limited", "log_interval", "progress_enabled", "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
-#: seconds between two progress lines when the stream is not a terminal
-LOG_INTERVAL = 10.0
+#: the least seconds between two progress lines when the stream is not a terminal
+LOG_INTERVAL = 30.0
+#: the least percentage points of the tasks between two progress lines in a log
+LOG_STEP = 10.0
+#: the environment variable that sets another :data:`LOG_INTERVAL` (seconds, >= 0)
+INTERVAL_ENV = "DKRR_PROGRESS_INTERVAL"
 
 
 def _is_terminal(stream) -> bool:
@@ -36,18 +46,78 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+def log_interval() -> float:
+    """The least seconds between two progress lines in a log: :data:`LOG_INTERVAL`, or the
+    value of the ``DKRR_PROGRESS_INTERVAL`` environment variable when it is set.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the variable is not a finite number >= 0.
+    """
+    raw = os.environ.get(INTERVAL_ENV, "").strip()
+    if not raw:
+        return LOG_INTERVAL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        from .errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"{INTERVAL_ENV}={raw!r}: the seconds between two progress lines in a log must be "
+            f"a number >= 0 (unset: {LOG_INTERVAL:g})"
+        )
+    return value
+
+
+class LogGate:
+    """When a log gets its next progress line: once both ``step`` percentage points of the
+    work and ``interval`` seconds have passed since the previous line (or the start),
+    whichever is rarer; for work of unknown size (``percent=None``) the interval alone.
+
+    Parameters
+    ----------
+    interval : float, default=None
+        Seconds (``None``: :func:`log_interval`).
+    step : float, default=LOG_STEP
+        Percentage points.
+    """
+
+    def __init__(self, interval: float | None = None, step: float = LOG_STEP):
+        self.interval = log_interval() if interval is None else float(interval)
+        self.step = float(step)
+        self._time = time.monotonic()
+        self._percent = 0.0
+
+    def due(self, percent: float | None = None) -> bool:
+        """Whether a line is due now at ``percent`` of the work (then it counts as written)."""
+        now = time.monotonic()
+        if now - self._time < self.interval:
+            return False
+        if percent is not None and percent - self._percent < self.step:
+            return False
+        self._time = now
+        if percent is not None:
+            self._percent = float(percent)
+        return True
+
+
 class _LineLog(io.TextIOBase):
     """A text stream that turns a progress bar's in-place redraws (``\\r...``) into plain
-    lines for a log: the newest state is written as one line at most every ``interval``
-    seconds, and once more when the bar is closed, each prefixed with ``label``."""
+    lines for a log, each prefixed with ``label``: the newest state when a
+    :class:`LogGate` (``interval`` seconds, ``step`` points of the bar's ``NN%``) lets it
+    through, and once more when the bar is closed."""
 
     _CLEAR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+    _PERCENT = re.compile(r"(\d+(?:\.\d+)?)% Completed")
 
-    def __init__(self, out, label: str, interval: float = LOG_INTERVAL):
-        self._out, self._label, self._interval = out, label, interval
+    def __init__(self, out, label: str, interval: float | None = None, step: float = LOG_STEP):
+        self._out, self._label = out, label
+        self._gate = LogGate(interval, step)
         self._pending = ""
         self._written = ""
-        self._last = time.monotonic()
 
     def writable(self) -> bool:
         return True
@@ -57,10 +127,10 @@ class _LineLog(io.TextIOBase):
             part = part.strip()
             if part:
                 self._pending = part
-        now = time.monotonic()
-        if self._pending and now - self._last >= self._interval:
-            self._emit()
-            self._last = now
+        if self._pending != self._written:
+            match = self._PERCENT.search(self._pending)
+            if self._gate.due(None if match is None else float(match.group(1))):
+                self._emit()
         return len(text)
 
     def _emit(self) -> None:
@@ -104,7 +174,16 @@ def _check_collections(collections) -> None:
 
 
 def set_progress(enabled: bool, stream=None) -> None:
-    """Turn progress bars on or off for every later :func:`compute` in this process."""
+    """Turn progress bars on or off for every later :func:`compute` in this process.
+
+    Raises
+    ------
+    InvalidParameterError
+        When turning them on with an invalid ``DKRR_PROGRESS_INTERVAL``
+        (:func:`log_interval`): refused before any work, not at the first bar.
+    """
+    if enabled:
+        log_interval()
     _STATE["enabled"] = bool(enabled)
     _STATE["stream"] = stream
 

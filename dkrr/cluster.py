@@ -17,7 +17,9 @@ certificates, SLURM, Kubernetes) that start the clusters :func:`connect` reaches
 
 Both context managers close what they opened when the ``with`` block ends: the client,
 and for :func:`local_cluster` the cluster; never a remote cluster. Unless ``quiet``, they
-print one line with the dashboard link.
+print one line (once, when the client opens) that names the cluster - its address, its
+workers, threads and memory limits - and the dashboard link: in a batch job's log it
+says which cluster the job used.
 """
 
 from __future__ import annotations
@@ -72,9 +74,9 @@ class ClusterOptions:
         client certificate. With :func:`local_cluster` they switch the new cluster to
         TLS, the same files then serving scheduler, workers and client.
     quiet : bool, default=False
-        Do not print the dashboard link.
+        Do not print the line naming the cluster and its dashboard link.
     stream : file-like, default=None
-        Where the dashboard link is printed (``None``: ``sys.stderr`` at call time).
+        Where that line is printed (``None``: ``sys.stderr`` at call time).
 
     Raises
     ------
@@ -159,11 +161,35 @@ def _options(options, overrides, where):
     return options, security, stream
 
 
-def _say(stream, link, what):
-    if link:
-        print(f"dkrr: {what}; Dask dashboard at {link}", file=stream, flush=True)
+def _say(stream, link, what, client):
+    """The one line that says which cluster a job uses: its address, its workers' threads
+    and memory limits, and the dashboard link (printed once, when the client is opened)."""
+    where = f"Dask dashboard at {link}" if link else "no dashboard"
+    print(f"dkrr: {what} ({_workers_summary(client)}); {where}", file=stream, flush=True)
+
+
+def _workers_summary(client) -> str:
+    """``2 worker(s), 2 thread(s) in all, memory limit 1.00 GiB per worker`` for the line
+    of :func:`_say`."""
+    from ._connection import scheduler_workers
+    from .linalg._memory import format_bytes
+
+    try:
+        workers = scheduler_workers(client)
+    except Exception:  # noqa: BLE001 - the line is informative only
+        return "workers unknown"
+    threads = sum(int(w.get("nthreads") or 0) for w in workers)
+    limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
+    if not workers:
+        memory = "no workers yet"
+    elif limits == [0]:
+        memory = "no memory limit"
+    elif len(limits) == 1:
+        memory = f"memory limit {format_bytes(limits[0])} per worker"
     else:
-        print(f"dkrr: {what}; no dashboard", file=stream, flush=True)
+        low = format_bytes(limits[0]) if limits[0] else "none"
+        memory = f"memory limits {low} to {format_bytes(limits[-1])} per worker"
+    return f"{len(workers)} worker(s), {threads} thread(s) in all, {memory}"
 
 
 def _is_main_guard(node) -> bool:
@@ -386,8 +412,7 @@ def local_cluster(options=None, **overrides):
             if options.dashboard:
                 port = client.scheduler_info()["services"].get("dashboard")
                 link = None if port is None else f"http://127.0.0.1:{port}/status"
-            what = f"started a LocalCluster with {len(cluster.workers)} worker(s) at {cluster.scheduler_address}"
-            _say(stream, link, what)
+            _say(stream, link, f"started a LocalCluster at {cluster.scheduler_address}", client)
         yield client
 
 
@@ -460,5 +485,5 @@ def connect(address_or_scheduler_file, options=None, **overrides):
     client, address = open_client(address_or_scheduler_file, security, options.timeout)
     with client:
         if not options.quiet:
-            _say(stream, _dashboard_link(client), f"connected to the scheduler at {address}")
+            _say(stream, _dashboard_link(client), f"connected to the scheduler at {address}", client)
         yield client

@@ -195,6 +195,167 @@ def test_line_log_turns_redraws_into_a_few_lines():
                                            "working: [## ] | 20% Completed"]
 
 
+class _TimedLines:
+    """A stream that records when each line was written (time.monotonic())."""
+
+    def __init__(self):
+        self.lines = []
+
+    def write(self, text):
+        self.lines += [(time.monotonic(), line) for line in text.splitlines() if line]
+
+    def flush(self):
+        pass
+
+
+def _percent(line):
+    import re
+
+    return int(re.search(r"(\d+)% Completed", line).group(1))
+
+
+def test_line_log_writes_a_line_per_step_of_the_tasks_or_per_interval_whichever_is_rarer():
+    """With no interval, a line per 10 percentage points (never per redraw); with an
+    interval, a line only once both 10 points and the interval have passed; the last state
+    always. 201 redraws 4 ms apart (0.8 s) against a 0.25 s interval."""
+    from dkrr._progress import LOG_STEP, _LineLog
+
+    def run(interval):
+        out = _TimedLines()
+        log = _LineLog(out, "working", interval=interval)
+        for i in range(201):
+            log.write(f"\r[{'#' * (i // 20):<10}] | {i // 2}% Completed | {i * 4} ms")
+            time.sleep(0.004)
+        log.close()
+        return out.lines
+
+    lines = run(0.0)
+    assert [_percent(text) for _, text in lines] == list(range(10, 101, 10))
+    lines = run(0.25)
+    pcts, times = [_percent(text) for _, text in lines], [t for t, _ in lines]
+    assert pcts[-1] == 100 and len(lines) <= 5  # 0.8 s / 0.25 s, and the last
+    for k in range(1, len(lines) - 1):  # every line but the last: both rules hold
+        assert pcts[k] - pcts[k - 1] >= LOG_STEP and times[k] - times[k - 1] >= 0.25, lines
+
+
+def test_progress_interval_variable_is_checked(monkeypatch):
+    from dkrr._progress import INTERVAL_ENV, LOG_INTERVAL, log_interval, set_progress
+    from dkrr.errors import InvalidParameterError
+
+    monkeypatch.delenv(INTERVAL_ENV, raising=False)
+    assert log_interval() == LOG_INTERVAL == 30.0
+    monkeypatch.setenv(INTERVAL_ENV, "0.5")
+    assert log_interval() == 0.5
+    for bad in ("soon", "-1", "nan", "inf"):
+        monkeypatch.setenv(INTERVAL_ENV, bad)
+        with pytest.raises(InvalidParameterError, match=rf"DKRR_PROGRESS_INTERVAL='{bad}'.*a number >= 0"):
+            set_progress(True)
+        set_progress(False)  # off: the variable is not read
+
+
+def _log_lines(path):
+    """The lines of a log file, which must be plain: no carriage return, no escape code."""
+    raw = path.read_bytes().decode()
+    assert "\r" not in raw and "\x1b" not in raw, raw
+    return raw.splitlines()
+
+
+def _bars(lines):
+    """{label: [its progress lines]} of a log: a label line is followed by 'label: [...'."""
+    bars = {}
+    for line in lines:
+        label, sep, rest = line.partition(": [")
+        if sep and label in bars:
+            bars[label].append(line)
+        elif not sep and not line.startswith("dkrr") and ":" not in line:
+            bars.setdefault(line, [])
+    return bars
+
+
+def _check_log(lines, dashboards=1):
+    """Shape of a fit's log: the cluster and dashboard line once, and each bar a label,
+    at most 10 lines more, percentages 10 points apart but the last, which is 100%."""
+    import re
+
+    cluster = [line for line in lines if line.startswith("dkrr: started a LocalCluster at ")]
+    assert len(cluster) == 1 and re.search(r"\(1 worker\(s\), 1 thread\(s\) in all, memory limit \S+ \w+ per "
+                                           r"worker\); Dask dashboard at http://127\.0\.0\.1:\d+/status$",
+                                           cluster[0]), lines
+    assert sum("Dask dashboard at" in line for line in lines) == dashboards, lines
+    bars = _bars(lines)
+    assert "accumulating ridge statistics" in bars, lines
+    for label, progress in bars.items():
+        assert 1 <= len(progress) <= 10, (label, progress)
+        pcts = [_percent(line) for line in progress]
+        assert pcts[-1] == 100 and all(b - a >= 10 for a, b in zip(pcts, pcts[1:-1])), progress
+        for line in progress:
+            assert re.fullmatch(rf"{re.escape(label)}: \[#* *\] \| \d+% Completed \| +(\d+ ?\w+ +)?[\d.]+ ?\w+", line), line
+    return bars
+
+
+def test_fit_log_in_a_file_is_a_few_plain_lines(stores, tmp_path):
+    """A batch job's view: stderr is a file. With DKRR_PROGRESS_INTERVAL=0 only the 10%
+    rule thins the bars' redraws (10 times a second): 40 blocks, each bar at most a label
+    and 10 lines; the cluster and its dashboard named once."""
+    log = tmp_path / "fit.log"
+    with open(log, "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "fit", stores / "reg.zarr", "--out", tmp_path / "m",
+                               *map(str, ["--no-cv", "--alpha", 0.1, "--n-components", 256, "--chunk-rows", 50, *CLUSTER])],
+                              stdout=subprocess.PIPE, stderr=err, text=True, timeout=180,
+                              env={**_env(), "DKRR_PROGRESS_INTERVAL": "0"})
+    assert proc.returncode == 0, log.read_text()
+    lines = _log_lines(log)
+    _check_log(lines)
+    assert len(lines) <= 1 + 2 * 11 and log.stat().st_size < 4096, lines
+    assert "solver='auto' chose 'cholesky': the Gram path (p = 512 features) needs about" in proc.stdout
+
+
+def test_bad_progress_interval_is_refused_before_the_fit(stores, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "fit", stores / "reg.zarr", "--out", tmp_path / "m"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**_env(), "DKRR_PROGRESS_INTERVAL": "often"})
+    assert proc.returncode == 1 and not (tmp_path / "m").exists()
+    assert proc.stderr.strip() == ("dkrr fit: error: DKRR_PROGRESS_INTERVAL='often': the seconds between two "
+                                   "progress lines in a log must be a number >= 0 (unset: 30)"), proc.stderr
+
+
+@pytest.mark.slow
+def test_long_fit_log_has_a_line_per_ten_percent_or_thirty_seconds(tmp_path):
+    """A fit whose pass runs for about a minute, stderr to a file, the default interval:
+    each bar writes a line only when both 10% of its tasks and 30 s have passed since its
+    previous line (checked as the lines appear), so the log stays a few hundred bytes."""
+    rng = np.random.default_rng(0)
+    n = 200_000
+    X = rng.normal(size=(n, 5))
+    np.savetxt(tmp_path / "big.csv", np.column_stack([X, X[:, 0]]), delimiter=",", fmt="%.6f")
+    dkrr("ingest", tmp_path / "big.csv", "--out", tmp_path / "big.zarr", "--chunk-rows", 5000, "-q")
+    log = tmp_path / "fit.log"
+    seen, start = [], time.monotonic()  # (seconds since the start, line) as each line appears
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", "fit", tmp_path / "big.zarr", "--out",
+                                 tmp_path / "m", *map(str, ["--no-cv", "--alpha", 1, "--n-components", 1024, *CLUSTER])],
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env())
+        try:
+            while proc.poll() is None and time.monotonic() - start < 900:
+                time.sleep(0.2)
+                now = log.read_text().splitlines()
+                seen += [(time.monotonic() - start, line) for line in now[len(seen):]]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    out = proc.stdout.read()
+    assert proc.wait() == 0, log.read_text()
+    lines = _log_lines(log)
+    seen += [(time.monotonic() - start, line) for line in lines[len(seen):]]
+    bars = _check_log(lines)
+    elapsed = time.monotonic() - start
+    for label, progress in bars.items():
+        # every line but the last: 30 s (less the 0.2 s of polling) after the previous or the label
+        when = [t for t, line in seen if line == label or line in progress[:-1]]
+        assert all(b - a >= 29.5 for a, b in zip(when, when[1:])), (label, seen)
+        assert len(progress) <= 1 + elapsed / 30, (label, progress, elapsed)
+    assert log.stat().st_size < 2048, lines
+    assert "wrote" in out
 _START_THEN_INTERRUPT = """
 import signal, sys, threading
 from dkrr.cluster import local_cluster

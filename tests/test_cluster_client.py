@@ -254,7 +254,10 @@ def test_options_object_and_overrides(certs):
         assert worker["nthreads"] == 2
         address = client.scheduler.address
     assert options.threads_per_worker == 1
-    assert f"started a LocalCluster with 1 worker(s) at {address}; no dashboard" in out.getvalue()
+    # one line names the cluster: address, workers, threads, memory limit, dashboard
+    line = out.getvalue().strip()
+    assert re.fullmatch(rf"dkrr: started a LocalCluster at {re.escape(address)} \(1 worker\(s\), 2 thread\(s\) "
+                        r"in all, memory limit \S+ \w+ per worker\); no dashboard", line), line
     # the same object serves connect(), which ignores its LocalCluster fields
     files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
     tls = options.replace(**files, quiet=True)

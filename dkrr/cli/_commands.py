@@ -90,22 +90,25 @@ def cmd_ingest(args) -> int:
     target = args.target
     if target is not None and target.lstrip("-").isdigit():
         target = int(target)
-    from .._progress import LOG_INTERVAL, _is_terminal
+    from .._progress import LogGate, _is_terminal
 
-    # on a terminal the line is redrawn in place; in a log, a plain line now and then
+    # on a terminal the line is redrawn in place (twice a second); in a log, a plain line
+    # per 10% of the input or 30 s, whichever is rarer (LogGate), and the last one
     terminal = _is_terminal(sys.stderr)
-    interval = 0.5 if terminal else LOG_INTERVAL
-    last = [time.monotonic() if not terminal else 0.0]
+    gate = None if terminal or args.quiet else LogGate()
+    last = [0.0]
 
     def progress(rows, done, total):
-        now = time.monotonic()
-        if now - last[0] >= interval or (total and done >= total):
-            last[0] = now
-            pct = f" ({100.0 * done / total:5.1f}%)" if total else ""
-            if terminal:
-                print(f"\ringest: {rows:,} rows{pct}", end="", file=sys.stderr, flush=True)
-            else:
-                print(f"ingest: {rows:,} rows{pct}", file=sys.stderr, flush=True)
+        pct = 100.0 * done / total if total else None
+        text = f"ingest: {rows:,} rows" + ("" if pct is None else f" ({pct:5.1f}%)")
+        if total and done >= total:
+            print(("\r" if terminal else "") + text, end="" if terminal else "\n", file=sys.stderr,
+                  flush=True)
+        elif terminal and time.monotonic() - last[0] >= 0.5:
+            last[0] = time.monotonic()
+            print(f"\r{text}", end="", file=sys.stderr, flush=True)
+        elif not terminal and gate.due(pct):
+            print(text, file=sys.stderr, flush=True)
 
     from ..io._kinds import zarr_replace_check
 
