@@ -17,7 +17,7 @@ from pathlib import Path
 from dkrr._scheduler_probe import check_scheme, probe_scheduler
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
-__all__ = ["local_security", "make_security", "open_client", "resolve_scheduler_address", "scheduler_workers"]
+__all__ = ["local_security", "make_security", "open_client", "resolve_scheduler_address"]
 
 _TLS_SCHEMES = ("tls://", "wss://")
 
@@ -236,12 +236,3 @@ def open_client(scheduler, security, timeout):
         ) from exc
     return client, address
 
-
-def scheduler_workers(client) -> list[dict]:
-    """The scheduler's record of each worker of ``client`` (``nthreads``, ``memory_limit``,
-    ...): every worker, where the scheduler would otherwise list only the first few."""
-    try:
-        info = client.scheduler_info(n_workers=-1)
-    except TypeError:  # older distributed: no n_workers argument, every worker listed
-        info = client.scheduler_info()
-    return list(info["workers"].values())

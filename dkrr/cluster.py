@@ -171,8 +171,7 @@ def _say(stream, link, what, client):
 def _workers_summary(client) -> str:
     """``2 worker(s), 2 thread(s) in all, memory limit 1.00 GiB per worker`` for the line
     of :func:`_say`."""
-    from ._connection import scheduler_workers
-    from .linalg._memory import format_bytes
+    from ._system import format_bytes, scheduler_workers
 
     try:
         workers = scheduler_workers(client)

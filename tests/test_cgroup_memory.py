@@ -9,8 +9,9 @@ import dask.array as da
 import psutil
 
 from dkrr import RandomFeatureRidge
+from dkrr._system import CgroupMemory, cgroup_memory, local_memory
 from dkrr.estimators._solver import choose_solver
-from dkrr.linalg._memory import CgroupMemory, MemoryLimits, cgroup_memory, local_memory
+from dkrr.linalg._memory import MemoryLimits
 
 GiB = 2**30
 MiB = 2**20

@@ -7,7 +7,7 @@ The decision reads the same estimates and budget as the pre-fit check
 part fits the smallest worker's memory limit (with a distributed Client) and its client
 part this machine's available memory (without a Client, both together the available
 memory; "available memory" is the host's or, when less, what this process's cgroup limit
-leaves: :func:`~dkrr.linalg._memory.local_memory`). Options the PCG path does not support
+leaves: :func:`dkrr._system.local_memory`). Options the PCG path does not support
 keep ``"auto"`` on the Gram path, and its :class:`~dkrr.errors.MemoryBudgetError` then says
 why PCG could not be used. :func:`choose_solver` also says why it chose (the estimator's
 ``solver_reason_``), with the numbers, so that the same fit on two machines can be

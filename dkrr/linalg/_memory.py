@@ -52,9 +52,9 @@ smallest Dask worker when a distributed ``Client`` is active (else with the avai
 memory of this machine), and the client's part with this machine's available memory,
 and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
 
-"This machine's available memory" (:func:`local_memory`) is the smaller of psutil's
+"This machine's available memory" (:func:`dkrr._system.local_memory`) is the smaller of psutil's
 available memory of the host and what the memory limit of this process's cgroup leaves
-(:func:`cgroup_memory`: a container's, a SLURM job's or a systemd unit's limit, cgroup v2
+(:func:`dkrr._system.cgroup_memory`: a container's, a SLURM job's or a systemd unit's limit, cgroup v2
 or v1, the tightest level of the process's cgroup and its ancestors), so that a fit in a
 4 GiB container on a 256 GiB host is checked against the container's 4 GiB.
 """
@@ -63,23 +63,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from typing import NamedTuple
 
 import numpy as np
 
+from .._system import HOST_MEMORY, format_bytes, local_memory
 from ..errors import MemoryBudgetError
 from ._packed import packed_length, work_length
 
 __all__ = [
     "BudgetCheck",
-    "CGROUP_ROOT",
-    "CgroupMemory",
     "MemoryEstimate",
     "MemoryLimits",
     "available_memory",
     "budget_checks",
-    "cgroup_memory",
     "check_feature_map_budget",
     "check_fit_memory",
     "check_memory_budget",
@@ -257,44 +254,6 @@ def ridge_memory_estimate(
     return best
 
 
-#: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
-CGROUP_ROOT = "/sys/fs/cgroup"
-#: cgroup v1 writes "no limit" as the largest page-aligned int64 (9223372036854771712)
-_CGROUP_UNLIMITED = 2**60
-#: what :func:`local_memory` calls the host's available memory in messages
-_HOST_MEMORY = "the available memory of this machine"
-
-
-@dataclasses.dataclass(frozen=True)
-class CgroupMemory:
-    """The memory limit of a cgroup (a container's, a batch job's) and what it leaves.
-
-    Attributes
-    ----------
-    version : {1, 2}
-        cgroup version of the files read.
-    limit : int
-        Bytes (``memory.max``; v1 ``memory.limit_in_bytes``).
-    usage : int
-        Bytes in use (``memory.current``; v1 ``memory.usage_in_bytes``; 0 when that file
-        cannot be read), less the inactive file cache the kernel reclaims before it would
-        refuse memory (``inactive_file`` of ``memory.stat``; v1 ``total_inactive_file``), as
-        container tools count it.
-    path : str
-        The cgroup directory whose limit this is.
-    """
-
-    version: int
-    limit: int
-    usage: int
-    path: str
-
-    @property
-    def available(self) -> int:
-        """``limit - usage`` bytes, at least 0."""
-        return max(0, self.limit - self.usage)
-
-
 class MemoryLimits(NamedTuple):
     """What a fit's memory estimate is checked against (:func:`available_memory`).
 
@@ -305,110 +264,7 @@ class MemoryLimits(NamedTuple):
 
     worker: int | None
     local: int
-    local_where: str = _HOST_MEMORY
-
-
-def _read_int(path: str) -> int | None:
-    """The integer in the file ``path``; ``None`` when it is missing, unreadable, not an
-    integer, or ``max`` (no limit)."""
-    try:
-        with open(path, encoding="ascii") as fh:
-            text = fh.read(64).strip()
-        return int(text)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def _inactive_file(path: str, key: str) -> int:
-    """The ``key`` line of the ``memory.stat`` file ``path`` (0 when it is not there)."""
-    try:
-        with open(path, encoding="ascii") as fh:
-            for line in fh:
-                name, _, value = line.partition(" ")
-                if name == key:
-                    return max(0, int(value))
-    except (OSError, ValueError, UnicodeDecodeError):
-        pass
-    return 0
-
-
-def _cgroup_paths(self_cgroup: str) -> dict[int, str]:
-    """This process's cgroup: ``{2: "/a/b"}`` (the ``0::`` line) and ``{1: ...}`` (the line
-    of v1's memory controller) from ``self_cgroup`` (``/proc/self/cgroup``'s format)."""
-    paths: dict[int, str] = {}
-    try:
-        with open(self_cgroup, encoding="utf-8") as fh:
-            lines = fh.read(1 << 16).splitlines()
-    except (OSError, UnicodeDecodeError):
-        return paths
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            paths[2] = parts[2]
-        elif "memory" in parts[1].split(","):
-            paths[1] = parts[2]
-    return paths
-
-
-def _levels(base: str, path: str) -> list[str]:
-    """The directories of the cgroup ``path`` under ``base`` and of its ancestors, up to
-    ``base``; those that do not exist are skipped (inside a container the cgroup's own
-    directory is mounted at ``base``, and a host path is not there)."""
-    parts = [p for p in path.strip("/").split("/") if p and p not in (".", "..")]
-    dirs = [os.path.join(base, *parts[:i]) for i in range(len(parts), 0, -1)] + [base]
-    return [d for d in dirs if os.path.isdir(d)]
-
-
-def cgroup_memory(root: str = CGROUP_ROOT, self_cgroup: str = "/proc/self/cgroup") -> CgroupMemory | None:
-    """The tightest cgroup memory limit over this process: of its cgroup and each ancestor,
-    v2 (``memory.max``, ``memory.current`` in ``root``) and v1 (``memory.limit_in_bytes``,
-    ``memory.usage_in_bytes`` in ``root/memory``), the level that leaves the fewest bytes.
-
-    Parameters
-    ----------
-    root : str, default=CGROUP_ROOT
-        Where the cgroup file systems are mounted.
-    self_cgroup : str, default="/proc/self/cgroup"
-        The file naming this process's cgroup (missing: only ``root`` itself is read).
-
-    Returns
-    -------
-    CgroupMemory or None
-        ``None`` when no level sets a limit (``max``, v1's unlimited value, no files: a
-        host without cgroup limits, or no cgroups at all).
-    """
-    paths = _cgroup_paths(self_cgroup)
-    found = []
-    for version, base, limit_file, usage_file, stat_key in (
-            (2, root, "memory.max", "memory.current", "inactive_file"),
-            (1, os.path.join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes",
-             "total_inactive_file")):
-        for level in _levels(base, paths.get(version, "/")):
-            limit = _read_int(os.path.join(level, limit_file))
-            if limit is None or limit <= 0 or limit >= _CGROUP_UNLIMITED:
-                continue
-            usage = _read_int(os.path.join(level, usage_file)) or 0
-            usage = max(0, usage - _inactive_file(os.path.join(level, "memory.stat"), stat_key))
-            found.append(CgroupMemory(version, limit, usage, level))
-    return min(found, key=lambda c: c.available, default=None)
-
-
-def local_memory(root: str = CGROUP_ROOT) -> tuple[int, str]:
-    """``(bytes, where)``: the memory available to this process - psutil's available
-    memory of the host, or what this process's cgroup limit leaves (:func:`cgroup_memory`
-    under ``root``) when that is less - and what it is, for messages."""
-    import psutil
-
-    host = int(psutil.virtual_memory().available)
-    cgroup = cgroup_memory(root)
-    if cgroup is None or cgroup.available >= host:
-        return host, _HOST_MEMORY
-    return cgroup.available, (
-        f"the memory left under this process's cgroup v{cgroup.version} limit of "
-        f"{format_bytes(cgroup.limit)} at {cgroup.path} with {format_bytes(cgroup.usage)} in use"
-    )
+    local_where: str = HOST_MEMORY
 
 
 def available_memory() -> MemoryLimits:
@@ -421,7 +277,7 @@ def available_memory() -> MemoryLimits:
     client = active_client()
     if client is None:
         return MemoryLimits(None, local, where)
-    from .._connection import scheduler_workers
+    from .._system import scheduler_workers
 
     try:
         workers = scheduler_workers(client)
@@ -492,22 +348,6 @@ def threads_per_worker() -> int:
     if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
         return 1
     return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
-
-
-def format_bytes(n: float) -> str:
-    """A size for a message, in the largest binary unit it reaches: ``512 bytes``,
-    ``3.50 KiB``, ``18.4 MiB``, ``256 MiB``, ``1.00 GiB``, ``2048 GiB`` (three significant
-    digits below 100 of a unit, whole units above; GiB is the largest unit)."""
-    n = float(n)
-    if abs(n) < 1024:
-        return f"{n:.0f} bytes"
-    for unit, size in (("GiB", _GiB), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            v = n / size
-            if unit == "GiB" and abs(v) >= 1000:
-                return f"{v:.0f} GiB"
-            return f"{v:.2f} {unit}" if abs(v) < 10 else f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: int, n_folds: int = 1,
@@ -583,7 +423,7 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
     if method == "nystroem" and n_rows is not None and n_components > n_rows:
         return
     need = feature_map_bytes(method, n_features_in, n_components, displacement_rank=displacement_rank)
-    where = _HOST_MEMORY
+    where = HOST_MEMORY
     if local is None:
         local, where = local_memory()
     if need > local:
