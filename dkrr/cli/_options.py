@@ -45,9 +45,10 @@ ESTIMATOR_OPTIONS = [
     ("--row-sampling", "row_sampling", str, "sorf/rom with D not a multiple of d': first (the "
                                             "default), with_replacement or without_replacement"),
     ("--solver", "solver", str, "auto (the default: the Gram path's Cholesky when its p x p statistics "
-                                "fit the workers' and this machine's memory, else pcg), cholesky, eigh or "
-                                "pcg (matrix-free preconditioned CG, no p x p matrix; --cv by fold-masked "
-                                "passes); the model records the choice (solver_)"),
+                                "fit the workers' and this machine's memory (or its container's limit), else pcg), "
+                                "cholesky, eigh or pcg (matrix-free preconditioned CG, no p x p matrix; --cv "
+                                "by fold-masked passes); the output and the model say what was chosen and "
+                                "why (solver_, solver_reason_)"),
     ("--pcg-rank", "pcg_rank", int, "pcg: rank of the Nystrom preconditioner (default 256, at most p)"),
     ("--tol", "tol", float, "pcg: relative residual at which CG stops (default 1e-6)"),
     ("--max-iter", "max_iter", int, "pcg: most CG iterations (default 200)"),
@@ -142,7 +143,10 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tls-cert", help="client certificate for a tls:// scheduler")
     g.add_argument("--tls-key", help="client private key for a tls:// scheduler")
     g.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the scheduler (default 30)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars or dashboard messages")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bars or cluster/dashboard line (when stderr is not a terminal, "
+                        "progress is a plain line per 10%% of the tasks or 30 s, whichever is rarer; "
+                        "the environment variable DKRR_PROGRESS_INTERVAL=SECONDS sets another interval)")
 
 
 def build_parser() -> argparse.ArgumentParser:
