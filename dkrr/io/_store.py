@@ -190,6 +190,8 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
     """
+    from ..linalg._inline_blocks import rechunk_rows
+
     refuse_url(path, "input store")
     path = Path(os.path.abspath(os.fspath(path)))
     group = open_group(path)
@@ -210,9 +212,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
             "(n_samples, n_features)"
         )
     check_numeric("X", zX, path)
-    X = read_array(group, "X", path)
-    if X.numblocks[1] != 1:
-        X = X.rechunk({1: -1})
+    X = read_array(group, "X", path)  # whole rows, read inside the steps of a pass
     y = None
     if "y" in arrays:
         zy = open_array(group, "y", path)
@@ -227,10 +227,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
                 f"{zX.shape} but y has shape {zy.shape}; both need n_samples rows"
             )
         check_numeric("y", zy, path)
-        y = read_array(group, "y", path)
-        target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
-        if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
-            y = y.rechunk(target_chunks)
+        y = rechunk_rows(read_array(group, "y", path), {0: X.chunks[0]})
     attrs = dict(group.attrs.asdict())
     classes = store_classes(attrs, path)
     if y is not None and classes is not None:

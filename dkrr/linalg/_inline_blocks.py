@@ -1,96 +1,168 @@
-"""Row blocks read inside the task that consumes them.
+"""Row blocks read inside the step that consumes them.
 
-A reduction step needs one row block of each input. When that block is a separate task
-(a Zarr read, a slice, a dtype cast), the scheduler treats the reads as root tasks and
-runs them as soon as a thread is free, while the chains consume the blocks one after
-the other: the reads run ahead of the chains and their results wait in worker memory
-(measured: about 20 blocks of 32 MiB ahead on 2 workers reading a Zarr store). Here
-the tasks that only one block needs (its reads, slices and casts) are moved into the
-step that consumes the block and run there, so a block exists only while its step runs.
-Nodes shared by several blocks (a Zarr array handle, a whole in-memory array) and data
-already in the graph (the chunks of ``dask.array.from_array``, persisted results) stay
-ordinary dependencies, transferred as before.
+A reduction step needs one row block of each input. When that block is a task of its own
+(a Zarr read), the scheduler runs the reads as root tasks whenever a thread is free, ahead
+of the chains that consume the blocks, and the blocks wait in worker memory (measured:
+about 20 blocks of 32 MiB ahead on 2 workers reading a Zarr store). So the arrays dkrr
+reads from Zarr itself (its own stores, :func:`dkrr.io.open_dataset`, and zarr arrays
+given to an estimator) are dask arrays over a :class:`RowReader`, made by
+:func:`row_array` and remembered here (by object: a persisted copy is another object).
+:func:`~dkrr.linalg.reduce_row_blocks` passes such an input's reader, one graph key that
+every step shares, instead of depending on its block tasks, and each step reads its rows
+by slice when it runs: a block exists only while its step runs.
+
+The row-wise operations dkrr applies to an input before a pass (the dtype cast, the
+target's shift, standardisation, a new row chunking) go through :func:`map_rows`,
+:func:`astype_rows` and :func:`rechunk_rows`: on a reader-backed array they give a new
+reader-backed array whose reader applies them after the read; on any other dask array they
+are the ordinary dask operations, and its blocks stay dependencies of the steps (in-memory
+chunks, persisted results, a user's dask pipeline). Nothing here reads or rewrites a dask
+graph: the arrays are made with ``dask.array.from_array`` and the reduction refers to the
+other inputs' blocks through ``__dask_keys__()``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import weakref
+from typing import Any, Callable
 
-from dask.core import get_dependencies, istask, literal
+import numpy as np
+
+__all__ = ["RowReader", "astype_rows", "map_rows", "rechunk_rows", "row_array", "row_reader", "zarr_rows"]
+
+#: id(array) -> (weak reference to the array, its reader), for the arrays row_array made
+_READERS: dict[int, tuple[weakref.ref, RowReader]] = {}
 
 
-class InlineBlocks:
-    """The private recipe of one block index across the inputs: run by :meth:`values`.
+class RowReader:
+    """Rows ``[start, stop)`` of an array-like ``source`` read by slice, with row-wise
+    operations applied after the read.
 
-    ``graph`` holds the tasks only this block needs, ``keys`` the inputs' block keys (in
-    the inputs' order) and ``deps`` the keys it reads from outside ``graph``, whose values
-    the step receives as ordinary dependencies.
+    Parameters
+    ----------
+    source : array-like
+        Anything with ``shape``, ``dtype`` and ``source[start:stop]`` (a Zarr array, the
+        store reader of :mod:`dkrr.io._reader`). It is pickled into the graph once, so it
+        must pickle to a handle (a path), not to its data.
+    token : str
+        Identity of the source's content (path and metadata): the dask key of the reader
+        and of the arrays over it.
+    ops : sequence of ``(fn, args)``
+        ``block = fn(block, *args)`` in order after the read; each must be row-wise (row
+        ``i`` of its output depends only on row ``i`` of its input) and keep the shape.
+    dtype : dtype, optional
+        dtype of the result (default the source's).
     """
 
-    __slots__ = ("graph", "keys", "deps")
+    def __init__(self, source: Any, token: str, ops=(), dtype=None):
+        self.source = source
+        self.token = str(token)
+        self.ops = tuple((fn, tuple(args)) for fn, args in ops)
+        self.shape = tuple(int(s) for s in source.shape)
+        self.ndim = len(self.shape)
+        self.dtype = np.dtype(source.dtype if dtype is None else dtype)
 
-    def __init__(self, graph: dict, keys: Sequence, deps: Sequence):
-        self.graph = graph
-        self.keys = tuple(keys)
-        self.deps = tuple(deps)
+    def then(self, fn: Callable, args=(), dtype=None) -> RowReader:
+        """This reader with ``fn(block, *args)`` applied after its operations."""
+        return RowReader(self.source, self.token, self.ops + ((fn, tuple(args)),),
+                         self.dtype if dtype is None else dtype)
 
-    def values(self, dep_values: Sequence) -> list:
-        """The inputs' blocks: the private tasks run here, on this thread."""
-        from dask.local import get_sync
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)``, read now and transformed."""
+        block = np.asarray(self.source[int(start):int(stop)])
+        for fn, args in self.ops:
+            block = fn(block, *args)
+        return np.asarray(block, dtype=self.dtype)
 
-        graph = dict(self.graph)
-        for k, v in zip(self.deps, dep_values):
-            graph[k] = (literal(v),)  # a task that returns v as it is
-        return list(get_sync(graph, list(self.keys)))
+    def __getitem__(self, key):
+        """Any basic index (what ``dask.array.from_array`` asks for): whole rows read and
+        transformed, then the index applied to them."""
+        key = key if isinstance(key, tuple) else (key,)
+        first, rest = key[0] if key else slice(None), key[1:]
+        n = self.shape[0]
+        if isinstance(first, slice):
+            rng = range(*first.indices(n))
+            if len(rng) == 0:
+                block = self.rows(0, 0)
+            else:
+                lo, hi = min(rng[0], rng[-1]), max(rng[0], rng[-1]) + 1
+                block = self.rows(lo, hi)[np.asarray(rng) - lo] if rng.step != 1 else self.rows(lo, hi)
+            return block[(slice(None),) + rest]
+        i = int(first) + (n if int(first) < 0 else 0)
+        return self.rows(i, i + 1)[(0,) + rest]
 
+    def __dask_tokenize__(self):
+        from dask.base import tokenize
 
-def _dependencies(graph: dict, key) -> frozenset:
-    """The keys node ``key`` reads: a task object's own ``dependencies`` (which include
-    keys held outside ``graph``, e.g. persisted results on a cluster), else the keys of
-    ``graph`` that a legacy tuple task names."""
-    node = graph[key]
-    deps = getattr(node, "dependencies", None)
-    return frozenset(deps) if deps is not None else frozenset(get_dependencies(graph, key))
-
-
-def _closure(graph: dict, key) -> set:
-    seen, todo = set(), [key]
-    while todo:
-        k = todo.pop()
-        if k in seen or k not in graph:
-            continue
-        seen.add(k)
-        todo.extend(_dependencies(graph, k))
-    return seen
-
-
-def subgraph(graph: dict, key) -> dict:
-    """The nodes ``key`` needs: what a dependency's ``Delayed`` carries (the whole graph
-    would be culled again at every step that names it)."""
-    return {k: graph[k] for k in _closure(graph, key)}
+        return ("dkrr-row-reader", self.token, tokenize(self.ops), str(self.dtype))
 
 
-def inline_block_recipes(graph_mapping, block_keys: Sequence[Sequence]) -> list[InlineBlocks] | None:
-    """Per block index, the tasks to run inside its step; None when nothing would move.
+def row_array(reader: RowReader, row_chunks):
+    """A dask array over ``reader`` with these row chunks (a tuple of block lengths, or one
+    length for all but the last; every other axis one block), whose row blocks a reduction
+    reads inside its steps."""
+    import dask.array as da
+    from dask.base import tokenize
 
-    ``block_keys[j][i]`` is input ``j``'s key of block ``i``. A node moves into block
-    ``i``'s step when it is a task (not data) and no other block index needs it.
-    """
-    graph = dict(graph_mapping)
-    n_blocks = len(block_keys[0])
-    closures = [set().union(*(_closure(graph, keys[i]) for keys in block_keys)) for i in range(n_blocks)]
-    owners: dict[Any, int] = {}
-    for i, cl in enumerate(closures):
-        for k in cl:
-            owners[k] = i if owners.get(k, i) == i else -1
-    recipes, moved = [], False
-    for i, cl in enumerate(closures):
-        private = {k: graph[k] for k in cl if owners[k] == i and istask(graph[k])}
-        moved = moved or bool(private)
-        deps = sorted(
-            {d for k in private for d in _dependencies(graph, k) if d not in private}
-            | {keys[i] for keys in block_keys if keys[i] not in private},
-            key=str,
-        )
-        recipes.append(InlineBlocks(private, [keys[i] for keys in block_keys], deps))
-    return recipes if moved else None
+    n = reader.shape[0]
+    if isinstance(row_chunks, (int, np.integer)):
+        size = max(1, int(row_chunks))
+        row_chunks = [size] * (n // size) + ([n % size] if n % size or not n else [])
+    rows = tuple(int(c) for c in row_chunks)
+    chunks = (rows,) + tuple((s,) for s in reader.shape[1:])
+    arr = da.from_array(reader, chunks=chunks, name=f"dkrr-rows-{tokenize(reader, rows)}", asarray=True,
+                        fancy=False, meta=np.empty((0,) * reader.ndim, dtype=reader.dtype))
+    key = id(arr)
+    _READERS[key] = (weakref.ref(arr), reader)
+    weakref.finalize(arr, _READERS.pop, key, None)
+    return arr
+
+
+def row_reader(a) -> RowReader | None:
+    """The reader of an array that :func:`row_array` made, else None."""
+    entry = _READERS.get(id(a))
+    if entry is None or entry[0]() is not a:
+        return None
+    return entry[1]
+
+
+def zarr_rows(z):
+    """A zarr array given to dkrr as a reader-backed dask array chunked like its rows."""
+    from dask.base import tokenize
+
+    token = tokenize("zarr", str(z.store_path), z.metadata.to_dict())
+    return row_array(RowReader(z, token), z.chunks[0])
+
+
+def map_rows(a, fn: Callable, *args, dtype, name: str | None = None):
+    """``fn(block, *args)`` on every row block of ``a`` (``fn`` row-wise, keeping the shape):
+    inside the reader of a reader-backed array, else ``a.map_blocks`` (named ``name``)."""
+    reader = row_reader(a)
+    if reader is not None:
+        return row_array(reader.then(fn, args, dtype), a.chunks[0])
+    return a.map_blocks(fn, *args, dtype=dtype, meta=np.empty((0,) * a.ndim, dtype=dtype), name=name)
+
+
+def _cast(block, dtype):
+    return np.asarray(block, dtype=dtype)
+
+
+def astype_rows(a, dtype):
+    """``a.astype(dtype)``, kept reader-backed (see :func:`map_rows`)."""
+    dtype = np.dtype(dtype)
+    if dtype == a.dtype:
+        return a
+    reader = row_reader(a)
+    if reader is not None:
+        return row_array(reader.then(_cast, (dtype,), dtype), a.chunks[0])
+    return a.astype(dtype)
+
+
+def rechunk_rows(a, chunks):
+    """``a.rechunk(chunks)``; a reader-backed array keeps its reader and takes the new row
+    chunks (its other axes are one block already: a reader reads whole rows)."""
+    out = a.rechunk(chunks)
+    reader = row_reader(a)
+    if reader is None or out.chunks[0] == a.chunks[0]:
+        return a if reader is not None else out
+    return row_array(reader, out.chunks[0])

@@ -142,7 +142,9 @@ def check_sample_weight(sample_weight, X):
             f"shape ({n},)."
         )
     if is_dask(w):
-        return w.astype(np.float64).rechunk({0: X.chunks[0]})
+        from ._inline_blocks import astype_rows, rechunk_rows
+
+        return rechunk_rows(astype_rows(w, np.float64), {0: X.chunks[0]})
     w = np.asarray(w, dtype=np.float64)
     _check_weight_block(w, None, 0)
     with np.errstate(over="ignore"):
