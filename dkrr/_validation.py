@@ -159,7 +159,7 @@ def check_first_label_block(y: Any) -> None:
     if is_dask(y):
         import dask
 
-        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
+        (block,) = dask.compute(y[: y.chunks[0][0]])
     else:
         block = y[: max(1, int(y.chunks[0]))]
     check_class_labels(np.asarray(block), "y", 0, 0)

@@ -71,7 +71,7 @@ from zarr.codecs import BloscCodec
 
 from ..errors import InputValidationError, StoreError
 from ._atomic import atomic_output, interrupts_deferred
-from ._drain import run_store_tasks
+from ._drain import run_store_tasks, store_tasks
 from ._kinds import (
     LAYOUT_VERSION,
     PREDICTIONS_MARKER,
@@ -295,8 +295,8 @@ def write_predictions(
         always written.
     compute : callable, optional
         Called as ``compute(tasks)`` with a list of dask collections whose computation
-        stores all blocks (each block's result is an empty array, so nothing but
-        metadata comes back to the client). It must compute them, for example with a
+        stores all blocks (each block's result is a one-element array, so almost
+        nothing comes back to the client). It must compute them, for example with a
         progress bar: ``lambda t: distributed.progress(client.compute(t))`` followed by
         waiting on the futures, or ``dask.diagnostics.ProgressBar``. By default
         ``dask.compute(*tasks)``, which uses the active scheduler (a
@@ -366,10 +366,7 @@ def _write_group(out, sources: Mapping[str, da.Array], attrs: Mapping[str, Any],
             specs = {name: (src.shape, src.dtype, tuple(max(c[0], 1) for c in src.chunks))
                      for name, src in sources.items()}
             targets = create_arrays(group, specs, attrs)
-        run_store_tasks(
-            da.store(list(sources.values()), list(targets.values()), lock=False, compute=False),
-            compute,
-        )
+        run_store_tasks(store_tasks(list(sources.values()), list(targets.values())), compute)
     return str(final)
 
 

@@ -183,11 +183,11 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
     Xv = check_input(X, name="X", check_finite=False)
     if not is_dask(Xv):
         rows = chunk_rows or default_chunk_rows(Xv.shape[0], Xv.shape[1], Xv.dtype.itemsize)
-        Xd = _held_by_workers(da.from_array(Xv, chunks=(rows, Xv.shape[1])))
+        Xd = da.from_array(Xv, chunks=(rows, Xv.shape[1]))
     else:
         Xd = rechunk_rows(Xv, {0: chunk_rows}) if chunk_rows else Xv
     if y is None:
-        return Xd, None
+        return _held_by_workers([Xd], [Xv])[0], None
     if y_kind == "numeric":
         yv = check_input(y, name="y", ndim=None, check_finite=False)
     else:
@@ -200,18 +200,53 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
         )
     if not is_dask(yv):
         chunks = (Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:])
-        yd = _held_by_workers(da.from_array(np.asarray(yv), chunks=chunks))
+        yd = da.from_array(np.asarray(yv), chunks=chunks)
     else:
         yd = rechunk_rows(yv, {0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
+    Xd, yd = _held_by_workers([Xd, yd], [Xv, yv])
     return Xd, yd
 
 
-def _held_by_workers(a):
-    """An array made from in-memory data, persisted on the workers when a distributed
-    Client computes: its blocks are sent once, and every later pass names them instead of
-    carrying them in its graph (``Sending large graph`` once, not once per pass)."""
+def _held_by_workers(arrays: list, given: list) -> list:
+    """``arrays``, those made from in-memory data (``given[i]`` not a dask array)
+    persisted on the workers, in one call, when a distributed Client computes: their
+    blocks are sent once, and every later pass names them instead of carrying them in its
+    graph (``Sending large graph`` once, not once per pass)."""
     client = distributed_client()
-    return a if client is None else client.persist(a)
+    local = [i for i, g in enumerate(given) if not is_dask(g)]
+    if client is None or not local:
+        return list(arrays)
+    out = list(arrays)
+    for i, a in zip(local, client.persist([arrays[i] for i in local])):
+        out[i] = a
+    return out
+
+
+def _take(block, local):
+    return block[local]
+
+
+def gather_rows(X, idx, *, label: str = "gathering rows") -> np.ndarray:
+    """Rows ``idx`` (sorted, distinct) of the row-chunked dask array ``X``, as numpy.
+
+    One small task per row block that holds one of them keeps its rows (a basic slice of
+    the block and ``map_blocks``): blocks without one are not read and only the rows
+    travel. (Fancy indexing of a dask array fails with dask's array query planning.)
+    """
+    from .._progress import compute_limited
+
+    idx = np.asarray(idx, dtype=np.int64)
+    bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    rest = tuple((int(s),) for s in X.shape[1:])
+    parts = []
+    for i in np.unique(np.searchsorted(bounds, idx, side="right") - 1):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        local = idx[(idx >= lo) & (idx < hi)] - lo
+        parts.append(X[lo:hi].map_blocks(_take, local, chunks=((len(local),),) + rest, dtype=X.dtype,
+                                         meta=np.empty((0,) * X.ndim, dtype=X.dtype)))
+    if not parts:
+        return np.empty((0,) + X.shape[1:], dtype=X.dtype)
+    return np.concatenate([np.asarray(p) for p in compute_limited(*parts, label=label)])
 
 
 def _labels_as_array(y):
@@ -253,7 +288,7 @@ def distributed_client():
 
 #: a constant ndarray of at least this many bytes goes to every worker once per reduction
 #: (``Client.scatter(broadcast=True)``) instead of travelling inside the graph
-SCATTER_BYTES = 64 * 2**10
+SCATTER_BYTES = 16 * 2**10
 
 
 def _shared_constant(value, client):
@@ -271,8 +306,8 @@ def _shared_constant(value, client):
     return d.key, d
 
 
-def _flat_keys(keys) -> list:
-    """The keys of ``__dask_keys__()`` (nested lists, row blocks first) in block order."""
+def flat_keys(keys) -> list:
+    """The keys of a collection's ``__dask_keys__()`` (nested lists) in order, flattened."""
     out = []
     stack = [keys]
     while stack:
@@ -298,7 +333,7 @@ def _optimized(arrays: list) -> list:
     out = []
     for a, o in zip(arrays, dask.optimize(*arrays)):
         graph = o.__dask_graph__()
-        out.append(o if all(k in graph for k in _flat_keys(o.__dask_keys__())) else a)
+        out.append(o if all(k in graph for k in flat_keys(o.__dask_keys__())) else a)
     return out
 
 
@@ -415,7 +450,7 @@ def reduce_row_blocks(
     for r in readers:
         if r is None:
             a = next(optimized)
-            keys = _flat_keys(a.__dask_keys__())
+            keys = flat_keys(a.__dask_keys__())
         else:  # the reader, one shared key: the step reads the rows itself
             a = dask.delayed(r, pure=True)
             keys = [a.key] * n_blocks
