@@ -184,7 +184,7 @@ def cv(args) -> dict:
 def graph_seconds(n_blocks: int, d: int, fmap, V, repeats: int = 3) -> dict:
     """Seconds the client takes to build one CG iteration's graph (no compute) over
     ``n_blocks`` row blocks (16 rows each) of X in memory (``dask.array.from_array``) and of
-    X in a dkrr Zarr store (reader-backed, :mod:`dkrr.linalg._inline_blocks`): the least of
+    X in a dkrr Zarr store (reader-backed, :mod:`dkrr._rows`): the least of
     ``repeats`` builds."""
     import shutil
     import tempfile

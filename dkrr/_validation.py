@@ -202,8 +202,8 @@ def check_input(
     numbers (e.g. from pandas) is converted to float64, as scikit-learn does.
     """
     _refuse_sparse_input(X, name)
-    if _is_zarr(X):  # read by slice inside the steps of a pass (dkrr.linalg._inline_blocks)
-        from .linalg._inline_blocks import zarr_rows
+    if _is_zarr(X):  # read by slice inside the steps of a pass (dkrr._rows)
+        from ._rows import zarr_rows
 
         X = zarr_rows(X)
     if is_dask(X):
@@ -216,7 +216,7 @@ def check_input(
                 f"columns); dkrr streams row blocks that hold every column. Use "
                 f"`{name}.rechunk({{1: -1}})`."
             )
-        from .linalg._inline_blocks import astype_rows
+        from ._rows import astype_rows
 
         return astype_rows(X, as_float_dtype(X.dtype, name))
     if hasattr(X, "__array__") or isinstance(X, (list, tuple)):

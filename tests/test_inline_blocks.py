@@ -23,7 +23,7 @@ import zarr
 from dkrr import RandomFeatureRidge
 from dkrr.io import open_dataset, write_dataset
 from dkrr.linalg import as_row_chunked, reduce_row_blocks
-from dkrr.linalg._inline_blocks import astype_rows, map_rows, rechunk_rows, row_reader
+from dkrr._rows import astype_rows, map_rows, rechunk_rows, row_reader
 
 N, D_IN, CHUNK = 24_000, 6, 2_000
 

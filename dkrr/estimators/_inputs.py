@@ -48,7 +48,7 @@ def _shifted_target(yd, numeric: bool, y=None):
     shift = first_block_mean(yd, y)
     if not np.any(shift):
         return yd, np.zeros(t)
-    from ..linalg._inline_blocks import map_rows
+    from .._rows import map_rows
 
     # y - s, inside the reader of a target dkrr reads from Zarr itself (no read-ahead)
     s = shift if yd.ndim > 1 else shift[0]

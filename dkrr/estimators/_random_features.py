@@ -67,7 +67,7 @@ def standardized_input(est, X):
         return standardize_block(X, mean, scale), mean, scale, moments
     from dask.base import tokenize
 
-    from ..linalg._inline_blocks import map_rows
+    from .._rows import map_rows
 
     Xs = map_rows(X, standardize_block, mean, scale, dtype=np.float64,
                   name=f"dkrr-standardize-{tokenize(standardize_block, X.name, mean, scale)}")

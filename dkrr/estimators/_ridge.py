@@ -391,7 +391,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         CG), relative residual to stop at, most iterations (then a ``PcgConvergenceWarning``),
         and whether X is kept in (worker) memory across the passes (``"auto"``: when X and
         y take at most a quarter of the memory the fit's estimate leaves free; else every
-        pass reads the source).
+        pass reads the source). numpy X with a distributed Client is sent to the workers
+        once and held there for the fit in any case.
     sampling : {None, "surrogate_leverage", "ridge_leverage"}, default=None
         Data-dependent frequencies (ALGORITHMS.md section 4, Liu et al. 2020): draw
         ``n_candidates`` candidates with ``method``, score them in one streamed pass

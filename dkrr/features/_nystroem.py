@@ -181,7 +181,7 @@ def fit_nystroem_map(
         raise InputValidationError("X has no rows to sample Nyström landmarks from")
     idx = np.sort(rng.choice(n, size=m, replace=False))
     if is_dask(X):
-        from ..linalg._reduce import gather_rows
+        from .._rows import gather_rows
 
         C = gather_rows(X, idx, label="gathering Nystroem landmarks")
     else:

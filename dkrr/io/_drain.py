@@ -35,10 +35,12 @@ def _key_name(key: Any) -> str:
     return str(key[0] if isinstance(key, tuple) else key)
 
 
-def _write_block(block, target, block_info=None):
+def _write_block(block, target, token, block_info=None):
     """Write one block into its region of ``target``; a one-element array of the block's
     rank (a write array of empty blocks lost its writes with query planning on a Client:
-    dask skipped blocks of a result with no elements)."""
+    dask skipped blocks of a result with no elements). ``token`` (the target's path) only
+    makes the task's key: dask's array query planning names the task from its arguments,
+    and a Zarr array's token covers its metadata, not its path."""
     region = tuple(slice(start, stop) for start, stop in block_info[0]["array-location"])
     target[region] = block
     return np.ones((1,) * block.ndim, dtype=np.int8)
@@ -52,7 +54,7 @@ def store_tasks(sources: list, targets: list) -> list:
     for src, target in zip(sources, targets):
         token = tokenize(src.name, str(target.store_path), target.shape, target.chunks)
         tasks.append(src.map_blocks(
-            _write_block, target, dtype=np.int8, chunks=tuple((1,) * n for n in src.numblocks),
+            _write_block, target, token, dtype=np.int8, chunks=tuple((1,) * n for n in src.numblocks),
             meta=np.empty((0,) * src.ndim, dtype=np.int8), name=f"dkrr-store-{token}",
         ))
     return tasks

@@ -213,9 +213,9 @@ def open_array(group: zarr.Group, name: str, path: Path) -> Any:
 def read_array(group: zarr.Group, name: str, path: Path) -> da.Array:
     """Array `name` of `group` as a dask array with the store's row chunks and whole rows
     (checked first: plausible metadata, and for a store dkrr wrote, the recorded shape and
-    every chunk). It is reader-backed (:mod:`dkrr.linalg._inline_blocks`): a pass reads
+    every chunk). It is reader-backed (:mod:`dkrr._rows`): a pass reads
     each block by slice inside the step that consumes it."""
-    from ..linalg._inline_blocks import RowReader, row_array
+    from .._rows import RowReader, row_array
 
     arr = open_array(group, name, path)
     _check_declared(name, arr, path)

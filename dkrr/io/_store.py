@@ -190,7 +190,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
     """
-    from ..linalg._inline_blocks import rechunk_rows
+    from .._rows import rechunk_rows
 
     refuse_url(path, "input store")
     path = Path(os.path.abspath(os.fspath(path)))
@@ -273,7 +273,7 @@ def write_predictions(
     """Write predictions to a new Zarr group, block by block, atomically.
 
     Each block of `y_pred` is computed where the scheduler runs it and written to the
-    store by that worker (:func:`dask.array.to_zarr`); nothing is gathered on the
+    store by that worker (:func:`dkrr.io._drain.store_tasks`); nothing is gathered on the
     client. With a ``distributed`` cluster the workers must share the filesystem that
     holds `out`. The group is written under a temporary name and renamed to `out`
     only when every block is stored.

@@ -60,7 +60,7 @@ def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
     if is_dask(X):
         # Read in row order (each row block holding a sampled row is loaded once, the
         # others not at all), then put the rows back in the order they were drawn.
-        from ._reduce import gather_rows
+        from .._rows import gather_rows
 
         order = np.argsort(idx)
         rows = gather_rows(X, idx[order], label="sampling rows for the bandwidth")

@@ -12,7 +12,7 @@ the ``split_every + 1`` of a combine over block results. ``n_chains >= n_blocks`
 the plain tree over the blocks. The graph is one layer
 of plain tasks over the inputs' keys (``HighLevelGraph.from_collections``): an input that
 dkrr reads from Zarr itself is read by slice inside the step that consumes its block
-(:mod:`._inline_blocks`), so a worker never reads blocks ahead of the chain; any other
+(:mod:`dkrr._rows`), so a worker never reads blocks ahead of the chain; any other
 dask input (in-memory chunks, persisted results, a user's pipeline) stays a dependency.
 Every block is loaded exactly once per reduction, and the reduction runs on whatever
 dask scheduler is active (a distributed ``Client`` when one is the default, else the
@@ -152,10 +152,11 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
     ----------
     X : array-like, dask array or zarr array of shape (n, d)
         numpy input is cut into blocks of ``chunk_rows`` rows (default:
-        :func:`default_chunk_rows`) and, when a distributed Client computes, persisted on
-        its workers (sent once, not with every pass); dask input keeps its row chunks
-        unless ``chunk_rows`` is given; zarr input becomes a reader-backed array whose
-        rows the reductions read inside their steps (:mod:`._inline_blocks`).
+        :func:`default_chunk_rows`), marked so that the first pass on a distributed Client
+        persists it on the workers (sent once, not with every pass,
+        :func:`dkrr._rows.local_array`); dask input keeps its row chunks unless
+        ``chunk_rows`` is given; zarr input becomes a reader-backed array whose rows the
+        reductions read inside their steps (:mod:`dkrr._rows`).
     y : array-like, dask array or zarr array of shape (n,) or (n, t), optional
         Rechunked to X's row chunks.
     chunk_rows : int, optional
@@ -175,19 +176,17 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
     ChunkingError
         X is chunked along its columns.
     """
-    import dask.array as da
-
-    from ._inline_blocks import rechunk_rows
+    from .._rows import local_array, rechunk_rows
 
     chunk_rows = _check_chunk_rows(chunk_rows)
     Xv = check_input(X, name="X", check_finite=False)
     if not is_dask(Xv):
         rows = chunk_rows or default_chunk_rows(Xv.shape[0], Xv.shape[1], Xv.dtype.itemsize)
-        Xd = da.from_array(Xv, chunks=(rows, Xv.shape[1]))
+        Xd = local_array(Xv, (rows, Xv.shape[1]))
     else:
         Xd = rechunk_rows(Xv, {0: chunk_rows}) if chunk_rows else Xv
     if y is None:
-        return _held_by_workers([Xd], [Xv])[0], None
+        return Xd, None
     if y_kind == "numeric":
         yv = check_input(y, name="y", ndim=None, check_finite=False)
     else:
@@ -199,54 +198,10 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
             "sample."
         )
     if not is_dask(yv):
-        chunks = (Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:])
-        yd = da.from_array(np.asarray(yv), chunks=chunks)
+        yd = local_array(np.asarray(yv), (Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:]))
     else:
         yd = rechunk_rows(yv, {0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
-    Xd, yd = _held_by_workers([Xd, yd], [Xv, yv])
     return Xd, yd
-
-
-def _held_by_workers(arrays: list, given: list) -> list:
-    """``arrays``, those made from in-memory data (``given[i]`` not a dask array)
-    persisted on the workers, in one call, when a distributed Client computes: their
-    blocks are sent once, and every later pass names them instead of carrying them in its
-    graph (``Sending large graph`` once, not once per pass)."""
-    client = distributed_client()
-    local = [i for i, g in enumerate(given) if not is_dask(g)]
-    if client is None or not local:
-        return list(arrays)
-    out = list(arrays)
-    for i, a in zip(local, client.persist([arrays[i] for i in local])):
-        out[i] = a
-    return out
-
-
-def _take(block, local):
-    return block[local]
-
-
-def gather_rows(X, idx, *, label: str = "gathering rows") -> np.ndarray:
-    """Rows ``idx`` (sorted, distinct) of the row-chunked dask array ``X``, as numpy.
-
-    One small task per row block that holds one of them keeps its rows (a basic slice of
-    the block and ``map_blocks``): blocks without one are not read and only the rows
-    travel. (Fancy indexing of a dask array fails with dask's array query planning.)
-    """
-    from .._progress import compute_limited
-
-    idx = np.asarray(idx, dtype=np.int64)
-    bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    rest = tuple((int(s),) for s in X.shape[1:])
-    parts = []
-    for i in np.unique(np.searchsorted(bounds, idx, side="right") - 1):
-        lo, hi = int(bounds[i]), int(bounds[i + 1])
-        local = idx[(idx >= lo) & (idx < hi)] - lo
-        parts.append(X[lo:hi].map_blocks(_take, local, chunks=((len(local),),) + rest, dtype=X.dtype,
-                                         meta=np.empty((0,) * X.ndim, dtype=X.dtype)))
-    if not parts:
-        return np.empty((0,) + X.shape[1:], dtype=X.dtype)
-    return np.concatenate([np.asarray(p) for p in compute_limited(*parts, label=label)])
 
 
 def _labels_as_array(y):
@@ -255,7 +210,7 @@ def _labels_as_array(y):
         import zarr
 
         if isinstance(y, zarr.Array):
-            from ._inline_blocks import zarr_rows
+            from .._rows import zarr_rows
 
             y = zarr_rows(y)
     except ImportError:  # pragma: no cover
@@ -341,7 +296,7 @@ def _step(block_fn, combine_fn, acc, parts, row_offset, block_index, n_rows, *co
     """One step of a chain: read the block of each reader-backed input (its rows, now),
     compute the block's partial result and add the running sum ``acc`` (None for a chain's
     first block) into it."""
-    from ._inline_blocks import RowReader
+    from .._rows import RowReader
 
     stop = row_offset + n_rows
     blocks = [p.rows(row_offset, stop) if isinstance(p, RowReader) else p for p in parts]
@@ -408,7 +363,7 @@ def reduce_row_blocks(
     a step names the keys of its input blocks (``__dask_keys__()`` of the inputs, after
     dask's own optimisation, so arrays that share a source load it once) and the keys of
     the constants. An input that dkrr reads from Zarr itself (a reader-backed array,
-    :mod:`._inline_blocks`) is not a dependency: the step receives its reader and reads
+    :mod:`dkrr._rows`) is not a dependency: the step receives its reader and reads
     its rows when it runs, so no block is read ahead of the chain that consumes it.
     The compute runs with the active distributed Client if there is one, else dask's
     configured scheduler (threaded by default); without a Client the BLAS thread pools of
@@ -419,7 +374,7 @@ def reduce_row_blocks(
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
 
-    from ._inline_blocks import row_reader
+    from .._rows import held_on_workers, row_reader
 
     split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
     if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
@@ -444,6 +399,8 @@ def reduce_row_blocks(
                 "first must be a single block. Use `.rechunk({1: -1})`."
             )
     n_blocks = len(row_chunks)
+    client = distributed_client()
+    arrays = held_on_workers(arrays, client)  # in-memory data: persisted on its first pass, then named
     readers = [row_reader(a) for a in arrays]
     optimized = iter(_optimized([a for a, r in zip(arrays, readers) if r is None]))
     parts, dependencies = [], []  # per input: the reference of each block; the collections named
@@ -456,7 +413,6 @@ def reduce_row_blocks(
             keys = [a.key] * n_blocks
         parts.append(keys)
         dependencies.append(a)
-    client = distributed_client()
     consts = []
     for c in constants:
         ref, dep = _shared_constant(c, client)

@@ -142,7 +142,7 @@ def check_sample_weight(sample_weight, X):
             f"shape ({n},)."
         )
     if is_dask(w):
-        from ._inline_blocks import astype_rows, rechunk_rows
+        from .._rows import astype_rows, rechunk_rows
 
         return rechunk_rows(astype_rows(w, np.float64), {0: X.chunks[0]})
     w = np.asarray(w, dtype=np.float64)

@@ -1,4 +1,5 @@
-"""Row blocks read inside the step that consumes them.
+"""The rows of dkrr's inputs: Zarr rows read inside the step that consumes them, in-memory
+data sent to a cluster once, rows gathered by slice.
 
 A reduction step needs one row block of each input. When that block is a task of its own
 (a Zarr read), the scheduler runs the reads as root tasks whenever a thread is free, ahead
@@ -19,6 +20,13 @@ are the ordinary dask operations, and its blocks stay dependencies of the steps 
 chunks, persisted results, a user's dask pipeline). Nothing here reads or rewrites a dask
 graph: the arrays are made with ``dask.array.from_array`` and the reduction refers to the
 other inputs' blocks through ``__dask_keys__()``.
+
+In-memory data (numpy X and y given to a fit) becomes a dask array by :func:`local_array`,
+also remembered: the first reduction that reads it on a distributed Client persists it on
+the workers (:func:`held_on_workers`, after the fit's checks, one graph for all such inputs
+of the pass) and every later pass names the held blocks, instead of carrying the data in
+each pass's graph. The operations above keep that mark too (the derived array is persisted
+on its own first pass).
 """
 
 from __future__ import annotations
@@ -28,10 +36,26 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["RowReader", "astype_rows", "map_rows", "rechunk_rows", "row_array", "row_reader", "zarr_rows"]
+__all__ = ["RowReader", "astype_rows", "gather_rows", "held_on_workers", "local_array", "map_rows",
+           "rechunk_rows", "row_array", "row_reader", "zarr_rows"]
 
 #: id(array) -> (weak reference to the array, its reader), for the arrays row_array made
 _READERS: dict[int, tuple[weakref.ref, RowReader]] = {}
+#: id(array) -> (weak reference to the array, [its copy persisted on the workers or None]),
+#: for the arrays of in-memory data (local_array and what the operations here derive)
+_LOCAL: dict[int, tuple[weakref.ref, list]] = {}
+
+
+def _remember(table: dict, arr, value) -> None:
+    """``table[id(arr)] = (weakref(arr), value)`` until ``arr`` is collected."""
+    key = id(arr)
+    table[key] = (weakref.ref(arr), value)
+    weakref.finalize(arr, table.pop, key, None)
+
+
+def _lookup(table: dict, arr):
+    entry = table.get(id(arr))
+    return None if entry is None or entry[0]() is not arr else entry[1]
 
 
 class RowReader:
@@ -112,18 +136,45 @@ def row_array(reader: RowReader, row_chunks):
     chunks = (rows,) + tuple((s,) for s in reader.shape[1:])
     arr = da.from_array(reader, chunks=chunks, name=f"dkrr-rows-{tokenize(reader, rows)}", asarray=True,
                         fancy=False, meta=np.empty((0,) * reader.ndim, dtype=reader.dtype))
-    key = id(arr)
-    _READERS[key] = (weakref.ref(arr), reader)
-    weakref.finalize(arr, _READERS.pop, key, None)
+    _remember(_READERS, arr, reader)
     return arr
 
 
 def row_reader(a) -> RowReader | None:
     """The reader of an array that :func:`row_array` made, else None."""
-    entry = _READERS.get(id(a))
-    if entry is None or entry[0]() is not a:
-        return None
-    return entry[1]
+    return _lookup(_READERS, a)
+
+
+def local_array(values: np.ndarray, chunks):
+    """``dask.array.from_array(values, chunks)`` of in-memory data, remembered so that a
+    reduction on a distributed Client persists it once (:func:`held_on_workers`)."""
+    import dask.array as da
+
+    arr = da.from_array(values, chunks=chunks)
+    _remember(_LOCAL, arr, [None])
+    return arr
+
+
+def _derived(a, out):
+    """``out``, computed from ``a`` by a row-wise operation, keeps ``a``'s mark of in-memory data."""
+    if _lookup(_LOCAL, a) is not None and out is not a:
+        _remember(_LOCAL, out, [None])
+    return out
+
+
+def held_on_workers(arrays, client) -> list:
+    """``arrays`` with each array of in-memory data replaced by its copy persisted on the
+    workers of ``client`` (persisted now, in one ``Client.persist`` call, for those not yet
+    held; reused by every later pass that reads the same array object). Without a Client
+    the arrays as they are."""
+    out = list(arrays)
+    if client is None:
+        return out
+    todo = [i for i, a in enumerate(out) if (held := _lookup(_LOCAL, a)) is not None and held[0] is None]
+    if todo:
+        for i, p in zip(todo, client.persist([out[i] for i in todo])):
+            _lookup(_LOCAL, out[i])[0] = p
+    return [a if (held := _lookup(_LOCAL, a)) is None else held[0] for a in out]
 
 
 def zarr_rows(z):
@@ -140,7 +191,7 @@ def map_rows(a, fn: Callable, *args, dtype, name: str | None = None):
     reader = row_reader(a)
     if reader is not None:
         return row_array(reader.then(fn, args, dtype), a.chunks[0])
-    return a.map_blocks(fn, *args, dtype=dtype, meta=np.empty((0,) * a.ndim, dtype=dtype), name=name)
+    return _derived(a, a.map_blocks(fn, *args, dtype=dtype, meta=np.empty((0,) * a.ndim, dtype=dtype), name=name))
 
 
 def _cast(block, dtype):
@@ -155,7 +206,7 @@ def astype_rows(a, dtype):
     reader = row_reader(a)
     if reader is not None:
         return row_array(reader.then(_cast, (dtype,), dtype), a.chunks[0])
-    return a.astype(dtype)
+    return _derived(a, a.astype(dtype))
 
 
 def rechunk_rows(a, chunks):
@@ -163,6 +214,33 @@ def rechunk_rows(a, chunks):
     chunks (its other axes are one block already: a reader reads whole rows)."""
     out = a.rechunk(chunks)
     reader = row_reader(a)
-    if reader is None or out.chunks[0] == a.chunks[0]:
-        return a if reader is not None else out
-    return row_array(reader, out.chunks[0])
+    if reader is None:
+        return _derived(a, out)
+    return a if out.chunks[0] == a.chunks[0] else row_array(reader, out.chunks[0])
+
+
+def _take(block, local):
+    return block[local]
+
+
+def gather_rows(X, idx, *, label: str = "gathering rows") -> np.ndarray:
+    """Rows ``idx`` (sorted, distinct) of the row-chunked dask array ``X``, as numpy.
+
+    One small task per row block that holds one of them keeps its rows (a basic slice of
+    the block and ``map_blocks``): blocks without one are not read and only the rows
+    travel. (Fancy indexing of a dask array fails with dask's array query planning.)
+    """
+    from ._progress import compute_limited
+
+    idx = np.asarray(idx, dtype=np.int64)
+    bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    rest = tuple((int(s),) for s in X.shape[1:])
+    parts = []
+    for i in np.unique(np.searchsorted(bounds, idx, side="right") - 1):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        local = idx[(idx >= lo) & (idx < hi)] - lo
+        parts.append(X[lo:hi].map_blocks(_take, local, chunks=((len(local),),) + rest, dtype=X.dtype,
+                                         meta=np.empty((0,) * X.ndim, dtype=X.dtype)))
+    if not parts:
+        return np.empty((0,) + X.shape[1:], dtype=X.dtype)
+    return np.concatenate([np.asarray(p) for p in compute_limited(*parts, label=label)])
