@@ -22,10 +22,14 @@ against a baseline measured in the same run:
     whether the same alpha was chosen.
 ``cost``
     Per-core rates on this machine (one thread): the feature transform (rows/s at
-    ``--D``, d = ``--d``) and DGEMM (GFLOP/s of ``Z^T (Z V)``), and from them the cost
-    model of a fit with ``--n-model`` rows, ``--D-model`` frequencies on ``--workers`` x
-    ``--cores`` cores (ALGORITHMS.md 3.9): seconds of pass 1 and of an iteration, the total
-    for ``--iterations``, and the per-worker memory of ``pcg_memory_estimate``.
+    ``--D``, d = ``--d``) and DGEMM (GFLOP/s of ``Z^T (Z V)``), and the client's time to
+    build one pass's graph (``reduce_row_blocks(..., compute=False)`` of an iteration over
+    ``--graph-blocks`` row blocks of an in-memory X and of a dkrr Zarr store, least of 3),
+    and from them the cost model of a fit with ``--n-model`` rows, ``--D-model``
+    frequencies on ``--workers`` x ``--cores`` cores (ALGORITHMS.md 3.9): seconds of pass 1
+    and of an iteration (the graph's construction, serial on the client, added to each
+    pass for ``--n-model / --block-rows`` blocks), the total for ``--iterations``, and the
+    per-worker memory of ``pcg_memory_estimate``.
 
 ::
 
@@ -177,6 +181,38 @@ def cv(args) -> dict:
     return {"rows": rows}
 
 
+def graph_seconds(n_blocks: int, d: int, fmap, V, repeats: int = 3) -> dict:
+    """Seconds the client takes to build one CG iteration's graph (no compute) over
+    ``n_blocks`` row blocks (16 rows each) of X in memory (``dask.array.from_array``) and of
+    X in a dkrr Zarr store (reader-backed, :mod:`dkrr._rows`): the least of
+    ``repeats`` builds."""
+    import shutil
+    import tempfile
+
+    import dask.array as da
+
+    from dkrr.io import open_dataset, write_dataset
+    from dkrr.linalg._pcg import _matvec_block, _sum_arrays
+    from dkrr.linalg._reduce import reduce_row_blocks
+
+    rows = 16
+    X = np.random.default_rng(0).standard_normal((n_blocks * rows, d))
+    consts = (fmap, V, None, 1, 0, 64 * 2**20)
+
+    def build(Xd):
+        return lambda: reduce_row_blocks([Xd], _matvec_block, _sum_arrays, constants=consts, compute=False,
+                                         n_chains=16)
+
+    out = {"blocks": n_blocks, "memory_s": _best(build(da.from_array(X, chunks=(rows, d))), repeats)}
+    tmp = tempfile.mkdtemp(prefix="dkrr-bench-graph-")
+    try:
+        write_dataset(da.from_array(X, chunks=(rows, d)), None, os.path.join(tmp, "x.zarr"))
+        out["zarr_s"] = _best(build(open_dataset(os.path.join(tmp, "x.zarr"), require_y=False).X), repeats)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def cost(args) -> dict:
     from threadpoolctl import threadpool_limits
 
@@ -197,24 +233,33 @@ def cost(args) -> dict:
     gemm = 4.0 * rows * p * args.rhs / t_gemm  # flop/s of one core: an iteration's product (m columns)
     sketch = 4.0 * rows * p * args.rank / t_sketch  # ... and pass 1's sketch (rank columns)
     feat_per_col = t_feat / p  # s per row and output column (linear in D at fixed d)
+    graph = graph_seconds(args.graph_blocks, d, rf.feature_map_, V)
+    per_block = max(graph["memory_s"], graph["zarr_s"]) / graph["blocks"]  # s per block of a pass's graph
     N, Dm, cores = float(args.n_model), int(args.D_model), args.workers * args.cores
     pm = 2 * Dm
+    n_blocks = int(np.ceil(N / args.block_rows))
+    graph_pass = per_block * n_blocks  # serial, on the client, before each pass
     per_row_feat = feat_per_col * pm
-    pass1 = N * (per_row_feat + 4.0 * pm * args.rank / sketch) / cores
-    it = N * (per_row_feat + 4.0 * pm * args.rhs / gemm) / cores
+    pass1 = N * (per_row_feat + 4.0 * pm * args.rank / sketch) / cores + graph_pass
+    it = N * (per_row_feat + 4.0 * pm * args.rhs / gemm) / cores + graph_pass
     total = pass1 + args.iterations * it
     mem = pcg_memory_estimate(kernel="gaussian", method=args.method, n_features_in=d, n_components=Dm,
-                              n_targets=args.rhs, rank=args.rank, split_every=None, block_rows=65536,
-                              n_blocks=int(N // 65536), max_block_bytes=64 * 2**20)
+                              n_targets=args.rhs, rank=args.rank, split_every=None, block_rows=args.block_rows,
+                              n_blocks=n_blocks, max_block_bytes=64 * 2**20)
     x_share = N * d * 4 / args.workers
     out = {"feature_s_per_row_col": feat_per_col, "gemm_flops_per_core": gemm, "sketch_flops_per_core": sketch,
-           "pass1_s": pass1, "iteration_s": it,
+           "graph_memory_s": graph["memory_s"], "graph_zarr_s": graph["zarr_s"], "graph_blocks": graph["blocks"],
+           "graph_s_per_block": per_block, "graph_s_per_pass": graph_pass, "pass1_s": pass1, "iteration_s": it,
            "total_s": total, "block_task_bytes": mem.block_task, "client_bytes": mem.client, "x_bytes_per_worker": x_share}
     print(f"one core here: features {feat_per_col * 1e9:.2f} ns per row and output column ({args.method}, d = {d}, "
           f"D = {D}); Z^T (Z V) {gemm / 1e9:.1f} GFLOP/s with {args.rhs} right-hand side(s), "
           f"{sketch / 1e9:.1f} GFLOP/s with the {args.rank} columns of the sketch")
+    print(f"graph of one pass, built on the client: {graph['memory_s']:.3f} s for {graph['blocks']:,} in-memory "
+          f"blocks, {graph['zarr_s']:.3f} s for {graph['blocks']:,} blocks of a Zarr store "
+          f"({1000 * per_block:.2f} s per 1,000 blocks, the larger)")
     print(f"model: n = {N:.3g}, D = {Dm} (p = {pm}), rank {args.rank}, {args.workers} workers x {args.cores} cores "
-          f"at these rates")
+          f"at these rates, {n_blocks:,} blocks of {args.block_rows:,} rows")
+    print(f"  graph of a pass: {graph_pass:,.1f} s (serial, on the client; in each pass below)")
     print(f"  pass 1 (statistics + sketch, 4 n p l flops): {pass1:,.0f} s; each iteration: {it:,.0f} s; "
           f"{args.iterations} iterations: total {total:,.0f} s ({total / 3600:.2f} h)")
     print(f"  memory: a block task {mem.block_task / 2**30:.2f} GiB (a {args.cores}-thread worker "
@@ -246,6 +291,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--workers", type=int, default=100)
     ap.add_argument("--cores", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--block-rows", type=int, default=65536, help="cost: rows per block of the model's X")
+    ap.add_argument("--graph-blocks", type=int, default=1000,
+                    help="cost: row blocks of the pass whose graph construction is timed")
     ap.add_argument("--repeats", type=int, default=1, help="sweep/cv: fits per measurement, the least time kept")
     add_load_arguments(ap)
     args = ap.parse_args(argv)

@@ -159,7 +159,7 @@ def check_first_label_block(y: Any) -> None:
     if is_dask(y):
         import dask
 
-        (block,) = dask.compute(y.blocks[(0,) * y.ndim])
+        (block,) = dask.compute(y[: y.chunks[0][0]])
     else:
         block = y[: max(1, int(y.chunks[0]))]
     check_class_labels(np.asarray(block), "y", 0, 0)
@@ -202,10 +202,10 @@ def check_input(
     numbers (e.g. from pandas) is converted to float64, as scikit-learn does.
     """
     _refuse_sparse_input(X, name)
-    if _is_zarr(X):
-        import dask.array as da
+    if _is_zarr(X):  # read by slice inside the steps of a pass (dkrr._rows)
+        from ._rows import zarr_rows
 
-        X = da.from_zarr(X)
+        X = zarr_rows(X)
     if is_dask(X):
         if not allow_dask:
             raise InputValidationError(f"{name} must be an in-memory array here, got a dask array")
@@ -216,8 +216,9 @@ def check_input(
                 f"columns); dkrr streams row blocks that hold every column. Use "
                 f"`{name}.rechunk({{1: -1}})`."
             )
-        dtype = as_float_dtype(X.dtype, name)
-        return X.astype(dtype) if dtype != X.dtype else X
+        from ._rows import astype_rows
+
+        return astype_rows(X, as_float_dtype(X.dtype, name))
     if hasattr(X, "__array__") or isinstance(X, (list, tuple)):
         try:
             arr = np.asarray(X)

@@ -25,9 +25,13 @@ def test_sweep_and_cv_report_ratios_and_validity(capsys):
 
 def test_cost_model_is_the_formula_of_the_measured_rates():
     res = bench_pcg.main(["cost", "--D", "256", "--n-model", "1e6", "--D-model", "1000", "--workers", "2",
-                          "--cores", "2", "--iterations", "5", "--rank", "16", "--allow-load"])
+                          "--cores", "2", "--iterations", "5", "--rank", "16", "--graph-blocks", "50",
+                          "--allow-load"])
     p, cores = 2000, 4
-    it = 1e6 * (res["feature_s_per_row_col"] * p + 4.0 * p / res["gemm_flops_per_core"]) / cores
+    assert res["graph_blocks"] == 50 and res["graph_memory_s"] > 0 and res["graph_zarr_s"] > 0
+    graph = max(res["graph_memory_s"], res["graph_zarr_s"]) / 50 * 16  # 1e6 rows in 16 blocks of 65,536
+    assert res["graph_s_per_pass"] == pytest.approx(graph)
+    it = 1e6 * (res["feature_s_per_row_col"] * p + 4.0 * p / res["gemm_flops_per_core"]) / cores + graph
     assert res["iteration_s"] == pytest.approx(it)
     assert res["total_s"] == pytest.approx(res["pass1_s"] + 5 * it)
 

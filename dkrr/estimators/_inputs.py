@@ -48,7 +48,11 @@ def _shifted_target(yd, numeric: bool, y=None):
     shift = first_block_mean(yd, y)
     if not np.any(shift):
         return yd, np.zeros(t)
-    return yd - (shift if yd.ndim > 1 else shift[0]), shift
+    from .._rows import map_rows
+
+    # y - s, inside the reader of a target dkrr reads from Zarr itself (no read-ahead)
+    s = shift if yd.ndim > 1 else shift[0]
+    return map_rows(yd, np.subtract, s, dtype=np.result_type(yd.dtype, shift.dtype)), shift
 
 
 def first_block_mean(yd, y=None) -> np.ndarray:

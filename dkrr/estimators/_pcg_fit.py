@@ -51,7 +51,8 @@ def keep_in_memory(persist, Xd, yd, estimate, wd=None, *, limits=None):
     if persist is False:
         return Xd, yd, wd, False
     if persist == "auto":
-        nbytes = Xd.nbytes + yd.nbytes + (0 if wd is None else wd.nbytes)
+        # dask arrays with query planning have no nbytes
+        nbytes = sum(int(a.size) * a.dtype.itemsize for a in (Xd, yd, wd) if a is not None)
         block = max(Xd.chunks[0]) * nbytes // max(1, Xd.shape[0])
         if estimate is None or not data_fits_in_memory(nbytes, block, estimate, limits=limits):
             return Xd, yd, wd, False

@@ -67,10 +67,10 @@ def standardized_input(est, X):
         return standardize_block(X, mean, scale), mean, scale, moments
     from dask.base import tokenize
 
-    Xs = X.map_blocks(
-        standardize_block, mean, scale, dtype=np.float64, meta=np.empty((0, 0)),
-        name=f"dkrr-standardize-{tokenize(standardize_block, X.name, mean, scale)}",
-    )
+    from .._rows import map_rows
+
+    Xs = map_rows(X, standardize_block, mean, scale, dtype=np.float64,
+                  name=f"dkrr-standardize-{tokenize(standardize_block, X.name, mean, scale)}")
     return Xs, mean, scale, moments
 
 

@@ -76,20 +76,24 @@ class _PosteriorModel:
         return out
 
 
-def _mean_std_block(X, model: _PosteriorModel, block_info=None):
+def _mean_std_block(X, held, block_info=None):
+    """Task body of ``predict(return_std=...)``: the :class:`_PosteriorModel` is
+    ``held[()]`` (one graph key, :func:`~dkrr.features._blockwise.shared_object`)."""
     from .._validation import check_finite_rows
 
     info = block_info[0]
     check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
-    return model.mean_std(X)
+    return held[()].mean_std(X)
 
 
-def _decision_block(X, model: _LinearModel, squeeze: bool, block_info=None):
+def _decision_block(X, held, squeeze: bool, block_info=None):
+    """Task body of a prediction: the :class:`_LinearModel` is ``held[()]`` (one graph key,
+    :func:`~dkrr.features._blockwise.shared_object`)."""
     from .._validation import check_finite_rows
 
     info = block_info[0]
     check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
-    out = model.decision(X)
+    out = held[()].decision(X)
     return out[:, 0] if squeeze else out
 
 
@@ -299,19 +303,19 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         if not is_dask(Xv):
             out = model.decision(Xv)
             return out[:, 0] if squeeze else out
-        import dask
-
         from dask.base import tokenize
+
+        from ..features._blockwise import shared_object
 
         # the key is the identity of the result: the model's content (map, coefficients,
         # intercept) and X's name; the same model on the same input shares its tasks
-        model_d = dask.delayed(model, pure=True)
+        token = tokenize(model)
         chunks = (Xv.chunks[0],) if squeeze else (Xv.chunks[0], (t,))
         return Xv.map_blocks(
-            _decision_block, model_d, squeeze,
+            _decision_block, shared_object(model, "dkrr-model"), squeeze,
             dtype=np.float64, chunks=chunks, drop_axis=1 if squeeze else None,
             meta=np.empty((0,) * len(chunks), dtype=np.float64),
-            name=f"dkrr-decision-{tokenize(_decision_block, model_d.key, squeeze, Xv.name)}",
+            name=f"dkrr-decision-{tokenize(_decision_block, token, squeeze, Xv.name)}",
         )
 
 
@@ -388,7 +392,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         CG), relative residual to stop at, most iterations (then a ``PcgConvergenceWarning``),
         and whether X is kept in (worker) memory across the passes (``"auto"``: when X and
         y take at most a quarter of the memory the fit's estimate leaves free; else every
-        pass reads the source).
+        pass reads the source). numpy X with a distributed Client is sent to the workers
+        once and held there for the fit in any case.
     sampling : {None, "surrogate_leverage", "ridge_leverage"}, default=None
         Data-dependent frequencies (ALGORITHMS.md section 4, Liu et al. 2020): draw
         ``n_candidates`` candidates with ``method``, score them in one streamed pass
@@ -592,15 +597,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         if not is_dask(Xv):
             both = model.mean_std(Xv)
         else:
-            import dask
-
             from dask.base import tokenize
 
-            model_d = dask.delayed(model, pure=True)
+            from ..features._blockwise import shared_object
+
             both = Xv.map_blocks(
-                _mean_std_block, model_d, dtype=np.float64, chunks=(Xv.chunks[0], (2 * t,)),
-                meta=np.empty((0, 0), dtype=np.float64),
-                name=f"dkrr-mean-std-{tokenize(_mean_std_block, model_d.key, Xv.name)}",
+                _mean_std_block, shared_object(model, "dkrr-posterior"), dtype=np.float64,
+                chunks=(Xv.chunks[0], (2 * t,)), meta=np.empty((0, 0), dtype=np.float64),
+                name=f"dkrr-mean-std-{tokenize(_mean_std_block, tokenize(model), Xv.name)}",
             )
         mean, std = both[:, :t], both[:, t:]
         return (mean[:, 0], std[:, 0]) if squeeze else (mean, std)

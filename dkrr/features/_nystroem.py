@@ -181,9 +181,9 @@ def fit_nystroem_map(
         raise InputValidationError("X has no rows to sample Nyström landmarks from")
     idx = np.sort(rng.choice(n, size=m, replace=False))
     if is_dask(X):
-        from .._progress import compute_limited
+        from .._rows import gather_rows
 
-        C = np.asarray(compute_limited(X[idx], label="gathering Nystroem landmarks")[0])
+        C = gather_rows(X, idx, label="gathering Nystroem landmarks")
     else:
         C = np.asarray(X)[idx]
     C = np.ascontiguousarray(C, dtype=np.float64)

@@ -1,11 +1,16 @@
-"""Running the tasks that write a store, and waiting for them when they fail.
+"""The tasks that write a store, running them, and waiting for them when they fail.
+
+:func:`store_tasks` makes the writes: one ``map_blocks`` task per block of each source,
+named ``dkrr-store-<token>`` (the token of the source and of the target array's path), that
+writes the block into its region of the Zarr array and returns an empty array
+(``dask.array.store`` is not available with dask's array query planning).
 
 When a store write fails or is interrupted (Ctrl-C, SIGTERM), blocks already running
 keep writing for a moment; the temporary store may be deleted only once none is left.
 This is the one place that knows how to wait: with the threaded scheduler by shutting
 down a private thread pool, with a distributed client (the one
 :func:`dkrr._progress.active_client` returns) by cancelling and polling the scheduler
-and the workers for tasks of the store layers (``store-map-<token>``).
+and the workers for tasks of the write layers (the names of the write arrays' keys).
 """
 
 from __future__ import annotations
@@ -17,32 +22,58 @@ from typing import Any
 
 import dask
 import dask.threaded
-from dask.base import get_scheduler
+import numpy as np
+from dask.base import get_scheduler, tokenize
 from dask.system import CPU_COUNT
 
 from .._progress import active_client
 
-__all__ = ["run_store_tasks"]
+__all__ = ["run_store_tasks", "store_tasks"]
 
 
 def _key_name(key: Any) -> str:
     return str(key[0] if isinstance(key, tuple) else key)
 
 
+def _write_block(block, target, token, block_info=None):
+    """Write one block into its region of ``target``; a one-element array of the block's
+    rank (a write array of empty blocks lost its writes with query planning on a Client:
+    dask skipped blocks of a result with no elements). ``token`` (the target's path) only
+    makes the task's key: dask's array query planning names the task from its arguments,
+    and a Zarr array's token covers its metadata, not its path."""
+    region = tuple(slice(start, stop) for start, stop in block_info[0]["array-location"])
+    target[region] = block
+    return np.ones((1,) * block.ndim, dtype=np.int8)
+
+
+def store_tasks(sources: list, targets: list) -> list:
+    """One dask array per source whose blocks write it into ``targets[i]`` (a Zarr array
+    chunked so that every block covers whole chunks: no two tasks write one chunk);
+    computing them writes the store and returns an array of ones, one per block."""
+    tasks = []
+    for src, target in zip(sources, targets):
+        token = tokenize(src.name, str(target.store_path), target.shape, target.chunks)
+        tasks.append(src.map_blocks(
+            _write_block, target, token, dtype=np.int8, chunks=tuple((1,) * n for n in src.numblocks),
+            meta=np.empty((0,) * src.ndim, dtype=np.int8), name=f"dkrr-store-{token}",
+        ))
+    return tasks
+
+
 def _running_store_tasks(dask_worker, names):  # runs on each worker via Client.run
-    # Graph optimisation may fuse layers into a renamed key ("arange-store-map-<token>"
-    # for "store-map-<token>"), so a key matches when it contains one of the names.
+    # Graph optimisation may fuse layers into a renamed key ("arange-dkrr-store-<token>"
+    # for "dkrr-store-<token>"), so a key matches when it contains one of the names.
     tasks = set(dask_worker.state.executing) | set(dask_worker.state.long_running)
     return sum(any(n in _key_name(ts.key) for n in names) for ts in tasks)
 
 
 def _store_layer_names(tasks: list) -> set[str]:
-    """Key names of the layers that write into the store (``store-map-<token>``, the
-    token covering the target array and the input keys); the inputs' own keys are left
-    out, so the wait never follows unrelated work that shares them."""
-    names = {_key_name(key) for t in tasks for key in dict(t.__dask_graph__())}
-    store = {n for n in names if n.startswith("store-map-")}
-    return store or names
+    """Key names of the tasks that write into the store (the output keys of the write
+    arrays, :func:`store_tasks`); the inputs' own keys are left out, so the wait never
+    follows unrelated work that shares them."""
+    from ..linalg._reduce import flat_keys
+
+    return {_key_name(key) for t in tasks for key in flat_keys(t.__dask_keys__())}
 
 
 def _drain(client, tasks: list, timeout: float = 60.0) -> None:
@@ -76,7 +107,7 @@ def _drain(client, tasks: list, timeout: float = 60.0) -> None:
 
 
 def run_store_tasks(tasks: Any, compute: Callable[[list], Any] | None) -> None:
-    """Run the store tasks (dask collections whose results are empty arrays).
+    """Run the store tasks (dask collections whose results are small arrays, :func:`store_tasks`).
 
     When it fails, blocks that were already running keep writing for a moment; to
     let the caller delete the temporary store afterwards, this waits for them: with

@@ -211,17 +211,18 @@ def open_array(group: zarr.Group, name: str, path: Path) -> Any:
 
 
 def read_array(group: zarr.Group, name: str, path: Path) -> da.Array:
-    """Array `name` of `group` as a dask array chunked like the store (checked first:
-    plausible metadata, and for a store dkrr wrote, the recorded shape and every chunk)."""
+    """Array `name` of `group` as a dask array with the store's row chunks and whole rows
+    (checked first: plausible metadata, and for a store dkrr wrote, the recorded shape and
+    every chunk). It is reader-backed (:mod:`dkrr._rows`): a pass reads
+    each block by slice inside the step that consumes it."""
+    from .._rows import RowReader, row_array
+
     arr = open_array(group, name, path)
     _check_declared(name, arr, path)
     _check_complete(group, name, arr, path)
     meta = json.dumps(arr.metadata.to_dict(), sort_keys=True, default=str)
     token = tokenize(str(path), name, meta, _metadata_identity(path, name))
-    return da.from_array(
-        _BlockReader(arr, name, path), chunks=arr.chunks, name=f"dkrr-read-{name}-{token}",
-        asarray=True, fancy=False,
-    )
+    return row_array(RowReader(_BlockReader(arr, name, path), f"dkrr-read-{name}-{token}"), arr.chunks[0])
 
 
 def open_group(path: Path) -> zarr.Group:

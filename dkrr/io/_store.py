@@ -71,7 +71,7 @@ from zarr.codecs import BloscCodec
 
 from ..errors import InputValidationError, StoreError
 from ._atomic import atomic_output, interrupts_deferred
-from ._drain import run_store_tasks
+from ._drain import run_store_tasks, store_tasks
 from ._kinds import (
     LAYOUT_VERSION,
     PREDICTIONS_MARKER,
@@ -190,6 +190,8 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
     """
+    from .._rows import rechunk_rows
+
     refuse_url(path, "input store")
     path = Path(os.path.abspath(os.fspath(path)))
     group = open_group(path)
@@ -210,9 +212,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
             "(n_samples, n_features)"
         )
     check_numeric("X", zX, path)
-    X = read_array(group, "X", path)
-    if X.numblocks[1] != 1:
-        X = X.rechunk({1: -1})
+    X = read_array(group, "X", path)  # whole rows, read inside the steps of a pass
     y = None
     if "y" in arrays:
         zy = open_array(group, "y", path)
@@ -227,10 +227,7 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
                 f"{zX.shape} but y has shape {zy.shape}; both need n_samples rows"
             )
         check_numeric("y", zy, path)
-        y = read_array(group, "y", path)
-        target_chunks = (X.chunks[0],) + ((-1,) if y.ndim == 2 else ())
-        if y.chunks[0] != X.chunks[0] or (y.ndim == 2 and y.numblocks[1] != 1):
-            y = y.rechunk(target_chunks)
+        y = rechunk_rows(read_array(group, "y", path), {0: X.chunks[0]})
     attrs = dict(group.attrs.asdict())
     classes = store_classes(attrs, path)
     if y is not None and classes is not None:
@@ -276,7 +273,7 @@ def write_predictions(
     """Write predictions to a new Zarr group, block by block, atomically.
 
     Each block of `y_pred` is computed where the scheduler runs it and written to the
-    store by that worker (:func:`dask.array.to_zarr`); nothing is gathered on the
+    store by that worker (:func:`dkrr.io._drain.store_tasks`); nothing is gathered on the
     client. With a ``distributed`` cluster the workers must share the filesystem that
     holds `out`. The group is written under a temporary name and renamed to `out`
     only when every block is stored.
@@ -298,8 +295,8 @@ def write_predictions(
         always written.
     compute : callable, optional
         Called as ``compute(tasks)`` with a list of dask collections whose computation
-        stores all blocks (each block's result is an empty array, so nothing but
-        metadata comes back to the client). It must compute them, for example with a
+        stores all blocks (each block's result is a one-element array, so almost
+        nothing comes back to the client). It must compute them, for example with a
         progress bar: ``lambda t: distributed.progress(client.compute(t))`` followed by
         waiting on the futures, or ``dask.diagnostics.ProgressBar``. By default
         ``dask.compute(*tasks)``, which uses the active scheduler (a
@@ -369,10 +366,7 @@ def _write_group(out, sources: Mapping[str, da.Array], attrs: Mapping[str, Any],
             specs = {name: (src.shape, src.dtype, tuple(max(c[0], 1) for c in src.chunks))
                      for name, src in sources.items()}
             targets = create_arrays(group, specs, attrs)
-        run_store_tasks(
-            da.store(list(sources.values()), list(targets.values()), lock=False, compute=False),
-            compute,
-        )
+        run_store_tasks(store_tasks(list(sources.values()), list(targets.values())), compute)
     return str(final)
 
 

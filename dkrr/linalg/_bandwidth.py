@@ -60,8 +60,10 @@ def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
     if is_dask(X):
         # Read in row order (each row block holding a sampled row is loaded once, the
         # others not at all), then put the rows back in the order they were drawn.
+        from .._rows import gather_rows
+
         order = np.argsort(idx)
-        rows = np.asarray(X[idx[order]].compute())
+        rows = gather_rows(X, idx[order], label="sampling rows for the bandwidth")
         S = np.empty_like(rows)
         S[order] = rows
     else:

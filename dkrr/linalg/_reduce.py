@@ -9,11 +9,12 @@ it (a fused step, so only running sums outlive their task), and a tree of combin
 of fan-in ``split_every`` merges the ``C`` chain sums. A thread thus holds about two
 partial results at a time (the running sum it received and the one it builds) instead of
 the ``split_every + 1`` of a combine over block results. ``n_chains >= n_blocks`` gives
-the plain tree over the blocks. The tasks that only one block needs (its Zarr read, its
-slice or cast) run inside that block's step (:mod:`._inline_blocks`), so a worker never
-reads blocks ahead of the chain that consumes them; what several blocks share (a store
-handle, an in-memory array's chunks) stays a dependency. Every block is loaded exactly
-once per reduction, and the reduction runs on whatever
+the plain tree over the blocks. The graph is one layer
+of plain tasks over the inputs' keys (``HighLevelGraph.from_collections``): an input that
+dkrr reads from Zarr itself is read by slice inside the step that consumes its block
+(:mod:`dkrr._rows`), so a worker never reads blocks ahead of the chain; any other
+dask input (in-memory chunks, persisted results, a user's pipeline) stays a dependency.
+Every block is loaded exactly once per reduction, and the reduction runs on whatever
 dask scheduler is active (a distributed ``Client`` when one is the default, else the
 threaded scheduler).
 
@@ -122,15 +123,6 @@ def _chain_step(block_fn, combine_fn, acc, *args):
     return _accumulate_into(block_fn(*args), acc, combine_fn)
 
 
-def _inline_step(block_fn, combine_fn, acc, recipe, dep_values, *rest):
-    """A chain step that first reads its inputs' blocks (:mod:`._inline_blocks`).
-
-    ``acc`` is None for a chain's first block.
-    """
-    part = block_fn(*recipe.values(dep_values), *rest)
-    return part if acc is None else _accumulate_into(part, acc, combine_fn)
-
-
 def _chain_bounds(n_blocks: int, n_chains: int) -> np.ndarray:
     """First block of each of ``n_chains`` contiguous chains of near-equal length, and n_blocks."""
     return np.linspace(0, n_blocks, n_chains + 1).round().astype(int)
@@ -160,8 +152,11 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
     ----------
     X : array-like, dask array or zarr array of shape (n, d)
         numpy input is cut into blocks of ``chunk_rows`` rows (default:
-        :func:`default_chunk_rows`); dask input keeps its row chunks unless
-        ``chunk_rows`` is given; zarr input is read with ``dask.array.from_zarr``.
+        :func:`default_chunk_rows`), marked so that the first pass on a distributed Client
+        persists it on the workers (sent once, not with every pass,
+        :func:`dkrr._rows.local_array`); dask input keeps its row chunks unless
+        ``chunk_rows`` is given; zarr input becomes a reader-backed array whose rows the
+        reductions read inside their steps (:mod:`dkrr._rows`).
     y : array-like, dask array or zarr array of shape (n,) or (n, t), optional
         Rechunked to X's row chunks.
     chunk_rows : int, optional
@@ -181,15 +176,15 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
     ChunkingError
         X is chunked along its columns.
     """
-    import dask.array as da
+    from .._rows import local_array, rechunk_rows
 
     chunk_rows = _check_chunk_rows(chunk_rows)
     Xv = check_input(X, name="X", check_finite=False)
     if not is_dask(Xv):
         rows = chunk_rows or default_chunk_rows(Xv.shape[0], Xv.shape[1], Xv.dtype.itemsize)
-        Xd = da.from_array(Xv, chunks=(rows, Xv.shape[1]))
+        Xd = local_array(Xv, (rows, Xv.shape[1]))
     else:
-        Xd = Xv.rechunk({0: chunk_rows}) if chunk_rows else Xv
+        Xd = rechunk_rows(Xv, {0: chunk_rows}) if chunk_rows else Xv
     if y is None:
         return Xd, None
     if y_kind == "numeric":
@@ -203,21 +198,21 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
             "sample."
         )
     if not is_dask(yv):
-        yd = da.from_array(np.asarray(yv), chunks=(Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:]))
+        yd = local_array(np.asarray(yv), (Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:]))
     else:
-        yd = yv.rechunk({0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
+        yd = rechunk_rows(yv, {0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
     return Xd, yd
 
 
 def _labels_as_array(y):
     """Class labels: a 1-D numpy or dask array of any dtype (zarr read through dask)."""
-    import dask.array as da
-
     try:
         import zarr
 
         if isinstance(y, zarr.Array):
-            y = da.from_zarr(y)
+            from .._rows import zarr_rows
+
+            y = zarr_rows(y)
     except ImportError:  # pragma: no cover
         pass
     if not is_dask(y):
@@ -234,6 +229,80 @@ def _labels_as_array(y):
     if y.dtype.kind not in "biufUSO":
         raise InputValidationError(f"class labels of dtype {y.dtype} are not supported")
     return y
+
+
+def distributed_client():
+    """The distributed Client that ``dask.compute`` would use now, else None (the
+    threaded or synchronous scheduler, also when a Client exists but dask's ``scheduler``
+    setting names another)."""
+    from dask.base import get_scheduler
+
+    client = getattr(get_scheduler(), "__self__", None)
+    return client if callable(getattr(client, "scatter", None)) else None
+
+
+#: a constant ndarray of at least this many bytes goes to every worker once per reduction
+#: (``Client.scatter(broadcast=True)``) instead of travelling inside the graph
+SCATTER_BYTES = 16 * 2**10
+
+
+def _shared_constant(value, client):
+    """``(reference, dependency)`` of one constant of a reduction: one key every step names.
+
+    With a distributed Client a large ndarray (the PCG directions ``V``, the validation
+    pass's coefficients) is scattered to every worker (hashed: its key is the token of its
+    content) and the steps name its Future; anything else is a pure ``dask.delayed`` of the
+    value, a single node of the graph (dependency: that Delayed)."""
+    import dask
+
+    if client is not None and isinstance(value, np.ndarray) and value.nbytes >= SCATTER_BYTES:
+        return client.scatter(value, broadcast=True, hash=True), None
+    d = dask.delayed(value, pure=True)
+    return d.key, d
+
+
+def flat_keys(keys) -> list:
+    """The keys of a collection's ``__dask_keys__()`` (nested lists) in order, flattened."""
+    out = []
+    stack = [keys]
+    while stack:
+        k = stack.pop()
+        if isinstance(k, list):
+            stack.extend(reversed(k))
+        else:
+            out.append(k)
+    return out
+
+
+def _optimized(arrays: list) -> list:
+    """The dask inputs with dask's own graph optimisations (fused slices and casts):
+    ``Array.optimize()`` of query-planning arrays (expressions), else ``dask.optimize``,
+    whose result leaves the blocks of an array persisted on a cluster outside its graph:
+    such an input is used as it is (its graph names its Futures)."""
+    import dask
+
+    if not arrays:
+        return []
+    if all(callable(getattr(a, "optimize", None)) for a in arrays):
+        return [a.optimize() for a in arrays]
+    out = []
+    for a, o in zip(arrays, dask.optimize(*arrays)):
+        graph = o.__dask_graph__()
+        out.append(o if all(k in graph for k in flat_keys(o.__dask_keys__())) else a)
+    return out
+
+
+def _step(block_fn, combine_fn, acc, parts, row_offset, block_index, n_rows, *constants):
+    """One step of a chain: read the block of each reader-backed input (its rows, now),
+    compute the block's partial result and add the running sum ``acc`` (None for a chain's
+    first block) into it."""
+    from .._rows import RowReader
+
+    stop = row_offset + n_rows
+    blocks = [p.rows(row_offset, stop) if isinstance(p, RowReader) else p for p in parts]
+    if acc is None:
+        return block_fn(*blocks, row_offset, block_index, *constants)
+    return _chain_step(block_fn, combine_fn, acc, *blocks, row_offset, block_index, *constants)
 
 
 def reduce_row_blocks(
@@ -267,10 +336,12 @@ def reduce_row_blocks(
         Fan-in of the combine tree over the chains' sums (default
         :data:`DEFAULT_SPLIT_EVERY`); ``2`` makes the deepest tree.
     constants : sequence
-        Objects every block task needs (a feature map, ...). Each is embedded once in
-        the graph (``dask.delayed(obj, pure=True)``) rather than once per task.
+        Objects every block task needs (a feature map, ...). Each is one key of the graph
+        that every step names (``dask.delayed(obj, pure=True)``); with a distributed
+        Client an ndarray of at least :data:`SCATTER_BYTES` is instead scattered to every
+        worker once (``Client.scatter(broadcast=True)``), never carried in the graph.
     compute : bool, default=True
-        Compute and return the result, or return the ``dask.delayed`` object.
+        Compute and return the result, or return it as a ``dask.delayed.Delayed``.
     label : str
         Label of the progress bar (see :mod:`dkrr._progress`).
     n_chains : int, optional
@@ -288,16 +359,22 @@ def reduce_row_blocks(
 
     Notes
     -----
-    The inputs are optimized together (``dask.optimize``) before their blocks are taken,
-    so arrays that share a source load it once. The compute runs with the active
-    distributed Client if there is one, else dask's configured scheduler (threaded by
-    default); without a Client the BLAS thread pools of this process are limited to one
-    thread for the duration, since dask already runs one task per core.
+    The graph is one dict layer (``HighLevelGraph.from_collections``) over the inputs:
+    a step names the keys of its input blocks (``__dask_keys__()`` of the inputs, after
+    dask's own optimisation, so arrays that share a source load it once) and the keys of
+    the constants. An input that dkrr reads from Zarr itself (a reader-backed array,
+    :mod:`dkrr._rows`) is not a dependency: the step receives its reader and reads
+    its rows when it runs, so no block is read ahead of the chain that consumes it.
+    The compute runs with the active distributed Client if there is one, else dask's
+    configured scheduler (threaded by default); without a Client the BLAS thread pools of
+    this process are limited to one thread for the duration, since dask already runs one
+    task per core.
     """
     import dask
     from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph
 
-    from ._inline_blocks import inline_block_recipes, subgraph
+    from .._rows import held_on_workers, row_reader
 
     split_every = DEFAULT_SPLIT_EVERY if split_every is None else split_every
     if isinstance(split_every, bool) or not isinstance(split_every, (int, np.integer)) or split_every < 2:
@@ -321,58 +398,61 @@ def reduce_row_blocks(
                 f"an input of shape {a.shape} has chunks {a.chunks}; every axis but the "
                 "first must be a single block. Use `.rechunk({1: -1})`."
             )
-    optimized = dask.optimize(*arrays)
-    blocks = [a.to_delayed(optimize_graph=False).reshape(-1) for a in optimized]
-    # the tasks only one block needs run inside the step that consumes it (no read-ahead)
-    graph = {k: v for a in optimized for k, v in dict(a.__dask_graph__()).items()}
-    recipes = inline_block_recipes(graph, [[b.key for b in bs] for bs in blocks])
-    shared = {}  # the Delayed of each dependency that several steps name
-    consts = [dask.delayed(c, pure=True) for c in constants]
-    offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
     n_blocks = len(row_chunks)
+    client = distributed_client()
+    arrays = held_on_workers(arrays, client)  # in-memory data: persisted on its first pass, then named
+    readers = [row_reader(a) for a in arrays]
+    optimized = iter(_optimized([a for a, r in zip(arrays, readers) if r is None]))
+    parts, dependencies = [], []  # per input: the reference of each block; the collections named
+    for r in readers:
+        if r is None:
+            a = next(optimized)
+            keys = flat_keys(a.__dask_keys__())
+        else:  # the reader, one shared key: the step reads the rows itself
+            a = dask.delayed(r, pure=True)
+            keys = [a.key] * n_blocks
+        parts.append(keys)
+        dependencies.append(a)
+    consts = []
+    for c in constants:
+        ref, dep = _shared_constant(c, client)
+        consts.append(ref)
+        if dep is not None:
+            dependencies.append(dep)
+    offsets = np.concatenate([[0], np.cumsum(row_chunks)[:-1]]).astype(int)
     n_chains = min(int(default_n_chains() if n_chains is None else n_chains), n_blocks)
     # keys are the identity of the result: the input arrays' names, the constants' contents
-    # (a pure delayed's key is the token of its value), both functions and the reduction's
-    # shape (chains and tree fan-in: they set the order of the float sums)
+    # (a pure delayed's key, a hashed scatter's key: the token of the value), both functions
+    # and the reduction's shape (chains and tree fan-in: they set the order of the float sums)
     token = dask.base.tokenize(
-        *(a.name for a in arrays), *(c.key for c in consts), block_fn, combine_fn, int(split_every),
-        n_chains,
+        *(a.name for a in arrays), *(getattr(c, "key", c) for c in consts), block_fn, combine_fn,
+        int(split_every), n_chains,
     )
-    name = getattr(block_fn, "__name__", "block").strip("_")
+    name = f"dkrr-{getattr(block_fn, '__name__', 'block').strip('_')}-{token}"
     bounds = _chain_bounds(n_blocks, n_chains)
+    layer: dict = {}
     level = []
     for c in range(n_chains):
         acc = None
         for i in range(bounds[c], bounds[c + 1]):
-            key = f"dkrr-{name}-{token}-{i}"  # the chain's sum up to block i
-            if recipes is not None:
-                r = recipes[i]
-                own = {b[i].key: b[i] for b in blocks}  # keeps a persisted block's own graph
-                for k in r.deps:
-                    if k not in own and k not in shared:
-                        shared[k] = Delayed(k, subgraph(graph, k))
-                deps = [own[k] if k in own else shared[k] for k in r.deps]
-                acc = dask.delayed(_inline_step, pure=True)(
-                    block_fn, combine_fn, acc, r, deps, int(offsets[i]), int(i), *consts, dask_key_name=key
-                )
-                continue
-            args = (*(b[i] for b in blocks), int(offsets[i]), int(i), *consts)
-            if acc is None:
-                acc = dask.delayed(block_fn, pure=True)(*args, dask_key_name=key)
-            else:
-                acc = dask.delayed(_chain_step, pure=True)(block_fn, combine_fn, acc, *args, dask_key_name=key)
+            key = f"{name}-{i}"  # the chain's sum up to block i
+            layer[key] = (_step, block_fn, combine_fn, acc, [p[i] for p in parts], int(offsets[i]), i,
+                          int(row_chunks[i]), *consts)
+            acc = key
         level.append(acc)
     depth = 0
     while True:
         groups = [level[j : j + split_every] for j in range(0, len(level), split_every)]
-        level = [
-            dask.delayed(combine_fn, pure=True)(g, dask_key_name=f"dkrr-combine-{token}-{depth}-{j}")
-            for j, g in enumerate(groups)
-        ]
+        level = []
+        for j, g in enumerate(groups):
+            key = f"dkrr-combine-{token}-{depth}-{j}"
+            layer[key] = (combine_fn, list(g))
+            level.append(key)
         depth += 1
         if len(level) == 1:
             break
-    result = level[0]
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=dependencies)
+    result = Delayed(level[0], graph, layer=name)
     if not compute:
         return result
     from .._progress import compute_limited

@@ -126,7 +126,6 @@ def check_sample_weight(sample_weight, X):
     NonFiniteInputError
         NaN or inf in numpy weights.
     """
-    import dask.array as da
 
     from .._validation import check_input, is_dask
 
@@ -142,7 +141,9 @@ def check_sample_weight(sample_weight, X):
             f"shape ({n},)."
         )
     if is_dask(w):
-        return w.astype(np.float64).rechunk({0: X.chunks[0]})
+        from .._rows import astype_rows, rechunk_rows
+
+        return rechunk_rows(astype_rows(w, np.float64), {0: X.chunks[0]})
     w = np.asarray(w, dtype=np.float64)
     _check_weight_block(w, None, 0)
     with np.errstate(over="ignore"):
@@ -158,7 +159,9 @@ def check_sample_weight(sample_weight, X):
             "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
             "give some rows a positive weight."
         )
-    return da.from_array(w, chunks=(X.chunks[0],))
+    from .._rows import local_array
+
+    return local_array(w, (X.chunks[0],))  # sent to a Client's workers once (dkrr._rows)
 
 
 #: the fix named by the overflow errors of sample weights
