@@ -357,7 +357,7 @@ BAD_INPUTS = [
      {"chunk_rows": 5}, InputValidationError, r"line 12, target column 2 \('c'\): cannot parse 'x'"),
     ("empty.csv", ["a,b,c"], {}, InputValidationError, "has a header but no data rows"),
     ("data.xyz", ["1,2,3"], {}, InputValidationError, "cannot infer the format of data.xyz"),
-    ("fmt.csv", ["1,2,3"], {"format": "parquet"}, InvalidParameterError, "format must be one of"),
+    ("fmt.csv", ["1,2,3"], {"format": "xlsx"}, InvalidParameterError, "format must be one of"),
     ("dt.csv", ["1,2,3"], {"dtype": "int64"}, InvalidParameterError, "float32 or float64"),
     ("bad.svm", ["1 1:2 3:4", "2 1:x"], {}, InputValidationError, r"line 2: cannot parse '1:x'"),
     ("dense.svm", ["1 2 3"], {}, InputValidationError, r"line 1: cannot parse '2'.*format='csv'"),

@@ -28,7 +28,7 @@ from dask.system import CPU_COUNT
 
 from .._progress import active_client
 
-__all__ = ["run_store_tasks", "store_tasks"]
+__all__ = ["drain_keys", "run_store_tasks", "store_tasks"]
 
 
 def _key_name(key: Any) -> str:
@@ -77,13 +77,18 @@ def _store_layer_names(tasks: list) -> set[str]:
 
 
 def _drain(client, tasks: list, timeout: float = 60.0) -> None:
-    """Wait until no task of `tasks` is still pending on the scheduler or running.
+    """Wait until no task of `tasks` is still pending on the scheduler or running."""
+    drain_keys(client, _store_layer_names(tasks), timeout)
+
+
+def drain_keys(client, names: set[str], timeout: float = 60.0) -> None:
+    """Wait until no task whose key contains one of `names` is still pending on the
+    scheduler or running on a worker.
 
     The caller has cancelled or released the futures; until the scheduler has processed
-    that, queued blocks may still be started, so both the scheduler's pending tasks and
+    that, queued tasks may still be started, so both the scheduler's pending tasks and
     the workers' running ones are polled.
     """
-    names = _store_layer_names(tasks)
 
     def pending_store_tasks(dask_scheduler, names):
         # Runs on the scheduler; self-contained (pickled by value) so that the scheduler

@@ -33,6 +33,7 @@ from ._csv import read_csv
 from ._like import UNKNOWN, read_layout, take
 from ._libsvm import read_libsvm
 from ._npy import read_npy
+from ._parquet import is_parquet_dir, read_parquet
 from ._text import COMPRESSIONS
 from ._writer import check_row_width
 
@@ -40,7 +41,7 @@ __all__ = ["IngestSummary", "InputNotFoundError", "ingest"]
 
 ProgressCallback = Callable[[int, int, int], Any]
 
-_FORMATS = ("csv", "libsvm", "npy")
+_FORMATS = ("csv", "libsvm", "npy", "parquet")
 _EXTENSIONS = {
     ".csv": "csv",
     ".data": "csv",
@@ -50,8 +51,11 @@ _EXTENSIONS = {
     ".libsvm": "libsvm",
     ".svmlight": "libsvm",
     ".npy": "npy",
+    ".parquet": "parquet",
+    ".parq": "parquet",
+    ".pq": "parquet",
 }
-_READERS = {"csv": read_csv, "libsvm": read_libsvm, "npy": read_npy}
+_READERS = {"csv": read_csv, "libsvm": read_libsvm, "npy": read_npy, "parquet": read_parquet}
 _MISSING = ("error", "drop")
 _TARGET_TYPES = ("auto", "numeric", "labels")
 _INDEX_BASES = (0, 1, "auto")
@@ -112,12 +116,14 @@ def ingest(
     out: str | os.PathLike,
     *,
     target: str | int | Sequence[str | int] | None = None,
+    features: Sequence[str | int] | None = None,
     format: str | None = None,
     header: bool | None = None,
     delimiter: str | None = ",",
     dtype: str | np.dtype = "float32",
     y_dtype: str | np.dtype = "float64",
     chunk_rows: int = 65536,
+    blocksize: int | str = "64MiB",
     n_features: int | None = None,
     index_base: int | str = "auto",
     missing: str = "error",
@@ -126,28 +132,45 @@ def ingest(
     overwrite: bool = False,
     progress: ProgressCallback | None = None,
 ) -> IngestSummary:
-    """Convert a CSV, LIBSVM/svmlight or ``.npy`` file into a dkrr Zarr store, streaming.
+    """Convert a CSV, LIBSVM/svmlight, ``.npy`` or Parquet input into a dkrr Zarr store.
 
-    The input is read in chunks of rows and each chunk is appended to the Zarr arrays
-    ``X`` and ``y``, so memory use is bounded by the chunk size whatever the file size. The store is written under a temporary
-    name next to `out` and renamed to `out` only when complete; on any error (or
+    The input is read in chunks of rows and each chunk is written to the Zarr arrays
+    ``X`` and ``y``, so memory use is bounded by the chunk size whatever the input size.
+    CSV is parsed by pyarrow's CSV reader; an uncompressed CSV larger than `blocksize`
+    (and any Parquet input of more than `blocksize` of values) is cut at line
+    boundaries into runs of whole chunks that are converted in parallel -- by the
+    workers of the active ``distributed`` client if there is one (they must see `path`
+    and `out`), else by threads of this process (``dask.config`` ``num_workers``,
+    default one per core) -- each task writing its own chunks; the result does not
+    depend on the number of workers. The store is written under a temporary name next
+    to `out` and renamed to `out` only when complete; on any error (or
     ``KeyboardInterrupt``) nothing is left behind and an existing `out` is untouched.
 
     Parameters
     ----------
     path : str or os.PathLike
-        Input file: ``.csv``/``.data`` (CSV), ``.txt``/``.t``/``.svm``/``.libsvm``/
-        ``.svmlight`` (LIBSVM; CSV and LIBSVM may be compressed as ``.gz`` or ``.bz2``), or ``.npy``
-        (a 2-D numeric matrix).
+        Input: ``.csv``/``.data`` (CSV), ``.txt``/``.t``/``.svm``/``.libsvm``/
+        ``.svmlight`` (LIBSVM; CSV and LIBSVM may be compressed as ``.gz`` or ``.bz2``),
+        ``.npy`` (a 2-D numeric matrix), or ``.parquet``/``.parq``/``.pq`` (a Parquet
+        file, or a directory of Parquet files such as ``dask.dataframe.to_parquet``
+        writes, read in natural order of their names).
     out : str or os.PathLike
         Directory of the Zarr store to create (layout: see :mod:`dkrr.io._store`).
     target : str, int or list of these, optional
-        CSV and ``.npy``: the target column(s), by header name or 0-based index
+        CSV, ``.npy`` and Parquet: the target column(s), by name or 0-based index
         (negative counts from the end; ``.npy`` and header-less CSV columns are also
         named ``column_{j}``). Default: the last column. A list gives a 2-D ``y``.
         LIBSVM files carry their label first; leave it None.
-    format : {"csv", "libsvm", "npy"}, optional
-        Input format; inferred from the extension when None.
+    features : list of str or int, optional
+        CSV, ``.npy`` and Parquet: the feature columns, by name or 0-based index, in
+        the order of the columns of ``X``. Default: every column that is not a target.
+        Every feature column must be numeric: a Parquet column of strings, dates or
+        other non-numeric values is refused with its name and type (leave it out with
+        `features`, or encode it as numbers first; dkrr encodes nothing), and a CSV
+        cell that is not a number is an error naming its line and column.
+    format : {"csv", "libsvm", "npy", "parquet"}, optional
+        Input format; inferred from the extension when None (a directory without one
+        that holds Parquet files is Parquet).
     header : bool, optional
         CSV only: whether the first line holds column names. None detects it: the first
         line is a header when one of its cells is not a number while the same column
@@ -166,6 +189,11 @@ def ingest(
         Most rows per chunk, both for reading and for the Zarr chunks of ``X`` and
         ``y``. Wide inputs get fewer: a chunk of ``X`` holds at most 64 MiB (at least
         one row), so the chunk rows follow a byte budget, not a fixed count.
+    blocksize : int or str, default="64MiB"
+        Bytes of an uncompressed CSV (or of Parquet values, as float64) converted by one
+        parallel task, as in ``dask.dataframe.read_csv``; an input that fits in one is
+        converted here. A compressed CSV, and ``missing="drop"`` (the rows kept, hence
+        their places in the store, are known only once read), are converted in one pass.
     n_features : int, optional
         LIBSVM: number of features (columns) of ``X``; by default the largest index in
         the file. CSV/``.npy``: if given, the number of feature columns is checked.
@@ -186,15 +214,17 @@ def ingest(
         how many) and the columns; "drop" leaves those rows out (their number is
         recorded in the store attribute ``rows_dropped``).
     target_type : {"auto", "numeric", "labels"}, default="auto"
-        CSV: whether a single target column holds numbers or class labels. "auto"
-        reads it as labels only when one of its cells in the first chunk is neither a
-        number nor a missing-value marker; "labels" encodes it as classes even when
-        the labels are numbers (e.g. digits); "numeric" refuses text in it.
+        CSV and Parquet: whether a single target column holds numbers or class labels.
+        "auto" reads a CSV column as labels only when one of its cells in the first
+        chunk is neither a number nor a missing-value marker, and a Parquet column as
+        labels when its type is not a number type (strings, categories, booleans);
+        "labels" encodes it as classes even when the labels are numbers (e.g. digits);
+        "numeric" refuses text in it.
     like : str or os.PathLike, optional
         A store written by ingest (typically the training set) whose layout this file
         must follow: its number of features, its dtypes, and what it records of how
         its file was read -- the LIBSVM index base, the CSV delimiter and target
-        column(s), and the classes of a label target (this file's labels are coded
+        column(s) and feature columns, and the classes of a label target (this file's labels are coded
         with those classes; a label they lack is an error naming it). Those options
         may be left out; one given with a different value is an error. Whether this
         CSV has a header is still `header` (detected by default); when both files
@@ -265,6 +295,9 @@ def ingest(
     refuse_url(out, "output")
     src = Path(os.path.abspath(os.fspath(path)))
     layout = None if like is None else read_layout(like)
+    block_bytes = _blocksize(blocksize)
+    if format is None and src.is_dir() and is_parquet_dir(src):
+        format = "parquet"
     if format is not None:
         fmt = str(format).lower()
         if fmt not in _FORMATS:
@@ -293,8 +326,13 @@ def ingest(
                     "or 1 (--index-base)"
                 )
             delimiter = take("delimiter", delimiter, ",", layout.delimiter, layout)
-            target = take("target", target, None, layout.target, layout)
-            if fmt == "csv":
+            if fmt == "parquet":  # by name: the files of a directory may order columns
+                target = take("target", target, None, layout.target_names, layout)
+                features = take("features", features, None, layout.feature_names, layout)
+            else:
+                target = take("target", target, None, layout.target, layout)
+                features = take("features", features, None, layout.features, layout)
+            if fmt in ("csv", "parquet"):
                 target_type = take("target_type", target_type, "auto",
                                    layout.target_type, layout)
                 classes = layout.classes
@@ -327,14 +365,19 @@ def ingest(
         )
     if n_features is not None:
         check_row_width(int(n_features), x_dtype, f"n_features={n_features}")
+    if features is not None and fmt == "libsvm":
+        raise InvalidParameterError(
+            "features= selects columns of a CSV, .npy or Parquet input; a LIBSVM file's "
+            "features are its indices (use n_features)"
+        )
     if not src.exists():
         raise InputNotFoundError(f"input file {src} does not exist")
-    if src.is_dir():
+    if src.is_dir() and fmt != "parquet":
         raise InputValidationError(
-            f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file "
-            "(a Zarr store needs no ingest)"
+            f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file, or a "
+            "Parquet file or directory of Parquet files (a Zarr store needs no ingest)"
         )
-    if not stat.S_ISREG(src.stat().st_mode):
+    if not src.is_dir() and not stat.S_ISREG(src.stat().st_mode):
         raise InputValidationError(
             f"{src} is not a regular file (a pipe, socket or device such as /dev/stdin); "
             "ingest needs a file it can size and read again (LIBSVM is read twice, "
@@ -350,6 +393,7 @@ def ingest(
             src,
             tmp,
             target=target,
+            features=features,
             header=header,
             delimiter=delimiter,
             dtype=x_dtype,
@@ -363,8 +407,27 @@ def ingest(
             columns=None if layout is None or fmt != "csv" else layout.columns,
             like=None if layout is None else layout.path,
             progress=progress,
+            blocksize=block_bytes,
         )
     return IngestSummary(path=str(final), **info)
+
+
+def _blocksize(blocksize: Any) -> int:
+    """`blocksize` in bytes (an int, or a string such as ``"64MiB"``), at least 1."""
+    from dask.utils import parse_bytes
+
+    try:
+        if isinstance(blocksize, bool):
+            raise TypeError
+        value = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
+    except (TypeError, ValueError):
+        value = 0
+    if value < 1 or (not isinstance(blocksize, str) and value != blocksize):
+        raise InvalidParameterError(
+            f"blocksize must be a positive number of bytes (an int, or a string such as "
+            f"'64MiB'), got {blocksize!r}"
+        )
+    return value
 
 
 def _float_dtype(name: str, dtype: Any) -> np.dtype:

@@ -1,4 +1,4 @@
-"""Choosing the target column(s) of a CSV or ``.npy`` input."""
+"""Choosing the target and feature columns of a CSV, ``.npy`` or Parquet input."""
 
 from __future__ import annotations
 
@@ -65,12 +65,58 @@ def resolve_targets(
     return cols, scalar
 
 
+def select_features(src, features: Any, names: list[str], target_cols: list[int]) -> list[int]:
+    """Column indices of the features: those named (or 0-based indices) in `features`, in
+    that order, or every column that is not a target when `features` is None."""
+    if features is None:
+        return [j for j in range(len(names)) if j not in target_cols]
+    if isinstance(features, (str, int, np.integer)):
+        features = [features]
+    cols: list[int] = []
+    for f in features:
+        if isinstance(f, str):
+            matches = [j for j, n in enumerate(names) if n == f]
+            if len(matches) > 1:
+                raise InputValidationError(
+                    f"feature column name {f!r} appears {len(matches)} times (columns "
+                    f"{matches}); give its 0-based index instead"
+                )
+            if not matches:
+                raise InputValidationError(
+                    f"feature column {f!r} not found in {src}; the columns are: "
+                    f"{names_hint(names)}"
+                )
+            j = matches[0]
+        elif isinstance(f, (int, np.integer)) and not isinstance(f, bool):
+            if not -len(names) <= f < len(names):
+                raise InputValidationError(
+                    f"feature column index {f} is out of range: {src} has {len(names)} "
+                    f"columns (0-based indices 0..{len(names) - 1})"
+                )
+            j = int(f) % len(names)
+        else:
+            raise InvalidParameterError(
+                f"features must be column names or 0-based indices, got {f!r}"
+            )
+        if j in target_cols:
+            raise InvalidParameterError(
+                f"column {names[j]!r} is both a feature and a target; leave it out of features"
+            )
+        if j in cols:
+            raise InvalidParameterError(f"features lists column {names[j]!r} twice")
+        cols.append(j)
+    if not cols:
+        raise InvalidParameterError("features is an empty list; name at least one column")
+    return cols
+
+
 def split_columns(
-    src, target: Any, names: list[str], n_cols: int, n_features: int | None
+    src, target: Any, names: list[str], n_cols: int, n_features: int | None,
+    features: Any = None,
 ) -> tuple[list[int], list[int], bool]:
     """``(target_cols, feature_cols, scalar)`` of a table, checking ``n_features`` when given."""
     target_cols, scalar = resolve_targets(target, names, n_cols)
-    feature_cols = [j for j in range(n_cols) if j not in target_cols]
+    feature_cols = select_features(src, features, names, target_cols)
     if n_features is not None and len(feature_cols) != n_features:
         raise FeatureMismatchError(
             f"{src} has {len(feature_cols)} feature columns but n_features={n_features} was given"

@@ -1,24 +1,36 @@
-"""CSV (or whitespace-separated) text into a dkrr store, in one streamed pass.
+"""CSV (or whitespace-separated) text into a dkrr store, parsed by pyarrow, in parallel.
 
-Rows are appended to the Zarr arrays chunk by chunk (the arrays grow as they go). The
-number of rows per chunk follows a byte budget (:func:`._writer.chunk_rows_for`) worked
-out from the width of the first lines.
+Steps:
 
-Target typing: the target is a label column when ``target_type="labels"``, or when
-``target_type="auto"`` and one of its cells in the first chunk is neither a number nor
-a missing-value marker. Labels are encoded incrementally (codes in order of first
-appearance) and remapped at the end so that the codes follow the sorted labels (sorted
-as numbers when every label is a number). A column that is numeric apart from empty or
-``NA`` cells is numeric with missing values: an error naming the rows, or those rows
-dropped with ``missing="drop"``.
+1. The first two non-blank lines decide the header and the columns (Python's ``csv``
+   module reads them; :func:`detect_header`), and the rows per chunk follow a byte
+   budget (:func:`._writer.chunk_rows_for`) from their width.
+2. The target's type: labels when ``target_type="labels"``, or when
+   ``target_type="auto"`` and one of its cells in the first chunk is neither a number
+   nor a missing-value marker.
+3. Conversion, block by block, with pyarrow's CSV reader (:mod:`._csvblock`). An
+   uncompressed file larger than `blocksize` is cut into segments of whole chunks of
+   rows by a scan of its line breaks (numpy, at memory speed: :func:`plan_segments`);
+   the segments are converted in parallel and each task writes its own chunks straight
+   into the store (:mod:`._segments`), which the scan created with room for every row.
+   A compressed file, and ``missing="drop"`` (the rows kept, hence the offsets, are
+   known only once parsed), are converted in one pass here, the arrays growing.
+4. Labels are coded per segment in order of first appearance and remapped at the end
+   so that the codes follow the sorted labels (sorted as numbers when every label is a
+   number; a ``like`` store's classes when given). A column that is numeric apart from
+   empty or ``NA`` cells is numeric with missing values: an error naming the rows, or
+   those rows dropped with ``missing="drop"``.
+
+The store's row chunks, values, names and attributes are those of the hand-written
+parser this replaced (``tests/test_ingest*.py`` hold both to the same outputs), and the
+errors name the same lines and columns.
 """
 
 from __future__ import annotations
 
-import csv
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +38,23 @@ import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
 from ._columns import names_hint, split_columns
-from ._text import LineReader, is_missing, to_float
-from ._writer import (
-    MissingRows,
-    StoreWriter,
-    call_progress,
-    cast_checked,
-    chunk_rows_for,
-    nan_rows,
-)
+from ._csvblock import has_text_cells, line_ends, parse_block, split_line
+from ._segments import Combiner, Segment, SegmentResult, run_segments
+from ._table import LocalLabels, TableLayout, convert_blocks, merged_classes
+from ._text import COMPRESSIONS, BlockReader, is_missing, open_binary, to_float
+from ._writer import StoreWriter, call_progress, chunk_rows_for
 
-
-def split_rows(lines: list[str], delimiter: str | None):
-    """Iterate over the fields of each line (runs of whitespace when delimiter is None)."""
-    if delimiter is None:
-        return (line.split() for line in lines)
-    return csv.reader(lines, delimiter=delimiter)
+#: bytes of text parsed by one call of pyarrow's reader at most (a block of a segment)
+BLOCK_BYTES = 16 * 2**20
+#: bytes of an uncompressed CSV converted by one task (``blocksize``), as dask's read_csv
+BLOCKSIZE = 64 * 2**20
+#: bytes read per step of the scan for line breaks
+_SCAN_BYTES = 16 * 2**20
 
 
 def csv_row(line: str, delimiter: str | None) -> list[str]:
-    return next(iter(split_rows([line], delimiter)))
+    """The cells of one line (runs of whitespace when `delimiter` is None)."""
+    return split_line(line, delimiter)
 
 
 def detect_header(first: list[str], second: list[str] | None) -> bool:
@@ -87,240 +96,259 @@ def _one_column(src: Path, head: list[str], numbers: list[int], delimiter: str |
     )
 
 
-class _Labels:
-    """Incremental encoding of a label column; a missing cell gets code -1."""
-
-    def __init__(self):
-        self.codes: dict[str, int] = {}
-        self.present = np.zeros(0, dtype=bool)
-
-    def encode(self, cell: str) -> int:
-        if is_missing(cell):
-            return -1
-        return self.codes.setdefault(cell.strip(), len(self.codes))
-
-    def seen(self, codes: np.ndarray) -> None:
-        if self.present.size < len(self.codes):
-            self.present = np.pad(self.present, (0, len(self.codes) - self.present.size))
-        self.present[codes.astype(np.intp)] = True
-
-    def classes(self, fixed: list[str] | None = None,
-                where: str = "") -> tuple[list[str], np.ndarray | None]:
-        """Sorted labels that occur in the store, and the code mapping (None: identity).
-
-        With `fixed` (the classes of a ``like`` store) the codes follow `fixed`, and a
-        label that is not in it is an error (`where`: the file, for the message).
-        """
-        self.seen(np.empty(0))
-        labels = [lab for lab, c in self.codes.items() if self.present[c]]
-        if fixed is not None:
-            unknown = [lab for lab in labels if lab not in fixed]
-            if unknown:
-                raise InputValidationError(
-                    f"{where}: {len(unknown)} of its labels are not classes of the like "
-                    f"store: {names_hint(unknown)}; that store's classes are "
-                    f"{names_hint(fixed)}. A model fitted on it cannot predict them; "
-                    "ingest without like= (--like) to give this file its own classes"
-                )
-            classes = list(fixed)
-        elif all(to_float(lab) is not None for lab in labels):
-            classes = sorted(labels, key=lambda lab: (float(lab), lab))
-        else:
-            classes = sorted(labels)
-        rank = {lab: i for i, lab in enumerate(classes)}
-        mapping = np.array([rank.get(lab, -1) for lab in self.codes], dtype=np.int32)
-        return classes, None if np.array_equal(mapping, np.arange(mapping.size)) else mapping
+# ------------------------------------------------------------------ one segment (a task)
 
 
-@dataclass
-class _Layout:
-    """How to turn the lines of one chunk into numbers."""
+def convert_segment(layout: TableLayout, store: str, seg: Segment, report=None,
+                    cancelled=None) -> SegmentResult:
+    """Convert one segment of the CSV into its rows of the store (run by a task; see
+    :func:`._table.convert_blocks`)."""
+    reader = BlockReader(Path(layout.src), "CSV", start=seg.start, end=seg.end,
+                         first_line=seg.first_line)
+    labels = LocalLabels() if layout.label_col is not None else None
 
-    n_cols: int
-    delimiter: str | None
-    names: list[str]
-    label_col: int | None
-    encode: Callable[[str], int]
-    shape_origin: str
-    target_cols: Sequence[int]
-    target_hint: str
+    def blocks():
+        while True:
+            data, first, n_lines = reader.read(layout.block_bytes)
+            if not n_lines:
+                return
+            yield parse_block(layout, data, first, labels, n_lines)
 
-    def _parse_slow(self, lines, numbers):
-        out = np.empty((len(lines), self.n_cols), dtype=np.float64)
-        absent = np.zeros(out.shape, dtype=bool)
-        for i, row in enumerate(split_rows(lines, self.delimiter)):
-            if len(row) != self.n_cols:
-                sep = "whitespace" if self.delimiter is None else repr(self.delimiter)
-                raise InputValidationError(
-                    f"line {numbers[i]} has {len(row)} fields but {self.shape_origin} has "
-                    f"{self.n_cols} (delimiter {sep}); every row needs the same number "
-                    "of columns"
-                )
-            for j, cell in enumerate(row):
-                if j == self.label_col:
-                    out[i, j] = self.encode(cell)
-                    continue
-                value = to_float(cell)
-                if value is None:
-                    if is_missing(cell):
-                        absent[i, j] = True
-                        out[i, j] = np.nan
-                        continue
-                    is_target = j in self.target_cols
-                    raise InputValidationError(
-                        f"line {numbers[i]}, {'target column' if is_target else 'column'} "
-                        f"{j} ({self.names[j]!r}): cannot parse {cell!r} as a number"
-                        + (self.target_hint if is_target else "; feature columns must be numeric")
-                    )
-                out[i, j] = value
-        return out, absent
+    try:
+        return convert_blocks(layout, store, seg, blocks(), labels, reader.bytes_read,
+                              0 if seg.index == 0 else seg.start, report, cancelled)
+    finally:
+        reader.close()
 
-    def parse(self, lines, numbers) -> tuple[np.ndarray, np.ndarray | None]:
-        """Values (rows, n_cols) and where cells are missing (None: nowhere)."""
-        converters = None if self.label_col is None else {self.label_col: self.encode}
-        absent = None
-        try:
-            arr = np.loadtxt(lines, delimiter=self.delimiter, dtype=np.float64, ndmin=2,
-                             comments=None, quotechar='"', converters=converters)
-            if arr.shape != (len(lines), self.n_cols):
-                raise ValueError("ragged")
-        except ValueError:
-            arr, absent = self._parse_slow(lines, numbers)
-        if self.label_col is not None:
-            no_label = arr[:, self.label_col] < 0
-            if no_label.any():
-                absent = np.zeros(arr.shape, dtype=bool) if absent is None else absent
-                absent[:, self.label_col] |= no_label
-        return arr, absent if absent is not None and absent.any() else None
+
+# ------------------------------------------------------------------ the whole file
+
+
+def _head(src: Path) -> tuple[list[str], list[int], int, int]:
+    """The first two non-blank lines (text, with their numbers), the offset after the
+    first one, and that of the first byte after a UTF-8 byte order mark (0 or 3)."""
+    raw, stream = open_binary(src)
+    try:
+        bom = 3 if stream.read(3) == b"\xef\xbb\xbf" else 0
+    except (OSError, EOFError, zlib.error):
+        bom = 0  # the reader below names the problem
+    finally:
+        if stream is not raw:
+            stream.close()
+        raw.close()
+    reader = BlockReader(src, "CSV", start=bom)
+    lines: list[str] = []
+    numbers: list[int] = []
+    after_first = offset = bom
+    try:
+        while len(lines) < 2:
+            view, number, _ = reader.read(2**16)
+            if not len(view):
+                break
+            data = bytes(view)
+            start = 0
+            while start < len(data) and len(lines) < 2:
+                end = data.find(b"\n", start) + 1 or len(data)
+                line = data[start:end]
+                if line.strip(b" \t\r\n\x0b\x0c"):
+                    lines.append(line.decode("utf-8").rstrip("\r\n") + "\n")
+                    numbers.append(number)
+                    if len(lines) == 1:
+                        after_first = offset + end
+                start = end
+                number += 1
+            offset += len(data)
+    finally:
+        reader.close()
+    return lines, numbers, after_first, bom
+
+
+def _first_rows(src: Path, start: int, first_line: int, rows: int, size: int) -> bytes:
+    """The first `rows` non-blank lines from byte `start` (line `first_line`)."""
+    reader = BlockReader(src, "CSV", start=start, first_line=first_line)
+    parts: list[bytes] = []
+    try:
+        while rows > 0:
+            data, _, n_lines = reader.read(size)
+            if not n_lines:
+                break
+            ends, kept = line_ends(data)
+            count = np.cumsum(kept)
+            if count[-1] >= rows:
+                parts.append(bytes(data[: ends[int(np.argmax(count >= rows))]]))
+                break
+            parts.append(bytes(data))
+            rows -= int(count[-1])
+    finally:
+        reader.close()
+    return b"".join(parts)
+
+
+def plan_segments(src: Path, start: int, first_line: int, rows: int, blocksize: int,
+                  found: list[int]) -> Iterator[Segment]:
+    """Cut the data lines from byte `start` (line `first_line`) into segments of whole
+    chunks of `rows` rows and at least `blocksize` bytes, reading the file once.
+
+    Line breaks are located with numpy (at memory speed); blank lines are not rows.
+    Segments are yielded as their ends are found, so their conversion starts while the
+    scan goes on; the last one reaches the end of the file. `found` receives the number
+    of rows (-1 when the scan met a text error: the last segment then starts where the
+    scan was and its task meets the error, in file order).
+    """
+    reader = BlockReader(src, "CSV", start=start, first_line=first_line)
+    pending = None  # the last segment found, yielded once the next one is
+    seg_start, seg_line, seg_row = start, first_line, 0
+    pos, line, row, index = start, first_line, 0, 0
+    try:
+        while True:
+            try:
+                data, _, n_lines = reader.read(_SCAN_BYTES)
+            except InputValidationError:
+                row = -1
+                break
+            if not n_lines:
+                break
+            ends, kept = line_ends(data)  # the offset after each line, whether it is a row
+            count = np.cumsum(kept)  # rows ended by each line
+            # lines that end a chunk: a row, and the rows so far a multiple of `rows`
+            for k in np.flatnonzero(kept & ((row + count) % rows == 0)):
+                end = pos + int(ends[k])
+                if end - seg_start >= blocksize:
+                    if pending is not None:
+                        yield Segment(index, *pending)
+                        index += 1
+                    n = row + int(count[k]) - seg_row
+                    pending = (seg_start, end, seg_line, seg_row, n)
+                    seg_start, seg_line, seg_row = end, line + int(k) + 1, seg_row + n
+            pos += len(data)
+            line += ends.size
+            row += int(count[-1]) if count.size else 0
+    finally:
+        reader.close()
+    if row == seg_row and pending is not None:  # the last segment takes the blank tail
+        yield Segment(index, pending[0], None, *pending[2:])
+    else:
+        if pending is not None:
+            yield Segment(index, *pending)
+            index += 1
+        yield Segment(index, seg_start, None, seg_line, seg_row, max(row - seg_row, 0))
+    found.append(row)
 
 
 def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
-             chunk_rows, n_features, missing, target_type, progress, classes=None,
-             columns=None, like=None, **_) -> dict[str, Any]:
+             chunk_rows, n_features, missing, target_type, progress, features=None,
+             classes=None, columns=None, like=None, blocksize=BLOCKSIZE, **_) -> dict[str, Any]:
     total = os.path.getsize(src)
-    reader = LineReader(src, "CSV")
-    try:
-        head, head_numbers = reader.read(2)
-        if not head:
-            raise InputValidationError(f"{src} has no data rows (the file is empty)")
-        first = csv_row(head[0], delimiter)
-        second = csv_row(head[1], delimiter) if len(head) > 1 else None
-        has_header = detect_header(first, second) if header is None else bool(header)
-        n_cols = len(first)
-        if n_cols == 1:
-            raise _one_column(src, head, head_numbers, delimiter)
-        if has_header:
-            names = [c.strip() or f"column_{j}" for j, c in enumerate(first)]
-            if columns is not None and names != columns:
-                raise _other_columns(src, names, columns, like)
-            shape_origin = f"the header (line {head_numbers[0]})"
-            pending = (head[1:], head_numbers[1:])
-        else:
-            names = [f"column_{j}" for j in range(n_cols)]
-            shape_origin = f"line {head_numbers[0]}"
-            pending = (head, head_numbers)
-        target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features)
-        if target_type == "labels" and not scalar:
-            raise InvalidParameterError(
-                f"target_type='labels' needs one target column, got target={target!r}"
-            )
-        rows = chunk_rows_for(max([8 * n_cols] + [len(h) for h in head]), chunk_rows)
-
-        def next_chunk():
-            nonlocal pending
-            lines, numbers = pending[0][:rows], pending[1][:rows]
-            pending = (pending[0][rows:], pending[1][rows:])
-            if len(lines) < rows:
-                more, more_numbers = reader.read(rows - len(lines))
-                lines, numbers = lines + more, numbers + more_numbers
-            return lines, numbers
-
-        lines, numbers = next_chunk()
-        if not lines:
+    head, head_numbers, after_first, bom = _head(src)
+    if not head:
+        raise InputValidationError(f"{src} has no data rows (the file is empty)")
+    first = csv_row(head[0], delimiter)
+    second = csv_row(head[1], delimiter) if len(head) > 1 else None
+    has_header = detect_header(first, second) if header is None else bool(header)
+    n_cols = len(first)
+    if n_cols == 1:
+        raise _one_column(src, head, head_numbers, delimiter)
+    if has_header:
+        names = [c.strip() or f"column_{j}" for j, c in enumerate(first)]
+        if columns is not None and names != columns:
+            raise _other_columns(src, names, columns, like)
+        shape_origin = f"the header (line {head_numbers[0]})"
+        start, first_line = after_first, head_numbers[0] + 1
+        if len(head) < 2:
             raise InputValidationError(f"{src} has a header but no data rows")
-
-        labels = _Labels()
-        label_col = None
-        if target_type == "labels":
-            label_col = target_cols[0]
-        elif target_type == "auto" and scalar:
-            t = target_cols[0]
-            cells = (row[t] if len(row) > t else "0" for row in split_rows(lines, delimiter))
-            if any(to_float(c) is None and not is_missing(c) for c in cells):
-                label_col = t
-        layout = _Layout(
-            n_cols=n_cols, delimiter=delimiter, names=names, label_col=label_col,
-            encode=labels.encode, shape_origin=shape_origin, target_cols=target_cols,
-            target_hint=(
-                " (the target was numeric in the first rows; pass target_type='labels' "
-                "(--labels) if it holds class labels)" if target_type == "auto" and scalar
-                else "; target columns must be numeric"
-            ),
+    else:
+        names = [f"column_{j}" for j in range(n_cols)]
+        shape_origin = f"line {head_numbers[0]}"
+        start, first_line = bom, 1
+    target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
+                                                      features)
+    if target_type == "labels" and not scalar:
+        raise InvalidParameterError(
+            f"target_type='labels' needs one target column, got target={target!r}"
         )
-        numeric_cols = feature_cols + ([] if label_col is not None else list(target_cols))
-        x_dtype = np.dtype(dtype)
-        writer = StoreWriter(
-            tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
-            x_dtype=x_dtype,
-            y_dtype=np.dtype(np.int32) if label_col is not None else np.dtype(y_dtype),
-            chunk_rows=rows,
-        )
-        gathered = MissingRows(src, names)
-        dropped = 0
-        while lines:
-            arr, absent = layout.parse(lines, numbers)
-            if missing == "drop":
-                drop = nan_rows(arr[:, numeric_cols])
-                if label_col is not None:
-                    drop |= arr[:, label_col] < 0
-                if drop.any():
-                    dropped += int(drop.sum())
-                    arr = arr[~drop]
-                    numbers = [n for n, d in zip(numbers, drop, strict=True) if not d]
-            elif absent is not None or gathered.count:
-                # keep reading to name every row with a missing cell, write nothing
-                if absent is not None:
-                    gathered.add(absent, numbers,
-                                 lambda i, _lines=lines: csv_row(_lines[i], delimiter))
-                call_progress(progress, writer.n, reader.bytes_read(), total)
-                lines, numbers = next_chunk()
-                continue
-
-            def where(i: int, j: int, _numbers=numbers) -> str:
-                return f"line {_numbers[i]}, column {j} ({names[j]!r})"
-
-            Xb = cast_checked(arr[:, feature_cols], x_dtype, where, feature_cols)
-            if label_col is not None:
-                yb = arr[:, label_col].astype(np.int32)
-                labels.seen(yb)
-            else:
-                ycols = arr[:, target_cols[0]] if scalar else arr[:, target_cols]
-                yb = cast_checked(ycols, np.dtype(y_dtype), where, target_cols, "y_dtype")
-            writer.append(Xb, yb)
-            del arr, Xb, yb
-            call_progress(progress, writer.n, reader.bytes_read(), total)
-            lines, numbers = next_chunk()
-    finally:
-        reader.close()
-    if gathered.count:
-        raise gathered.error()
-    if writer.n == 0:
-        raise InputValidationError(
-            f"{src}: every one of its {dropped} data rows has a missing value; nothing "
-            "is left to ingest with missing='drop'"
-        )
-
-    fixed, classes = classes, None
+    rows = chunk_rows_for(max([8 * n_cols] + [len(h) for h in head]), chunk_rows)
+    line_bytes = max(len(h) for h in head)
+    layout = TableLayout(
+        src=str(src), delimiter=delimiter, names=tuple(names),
+        feature_cols=tuple(feature_cols), target_cols=tuple(target_cols), scalar=scalar,
+        label_col=None, shape_origin=shape_origin,
+        target_hint=(
+            " (the target was numeric in the first rows; pass target_type='labels' "
+            "(--labels) if it holds class labels)" if target_type == "auto" and scalar
+            else "; target columns must be numeric"
+        ),
+        x_dtype=np.dtype(dtype).name, y_dtype=np.dtype(y_dtype).name, missing=missing,
+        chunk_rows=rows, block_bytes=int(min(max(rows * line_bytes, 2**16), BLOCK_BYTES)),
+    )
+    label_col = None
+    if target_type == "labels":
+        label_col = target_cols[0]
+    elif target_type == "auto" and scalar and has_text_cells(
+            layout, _first_rows(src, start, first_line, rows, layout.block_bytes), target_cols[0]):
+        label_col = target_cols[0]
     if label_col is not None:
-        classes, mapping = labels.classes(fixed, str(src))
-        if mapping is not None:
-            writer.remap_y(mapping)
+        layout = _replace(layout, label_col=label_col, y_dtype="int32")
+
+    compressed = src.name.lower().endswith(COMPRESSIONS)
+    parallel = not compressed and missing != "drop" and total - start > blocksize
+    n_rows = 0
+    if parallel:  # room for every row (a row holds a byte per column at least), resized
+        n_rows = max((total - start) // n_cols + 1, rows)  # to the rows written by finish()
+    writer = StoreWriter(
+        tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
+        x_dtype=np.dtype(dtype), y_dtype=np.dtype(layout.y_dtype), chunk_rows=rows,
+        n_rows=n_rows,
+    )
+    done = [0, 0]
+
+    def report(n: int, nbytes: int) -> None:
+        done[0] += n
+        done[1] += nbytes
+        call_progress(progress, done[0], done[1], total)
+
+    found: list[int] = []
+    if parallel:
+        segments = plan_segments(src, start, first_line, rows, blocksize, found)
+    else:
+        segments = iter([Segment(0, start, None, first_line, 0, None)])
+    combiner = Combiner(layout)
+    results = run_segments(convert_segment, (layout, str(tmp)), segments, combiner, report,
+                           parallel=parallel)
+    n = sum(r.rows for r in results)
+    if parallel and found[0] >= 0 and n != found[0]:  # pragma: no cover - a bug
+        raise InputValidationError(
+            f"{src}: {n} rows were read but its lines hold {found[0]}; ingest it with "
+            "blocksize larger than the file to read it in one pass"
+        )
+    dropped = sum(r.dropped for r in results)
+    if n == 0:
+        if dropped:
+            raise InputValidationError(
+                f"{src}: every one of its {dropped} data rows has a missing value; nothing "
+                "is left to ingest with missing='drop'"
+            )
+        raise InputValidationError(f"{src} has a header but no data rows")
+    writer.reopen(n)
+
+    fixed, out_classes = classes, None
+    if label_col is not None:
+        out_classes, mappings = merged_classes([r.labels for r in results], fixed, str(src))
+        first_row = np.cumsum([0] + [r.rows for r in results])
+        for k, mapping in enumerate(mappings):
+            if mapping is not None:
+                writer.remap_y(mapping, int(first_row[k]), int(first_row[k + 1]))
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
     read_as = {"delimiter": delimiter, "header": has_header,
-               "target_columns": list(target_cols)}
-    return writer.finish("csv", src, feature_names, target_names, classes=classes,
+               "target_columns": list(target_cols), "feature_columns": list(feature_cols)}
+    return writer.finish("csv", src, feature_names, target_names, classes=out_classes,
                          dropped=dropped, read_as=read_as, like=like)
+
+
+def _replace(layout: TableLayout, **changes) -> TableLayout:
+    import dataclasses
+
+    return dataclasses.replace(layout, **changes)
 
 
 def _other_columns(src: Path, names: list[str], columns: list[str], like) -> Exception:

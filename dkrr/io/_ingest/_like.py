@@ -3,7 +3,8 @@
 A test file must become a store whose columns mean what the training store's columns
 mean. Every store written by ingest records how its file was read (the group attributes
 ``format``, ``n_features``, ``index_base``, ``delimiter``, ``header``,
-``target_columns`` and ``classes``, next to the dtypes of ``X`` and ``y``);
+``target_columns``, ``feature_columns`` and ``classes``, next to the dtypes of ``X``
+and ``y``; Parquet stores are followed by their column names);
 :func:`read_layout` reads them back and :func:`take` lets each of them replace an
 option left at its default. An option given with a different value is an error, not a
 silent choice between the two. Whether a CSV has a header is decided per file (a test
@@ -40,6 +41,9 @@ class Layout:
     target_type: str
     classes: list[str] | None
     columns: list[str] | None
+    features: Any = UNKNOWN
+    feature_names: Any = UNKNOWN
+    target_names: Any = UNKNOWN
 
 
 def read_layout(like: str | os.PathLike) -> Layout:
@@ -79,6 +83,12 @@ def read_layout(like: str | os.PathLike) -> Layout:
         target_type="labels" if classes is not None else "numeric",
         classes=None if classes is None else [str(c) for c in classes],
         columns=columns,
+        features=(UNKNOWN if attrs.get("feature_columns") is None
+                  else [int(j) for j in attrs["feature_columns"]]),
+        feature_names=[str(n) for n in attrs.get("feature_names", [])] or UNKNOWN,
+        target_names=(UNKNOWN if not attrs.get("target_names") else
+                      str(attrs["target_names"][0]) if ds.y.ndim == 1
+                      else [str(n) for n in attrs["target_names"]]),
     )
 
 

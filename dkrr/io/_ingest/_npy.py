@@ -36,7 +36,7 @@ def _not_npy(src: Path) -> InputValidationError:
 
 
 def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
-             missing, target_type, progress, like=None, **_) -> dict[str, Any]:
+             missing, target_type, progress, features=None, like=None, **_) -> dict[str, Any]:
     if target_type == "labels":
         raise InvalidParameterError(
             "target_type='labels' is for CSV input; a .npy target is numeric (a "
@@ -64,7 +64,8 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
     names = [f"column_{j}" for j in range(n_cols)]
-    target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features)
+    target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
+                                                      features)
     x_dtype = np.dtype(dtype)
     check_row_width(len(feature_cols), x_dtype,
                     f"{src} holds a {n_rows} x {n_cols} {arr.dtype} array", n_rows,
@@ -108,4 +109,5 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
     return writer.finish("npy", src, feature_names, target_names, dropped=dropped,
-                         read_as={"target_columns": list(target_cols)}, like=like)
+                         read_as={"target_columns": list(target_cols),
+                                  "feature_columns": list(feature_cols)}, like=like)

@@ -94,6 +94,11 @@ class StoreWriter:
             self._create(path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows)
         self.n = 0
 
+    def reopen(self, n: int) -> None:
+        """Take up the arrays after tasks wrote `n` rows into them (:class:`ChunkSink`)."""
+        self.X, self.y = open_arrays(self.group.store_path)
+        self.n = n
+
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
         self.group = zarr.open_group(str(path), mode="w-")
         arrays = create_arrays(self.group, {
@@ -114,10 +119,12 @@ class StoreWriter:
             self.y[self.n : end] = yb
         self.n = end
 
-    def remap_y(self, mapping: np.ndarray) -> None:
-        """Replace every code c of y by mapping[c], one chunk at a time."""
-        for start in range(0, self.n, self.chunk_rows):
-            stop = min(start + self.chunk_rows, self.n)
+    def remap_y(self, mapping: np.ndarray, first: int = 0, last: int | None = None) -> None:
+        """Replace every code c of y by mapping[c] in rows `first` to `last` (default:
+        every row written), one chunk at a time (`first` starts a chunk)."""
+        last = self.n if last is None else last
+        for start in range(first, last, self.chunk_rows):
+            stop = min(start + self.chunk_rows, last)
             with interrupts_deferred():
                 self.y[start:stop] = mapping[self.y[start:stop]]
 
@@ -160,6 +167,70 @@ class StoreWriter:
         }
 
 
+def open_arrays(path: Any) -> tuple[Any, Any]:
+    """The arrays ``X`` and ``y`` of a store being written (by :class:`StoreWriter`), for
+    a task that writes some of their chunks; all-zero chunks are written too, as the
+    manifest promises."""
+    group = zarr.open_group(str(path), mode="r+")
+    config = {"write_empty_chunks": True}
+    return group["X"].with_config(config), group["y"].with_config(config)
+
+
+class ChunkSink:
+    """Row blocks in, whole chunks out.
+
+    Rows are written to ``X`` and ``y`` from row `row` on, in writes of whole chunks of
+    `chunk_rows` rows (a partial one only at :meth:`flush`), so that tasks writing
+    different runs of chunks never write the same chunk. With `grow` the arrays are
+    resized as rows arrive (one writer); without, they are already large enough.
+    """
+
+    def __init__(self, X: Any, y: Any, row: int, chunk_rows: int, grow: bool):
+        self.X, self.y = X, y
+        self.row = row
+        self.chunk_rows = chunk_rows
+        self.grow = grow
+        self._X: list[np.ndarray] = []
+        self._y: list[np.ndarray] = []
+        self._pending = 0
+
+    def add(self, Xb: np.ndarray, yb: np.ndarray) -> int:
+        """Queue rows; write the whole chunks they complete. Returns the chunks written."""
+        if Xb.shape[0] == 0:
+            return 0
+        self._X.append(Xb)
+        self._y.append(yb)
+        self._pending += Xb.shape[0]
+        full = self._pending // self.chunk_rows * self.chunk_rows
+        if not full:
+            return 0
+        Xs = np.concatenate(self._X) if len(self._X) > 1 else self._X[0]
+        ys = np.concatenate(self._y) if len(self._y) > 1 else self._y[0]
+        self._write(Xs[:full], ys[:full])
+        rest = self._pending - full
+        self._X, self._y = ([Xs[full:]], [ys[full:]]) if rest else ([], [])
+        self._pending = rest
+        return full // self.chunk_rows
+
+    def flush(self) -> int:
+        """Write the rows still queued (the input's last, partial chunk)."""
+        if not self._pending:
+            return 0
+        self._write(np.concatenate(self._X), np.concatenate(self._y))
+        self._X, self._y, self._pending = [], [], 0
+        return 1
+
+    def _write(self, Xb: np.ndarray, yb: np.ndarray) -> None:
+        end = self.row + Xb.shape[0]
+        with interrupts_deferred():
+            if self.grow and end > self.X.shape[0]:
+                self.X.resize((end,) + self.X.shape[1:])
+                self.y.resize((end,) + self.y.shape[1:])
+            self.X[self.row:end] = Xb
+            self.y[self.row:end] = yb
+        self.row = end
+
+
 def cast_checked(
     values: np.ndarray,
     dtype: np.dtype,
@@ -171,27 +242,41 @@ def cast_checked(
     the ingest option that sets `dtype`, named in the fix)."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = values.astype(dtype, copy=False)
-    finite = np.isfinite(out)
-    if not finite.all():
-        bad = np.argwhere(~finite)[0]
-        i, k = int(bad[0]), (int(bad[1]) if values.ndim == 2 else 0)
-        original = values[i, k] if values.ndim == 2 else values[i]
-        location = where(i, columns[k])
-        if np.isfinite(original):
-            raise NonFiniteInputError(
-                f"{location}: value {float(original)!r} is too large for {dtype}; "
-                f"ingest with {option}='float64' (--{option.replace('_', '-')} float64)"
-            )
-        fix = (
-            "pass missing='drop' (--missing drop) to leave out rows with NaN or missing "
-            "values, or impute them before ingesting"
-            if np.isnan(original)
-            else "remove or clip infinite values before ingesting"
-        )
-        raise NonFiniteInputError(
-            f"{location}: value is {float(original)!r}; dkrr needs finite numbers -- {fix}"
-        )
+    check_cast(out, lambda i, k: values[i, k] if values.ndim == 2 else values[i],
+               where, columns, option)
     return out
+
+
+def check_cast(
+    out: np.ndarray,
+    original: Callable[[int, int], float],
+    where: Callable[[int, int], str],
+    columns: Sequence[int],
+    option: str = "dtype",
+) -> None:
+    """Refuse a cast block `out` holding NaN or inf: the first in row order is named
+    with ``where(i, columns[k])`` and its value before the cast, ``original(i, k)``
+    (finite there: too large for the dtype)."""
+    if np.isfinite(out).all():
+        return
+    bad = np.argwhere(~np.isfinite(out))[0]
+    i, k = int(bad[0]), (int(bad[1]) if out.ndim == 2 else 0)
+    value = original(i, k)
+    location = where(i, columns[k])
+    if np.isfinite(value):
+        raise NonFiniteInputError(
+            f"{location}: value {float(value)!r} is too large for {out.dtype}; "
+            f"ingest with {option}='float64' (--{option.replace('_', '-')} float64)"
+        )
+    fix = (
+        "pass missing='drop' (--missing drop) to leave out rows with NaN or missing "
+        "values, or impute them before ingesting"
+        if np.isnan(value)
+        else "remove or clip infinite values before ingesting"
+    )
+    raise NonFiniteInputError(
+        f"{location}: value is {float(value)!r}; dkrr needs finite numbers -- {fix}"
+    )
 
 
 def nan_rows(*blocks: np.ndarray) -> np.ndarray:
@@ -206,9 +291,11 @@ def nan_rows(*blocks: np.ndarray) -> np.ndarray:
 class MissingRows:
     """Rows with missing cells, gathered over the whole input for one error message."""
 
-    def __init__(self, src: Path, names: Sequence[str]):
+    def __init__(self, src: Path, names: Sequence[str],
+                 where: Callable[[int, int], str] | None = None):
         self.src = src
         self.names = names
+        self.where = where or (lambda line, j: f"line {line}, column {j} ({names[j]!r})")
         self.count = 0
         self.shown: list[str] = []
         self.per_column: Counter[int] = Counter()
@@ -222,9 +309,13 @@ class MissingRows:
                 self.per_column[j] += int(c)
         for i in rows[: MAX_ROWS_SHOWN - len(self.shown)]:
             j = int(np.flatnonzero(absent[i])[0])
-            self.shown.append(
-                f"line {numbers[i]}, column {j} ({self.names[j]!r}): {cells(int(i))[j]!r}"
-            )
+            self.shown.append(f"{self.where(numbers[i], j)}: {cells(int(i))[j]!r}")
+
+    def merge(self, other: MissingRows) -> None:
+        """Add the rows gathered by `other` (from a later part of the same input)."""
+        self.count += other.count
+        self.per_column.update(other.per_column)
+        self.shown.extend(other.shown[: MAX_ROWS_SHOWN - len(self.shown)])
 
     def error(self) -> MissingValueError:
         rows = "row has" if self.count == 1 else "rows have"

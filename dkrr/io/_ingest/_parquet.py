@@ -1,0 +1,333 @@
+"""Parquet (a file, or a directory of files) into a dkrr store, row groups streamed.
+
+The files of a directory are those pyarrow's dataset discovery finds (names starting
+with ``.`` or ``_``, such as ``_SUCCESS`` or ``_metadata``, are skipped), in natural
+order (``part.2`` before ``part.10``, as ``dask.dataframe.to_parquet`` numbers them).
+Their footers give the columns and the row counts before any data is read; rows are
+then read in batches of one chunk through ``ParquetFile.iter_batches`` (a row group at
+a time), only the columns asked for, so memory is bounded by a row group and a chunk.
+Since the row counts are known, the rows are cut into segments of whole chunks that
+are converted in parallel (:mod:`._segments`), as for CSV; ``missing="drop"`` is
+converted in one pass.
+
+Columns: the target is one column (or several) by name or 0-based index, by default
+the last; the features are the other columns, or those named by ``features`` in that
+order. A pandas index stored as a column (``__index_level_0__``) is not a column. Every
+feature must be numeric (integers, floats, booleans, decimals; a dictionary of them):
+others (strings, dates, lists, ...) are refused with their names and types, to be left
+out with ``features`` or encoded as numbers first -- dkrr does not encode them. A
+single target that is not numeric (strings, categories, booleans) holds class labels
+(their text: ``true``/``false`` for booleans); a numeric target is numeric unless
+``target_type="labels"``. Nulls are missing cells, NaN values are NaN; messages name
+a cell by its 0-based row in the dataset and its column.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ...errors import InputValidationError, InvalidParameterError
+from ._columns import split_columns
+from ._segments import Combiner, Segment, SegmentResult, run_segments
+from ._table import Block, LocalLabels, TableLayout, convert_blocks, merged_classes
+from ._text import sniff
+from ._writer import StoreWriter, call_progress, check_row_width, chunk_rows_for
+
+__all__ = ["is_parquet_dir", "parquet_files", "read_parquet"]
+
+
+def _natural(path: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def is_parquet_dir(src: Path) -> bool:
+    """Whether `src` is a directory holding Parquet files (by their extension)."""
+    return src.is_dir() and any(
+        p.suffix.lower() in (".parquet", ".parq", ".pq") for p in src.rglob("*") if p.is_file()
+    )
+
+
+def parquet_files(src: Path) -> list[Path]:
+    """The Parquet file `src`, or the files of the directory `src`, in natural order."""
+    if not src.is_dir():
+        return [src]
+    import pyarrow.dataset as ds
+
+    try:
+        files = ds.dataset(str(src), format="parquet").files
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputValidationError(f"{src}: cannot list its Parquet files: {exc}") from exc
+    if not files:
+        raise InputValidationError(
+            f"{src} is a directory without Parquet files (names starting with '.' or "
+            "'_' are skipped)"
+        )
+    return [Path(f) for f in sorted(files, key=_natural)]
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(str(path))
+    except (pa.ArrowInvalid, OSError) as exc:
+        what = sniff(path)
+        hint = f"; it looks like {what}" if what and "Parquet" not in what else ""
+        raise InputValidationError(
+            f"{path} is not a readable Parquet file ({' '.join(str(exc).split())}){hint}"
+        ) from None
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_decimal(t) or pa.types.is_null(t))
+
+
+def _is_number_type(t: pa.DataType) -> bool:
+    """A type whose values are numbers (a numeric target): not booleans."""
+    return _is_numeric(t) and not pa.types.is_boolean(
+        t.value_type if pa.types.is_dictionary(t) else t)
+
+
+def _columns(schema: pa.Schema) -> list[str]:
+    """The columns of a file, without a pandas index stored as a column."""
+    index = set()
+    meta = schema.pandas_metadata
+    if meta:
+        index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
+    return [n for n in schema.names if n not in index]
+
+
+def _plan(files: list[Path]) -> tuple[list[str], dict[str, list], list[tuple[Path, list[int]]]]:
+    """Column names (of the first file), each column's types over the files (``(type,
+    file)`` pairs, the first file's first), and each file's row-group sizes, from the
+    footers."""
+    names: list[str] = []
+    types: dict[str, list] = {}
+    parts = []
+    for path in files:
+        f = _open(path)
+        schema = f.schema_arrow
+        if not names:
+            names = _columns(schema)
+            types = {n: [] for n in names}
+        for n in names:
+            if n not in schema.names:
+                raise InputValidationError(
+                    f"{path} has no column {n!r}, which {files[0].name} has; every file of "
+                    "the directory needs the same columns"
+                )
+            t = schema.field(n).type
+            if all(t != seen for seen, _ in types[n]):
+                types[n].append((t, path))
+        parts.append((path, [f.metadata.row_group(i).num_rows
+                             for i in range(f.metadata.num_row_groups)]))
+    return names, types, parts
+
+
+def _check_types(src, names, types, feature_cols, target_cols, target_type) -> bool:
+    """Refuse non-numeric features; return whether the target holds labels."""
+
+    def described(j, test):
+        found = [(t, path) for t, path in types[names[j]] if not test(t)]
+        if not found:
+            return None
+        t, path = found[0]
+        where = "" if path == types[names[j]][0][1] else f" in {path.name}"
+        return f"{names[j]!r} ({t}{where})"
+
+    bad = [d for j in feature_cols if (d := described(j, _is_numeric))]
+    if bad:
+        raise InputValidationError(
+            f"{src}: feature columns must be numeric, but {len(bad)} are not: "
+            f"{', '.join(bad)}; leave them out with features=[...] (--features), or encode "
+            "them as numbers before ingesting (dkrr does not encode them)"
+        )
+    text = [d for j in target_cols if (d := described(j, _is_number_type))]
+    if target_type == "labels":
+        if len(target_cols) != 1:
+            raise InvalidParameterError(
+                f"target_type='labels' needs one target column, got {len(target_cols)}"
+            )
+        return True
+    if not text:
+        return False
+    if target_type == "numeric" or len(target_cols) > 1:
+        raise InputValidationError(
+            f"{src}: target column {', '.join(text)} is not numeric; "
+            + ("target_type='numeric' was asked" if target_type == "numeric"
+               else "class labels must be the only target column")
+        )
+    return True
+
+
+def _batches(layout: TableLayout, parts, start: int, end: int, columns: list[str]):
+    """Record batches of rows `start .. end` of the dataset, with their first row."""
+    row = 0
+    for path, groups in parts:
+        n = sum(groups)
+        if row + n <= start:
+            row += n
+            continue
+        if row >= end:
+            return
+        # row groups of this file that hold rows of [start, end)
+        bounds = np.concatenate(([0], np.cumsum(groups))) + row
+        wanted = [g for g in range(len(groups)) if bounds[g + 1] > start and bounds[g] < end]
+        at = int(bounds[wanted[0]])
+        f = _open(path)
+        try:
+            batches = f.iter_batches(batch_size=layout.chunk_rows, row_groups=wanted,
+                                     columns=columns, use_threads=False)
+            for batch in batches:
+                lo, hi = max(start - at, 0), min(end - at, batch.num_rows)
+                if hi > lo:
+                    yield path, batch.slice(lo, hi - lo), at + lo
+                at += batch.num_rows
+                if at >= end:
+                    break
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputValidationError(
+                f"{path}: cannot read rows from {at} on: {' '.join(str(exc).split())}"
+            ) from None
+        finally:
+            f.close()
+        row += n
+
+
+class _Rows:
+    """Row numbers of a block in messages: its 0-based rows in the dataset."""
+
+    def __init__(self, first: int):
+        self.first = first
+
+    def __getitem__(self, i: int) -> int:
+        return self.first + int(i)
+
+
+def _block(layout: TableLayout, batch: pa.RecordBatch, first: int,
+           labels: LocalLabels | None) -> Block:
+    names = layout.names
+    n = batch.num_rows
+    absent = np.zeros((n, layout.n_cols), dtype=bool)
+    values = {}
+    for j in layout.numeric_cols:
+        col = batch.column(names[j])
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        values[j] = pc.cast(col, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        if col.null_count:
+            absent[:, j] = col.is_null().to_numpy(zero_copy_only=False)
+    codes = None
+    if layout.label_col is not None:
+        col = batch.column(names[layout.label_col])
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        codes = labels.encode(pc.cast(col, pa.string()))
+        absent[:, layout.label_col] = codes < 0
+
+    def cells(i: int) -> list[Any]:
+        return [batch.column(names[j])[i].as_py() if names[j] in batch.schema.names else None
+                for j in range(layout.n_cols)]
+
+    return Block(n, values, codes, absent if absent.any() else None, _Rows(first), cells)
+
+
+def convert_segment(layout: TableLayout, store: str, parts, bytes_per_row: float,
+                    seg: Segment, report=None, cancelled=None) -> SegmentResult:
+    """Convert rows ``seg.start .. seg.end`` of the dataset into the store (a task)."""
+    labels = LocalLabels() if layout.label_col is not None else None
+    columns = [layout.names[j] for j in (*layout.feature_cols, *layout.target_cols)]
+    reached = [seg.start]
+
+    def blocks():
+        for _, batch, first in _batches(layout, parts, seg.start, seg.end, columns):
+            reached[0] = first + batch.num_rows
+            yield _block(layout, batch, first, labels)
+
+    return convert_blocks(layout, store, seg, blocks(), labels,
+                          lambda: int(reached[0] * bytes_per_row),
+                          0 if seg.index == 0 else int(seg.start * bytes_per_row),
+                          report, cancelled)
+
+
+def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype, chunk_rows,
+                 n_features, missing, target_type, progress, classes=None, like=None,
+                 blocksize, **_) -> dict[str, Any]:
+    files = parquet_files(src)
+    names, types, parts = _plan(files)
+    n_cols = len(names)
+    if n_cols < 2:
+        raise InputValidationError(
+            f"{src} has {n_cols} column(s); ingest needs feature columns and a target column"
+        )
+    target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
+                                                      features)
+    labelled = _check_types(src, names, types, feature_cols, target_cols, target_type)
+    n_rows = sum(sum(groups) for _, groups in parts)
+    if n_rows == 0:
+        raise InputValidationError(f"{src} has no rows")
+    x_dtype = np.dtype(dtype)
+    check_row_width(len(feature_cols), x_dtype, f"{src} has {len(feature_cols)} feature columns",
+                    n_rows, error=InputValidationError)
+    width = len(feature_cols) + len(target_cols)
+    rows = chunk_rows_for(max(8 * width, len(feature_cols) * x_dtype.itemsize), chunk_rows)
+    layout = TableLayout(
+        src=str(src), names=tuple(names), feature_cols=tuple(feature_cols),
+        target_cols=tuple(target_cols), scalar=scalar,
+        label_col=target_cols[0] if labelled else None,
+        x_dtype=x_dtype.name, y_dtype="int32" if labelled else np.dtype(y_dtype).name,
+        missing=missing, chunk_rows=rows, block_bytes=rows * 8 * width, row_word="row",
+    )
+    total = sum(os.path.getsize(p) for p in files)
+    bytes_per_row = total / n_rows
+    per_segment = max(1, int(blocksize) // max(1, rows * 8 * width)) * rows
+    parallel = missing != "drop" and n_rows > per_segment
+    writer = StoreWriter(
+        tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
+        x_dtype=x_dtype, y_dtype=np.dtype(layout.y_dtype), chunk_rows=rows,
+        n_rows=n_rows if parallel else 0,
+    )
+    if parallel:
+        segments = [Segment(k, a, min(a + per_segment, n_rows), 0, a, min(per_segment, n_rows - a))
+                    for k, a in enumerate(range(0, n_rows, per_segment))]
+    else:
+        segments = [Segment(0, 0, n_rows, 0, 0, None)]
+    done = [0, 0]
+
+    def report(n: int, nbytes: int) -> None:
+        done[0] += n
+        done[1] += nbytes
+        call_progress(progress, done[0], done[1], total)
+
+    results = run_segments(convert_segment, (layout, str(tmp), parts, bytes_per_row),
+                           segments, Combiner(layout), report, parallel=parallel)
+    n = sum(r.rows for r in results)
+    dropped = sum(r.dropped for r in results)
+    if n == 0:
+        raise InputValidationError(
+            f"{src}: every one of its {dropped} rows has a missing value; nothing is left "
+            "to ingest with missing='drop'"
+        )
+    writer.reopen(n)
+    out_classes = None
+    if layout.label_col is not None:
+        out_classes, mappings = merged_classes([r.labels for r in results], classes, str(src))
+        first_row = np.cumsum([0] + [r.rows for r in results])
+        for k, mapping in enumerate(mappings):
+            if mapping is not None:
+                writer.remap_y(mapping, int(first_row[k]), int(first_row[k + 1]))
+    read_as = {"target_columns": list(target_cols), "feature_columns": list(feature_cols),
+               "files": len(files)}
+    return writer.finish("parquet", src, [names[j] for j in feature_cols],
+                         [names[j] for j in target_cols], classes=out_classes,
+                         dropped=dropped, read_as=read_as, like=like)
+
