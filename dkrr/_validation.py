@@ -25,12 +25,16 @@ from .errors import (
 __all__ = [
     "as_float_dtype",
     "check_class_labels",
+    "check_feature_names",
     "check_first_label_block",
     "check_finite_rows",
     "check_input",
     "check_n_features",
     "check_random_state",
+    "feature_names",
+    "frames_as_arrays",
     "is_dask",
+    "is_frame",
 ]
 
 
@@ -325,3 +329,150 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     raise InvalidParameterError(
         f"random_state must be None, an int, a numpy SeedSequence or Generator; got {random_state!r}"
     )
+
+
+# --------------------------------------------------------------- DataFrames and names
+
+
+def is_frame(X: Any) -> bool:
+    """True for a pandas or dask DataFrame or Series (neither library is imported)."""
+    module = type(X).__module__.split(".")[0]
+    return module in ("pandas", "dask") and hasattr(X, "dtypes") and hasattr(X, "shape")
+
+
+def _is_dask_frame(X: Any) -> bool:
+    return is_frame(X) and hasattr(X, "to_dask_array")
+
+
+def feature_names(X: Any) -> np.ndarray | None:
+    """The column names of a DataFrame when all are strings (scikit-learn's rule).
+
+    Returns an object array of the names, or None for input without columns or whose
+    names are not strings (integers, the default of ``pd.DataFrame(array)``).
+
+    Raises
+    ------
+    InputTypeError
+        The names mix strings and other types (scikit-learn's ``TypeError`` and words).
+    """
+    columns = X.columns if is_frame(X) and X.ndim == 2 else None
+    if columns is None or len(columns) == 0:
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    types = sorted(t.__qualname__ for t in {type(v) for v in names})
+    if len(types) > 1 and "str" in types:
+        raise InputTypeError(
+            "Feature names are only supported if all input features have string names, but "
+            f"your input has {types} as feature name / column name types. If you want feature "
+            "names to be stored and validated, you must convert them all to strings, by using "
+            "X.columns = X.columns.astype(str) for example. Otherwise you can remove feature / "
+            "column names from your input data, or convert them all to a non-string data type."
+        )
+    return names if types == ["str"] else None
+
+
+def check_feature_names(estimator: Any, X: Any) -> None:
+    """Compare the column names of `X` with those `estimator` was fitted with, as
+    scikit-learn's estimators do at predict: a ``UserWarning`` when only one side has
+    names, a :class:`FeatureMismatchError` (a ``ValueError``, with scikit-learn's message)
+    when both have names and they differ or come in another order."""
+    import warnings
+
+    fitted = getattr(estimator, "feature_names_in_", None)
+    names = feature_names(X)
+    if fitted is None and names is None:
+        return
+    est = type(estimator).__name__
+    if fitted is None:
+        warnings.warn(f"X has feature names, but {est} was fitted without feature names",
+                      UserWarning, stacklevel=3)
+        return
+    if names is None:
+        warnings.warn(f"X does not have valid feature names, but {est} was fitted with feature "
+                      "names", UserWarning, stacklevel=3)
+        return
+    if len(fitted) == len(names) and np.all(fitted == names):
+        return
+    unexpected = sorted(set(names) - set(fitted))
+    missing = sorted(set(fitted) - set(names))
+
+    def listed(items):
+        shown = [f"- {n}\n" for n in items[:5]]
+        return "".join(shown) + ("- ...\n" if len(items) > 5 else "")
+
+    message = "The feature names should match those that were passed during fit.\n"
+    if unexpected:
+        message += "Feature names unseen at fit time:\n" + listed(unexpected)
+    if missing:
+        message += "Feature names seen at fit time, yet now missing:\n" + listed(missing)
+    if not unexpected and not missing:
+        message += "Feature names must be in the same order as they were in fit.\n"
+    raise FeatureMismatchError(
+        message + f"Pass the columns this {est} was fitted with, in that order: "
+        "X[model.feature_names_in_]."
+    )
+
+
+def _refuse_non_numeric(X: Any, name: str) -> None:
+    """Refuse a DataFrame (or Series) with columns that are not numbers or booleans."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    dtypes = dict(X.dtypes) if X.ndim == 2 else {getattr(X, "name", name): X.dtype}
+    bad = [f"{c!r} ({dt})" for c, dt in dtypes.items()
+           if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+    if bad:
+        raise InputValidationError(
+            f"{name} has {len(bad)} column(s) that are not numeric: {', '.join(bad[:20])}"
+            f"{', ...' if len(bad) > 20 else ''}; dkrr needs numbers: leave them out "
+            f"({name}[[...numeric columns...]]) or encode them as numbers first"
+        )
+
+
+def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
+    """Arrays for DataFrames and Series, the rest as given.
+
+    Each item is ``(value, name, numeric)``: pandas input becomes a numpy array, dask input
+    a dask array with known chunk sizes (``to_dask_array(lengths=...)``; the partition
+    lengths of every dask input are computed together, in one pass). With `numeric`,
+    columns that are not numbers or booleans are refused with their names before anything
+    is computed (labels of a classifier may be anything).
+
+    Raises
+    ------
+    InputValidationError
+        A non-numeric column, or dask inputs whose partitions hold different numbers of
+        rows (they must be columns of one DataFrame, or aligned alike).
+    """
+    out = [value for value, _, _ in items]
+    dask_items = []
+    for k, (value, name, numeric) in enumerate(items):
+        if not is_frame(value):
+            continue
+        if numeric:
+            _refuse_non_numeric(value, name)
+        if _is_dask_frame(value):
+            dask_items.append(k)
+        else:
+            out[k] = value.to_numpy()
+    if dask_items:
+        import dask
+        from pandas.api.types import is_extension_array_dtype, is_numeric_dtype
+
+        for k in dask_items:  # pandas extension dtypes: as numpy dtypes dask arrays hold
+            value = items[k][0]
+            dtypes = list(dict(value.dtypes).values()) if value.ndim == 2 else [value.dtype]
+            if any(is_extension_array_dtype(dt) for dt in dtypes):
+                numeric = all(is_numeric_dtype(dt) for dt in dtypes)
+                value = value.astype("float64" if numeric else object)  # NA: NaN / None
+            items = items[:k] + ((value,) + tuple(items[k][1:]),) + items[k + 1:]
+        counts = dask.compute(*[items[k][0].map_partitions(len) for k in dask_items])
+        lengths = [tuple(int(n) for n in c) for c in counts]
+        for k, n in zip(dask_items, lengths):
+            if n != lengths[0]:
+                raise InputValidationError(
+                    f"{items[k][1]} and {items[dask_items[0]][1]} are dask collections with "
+                    f"different rows per partition ({n[:5]} and {lengths[0][:5]}); take them "
+                    "from one DataFrame (ddf[features], ddf[target]) or align them"
+                )
+            out[k] = items[k][0].to_dask_array(lengths=n)
+    return out

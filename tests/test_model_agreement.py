@@ -12,6 +12,7 @@ import re
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
@@ -50,6 +51,9 @@ MODELS = {
     # cv="evidence": the grid scored by the log evidence; the posterior fields (issue 27)
     "evidence": lambda: RandomFeatureRidge(method="rff", n_components=8, cv="evidence", gammas=[0.1, 0.5, 2.0],
                                            random_state=0).fit(_rows, _rows[:, 0] ** 2),
+    # fitted on a DataFrame: feature_names_in_
+    "names": lambda: RandomFeatureRidge(method="rff", n_components=8, random_state=0).fit(
+        pd.DataFrame(_rows, columns=["a", "b", "c"]), _rows[:, 0]),
 }
 
 
@@ -189,6 +193,8 @@ CASES = {
                                    "solver_reason_"),
     "solver_reason_not_asked": ("pcg", _value("solver_reason_", fn=lambda r: r.replace("'pcg'", "'eigh'")),
                                 "solver_reason_"),
+    "feature_names_one_too_many": ("names", _value("feature_names_in_", fn=lambda v: v + ["d"]),
+                                   "feature_names_in_"),
 }
 
 @pytest.mark.parametrize("name", sorted(CASES))

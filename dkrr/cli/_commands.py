@@ -112,26 +112,17 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
+    features = None
+    if args.features is not None:
+        features = [int(f) if f.strip().lstrip("-").isdigit() else f.strip()
+                    for f in args.features.split(",") if f.strip()]
     _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
-    summary = ingest(
-        args.input,
-        args.out,
-        target=target,
-        format=args.format,
-        header=args.header,
-        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(
-            args.delimiter, args.delimiter),
-        dtype=args.dtype,
-        y_dtype=args.y_dtype,
-        chunk_rows=args.chunk_rows,
-        n_features=args.n_features,
-        index_base=int(args.index_base) if args.index_base.isdigit() else args.index_base,
-        missing=args.missing,
-        target_type="labels" if args.labels else "auto",
-        like=args.like,
-        overwrite=args.overwrite,
-        progress=None if args.quiet else progress,
-    )
+    with contextlib.ExitStack() as stack:
+        if args.scheduler is not None:
+            from ..cluster import ClusterOptions, connect
+
+            stack.enter_context(connect(args.scheduler, ClusterOptions(quiet=args.quiet)))
+        summary = _ingest(ingest, args, target, features, progress)
     if terminal:
         _say(args, "")
     print(
@@ -146,6 +137,30 @@ def cmd_ingest(args) -> int:
             "--like this store to read it the same way."
         )
     return 0
+
+
+def _ingest(ingest, args, target, features, progress):
+    return ingest(
+        args.input,
+        args.out,
+        target=target,
+        features=features,
+        format=args.format,
+        header=args.header,
+        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(
+            args.delimiter, args.delimiter),
+        dtype=args.dtype,
+        y_dtype=args.y_dtype,
+        chunk_rows=args.chunk_rows,
+        n_features=args.n_features,
+        index_base=int(args.index_base) if args.index_base.isdigit() else args.index_base,
+        missing=args.missing,
+        target_type="labels" if args.labels else "auto",
+        like=args.like,
+        overwrite=args.overwrite,
+        blocksize=args.blocksize,
+        progress=None if args.quiet else progress,
+    )
 
 
 def _expected(dest: str, typ) -> tuple[str, callable]:

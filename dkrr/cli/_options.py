@@ -156,11 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dkrr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", help="convert CSV, LIBSVM/svmlight or .npy into a dkrr Zarr store")
-    p.add_argument("input", help="input file (.csv, .txt/.svm/.libsvm[.gz|.bz2], .npy)")
+    p = sub.add_parser("ingest", help="convert CSV, LIBSVM/svmlight, .npy or Parquet into a dkrr Zarr store")
+    p.add_argument("input", help="input file (.csv, .txt/.svm/.libsvm[.gz|.bz2], .npy, .parquet) or a "
+                                 "directory of Parquet files")
     p.add_argument("--out", required=True, help="output Zarr store (directory)")
     p.add_argument("--target", help="target column: header name or 0-based index (default: last; libsvm: labels)")
-    p.add_argument("--format", choices=["csv", "libsvm", "npy"], help="input format (default: from the extension)")
+    p.add_argument("--features", metavar="COL,...",
+                   help="feature columns, by name or 0-based index, comma-separated (default: every "
+                        "column but the target; CSV, .npy, Parquet); each must be numeric")
+    p.add_argument("--format", choices=["csv", "libsvm", "npy", "parquet"],
+                   help="input format (default: from the extension)")
     hdr = p.add_mutually_exclusive_group()
     hdr.add_argument("--header", dest="header", action="store_true", default=None,
                      help="CSV has a header row (default: detected -- the first line is a header "
@@ -184,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-rows", type=int, default=65536,
                    help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
                         "chunk of X stays within 64 MiB (default 65536)")
+    p.add_argument("--blocksize", default="64MiB",
+                   help="bytes of uncompressed CSV (or Parquet values) converted by one parallel task "
+                        "(default 64MiB, as dask.dataframe.read_csv); a larger input is converted in "
+                        "parallel by threads, or by the workers of --scheduler")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="convert on the workers of this running Dask scheduler (tcp://..., tls://... or a "
+                        "scheduler JSON file); they must see the input and --out (default: threads of "
+                        "this process)")
     p.add_argument("--n-features", type=int,
                    help="LIBSVM: number of features (default: the largest index, one more if "
                         "zero-based); CSV/.npy: checked")

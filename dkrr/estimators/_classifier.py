@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
 from ._fitted import PlusMinusTargets
+from ._inputs import frame_inputs
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
 __all__ = ["RandomFeatureRidgeClassifier"]
@@ -130,8 +131,9 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
 
         Parameters
         ----------
-        X : array-like, dask array or zarr array of shape (n, d)
-        y : array-like, dask array or zarr array of shape (n,)
+        X : array-like, dask array, zarr array or DataFrame of shape (n, d)
+            DataFrames as in :meth:`RandomFeatureRidge.fit` (``feature_names_in_``).
+        y : array-like, dask array, zarr array or Series of shape (n,)
         sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
             Row weights on the ``+-1`` targets (as ``RidgeClassifier``): see
             :meth:`RandomFeatureRidge.fit`.
@@ -150,8 +152,9 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         SingularSystemError
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
+        X, y, sample_weight, names = frame_inputs(X, y, sample_weight, labels=True)
         y = _check_label_kind(y)
-        self._set_fitted(self._fit_streamed(X, y, sample_weight), 1)
+        self._set_fitted(self._fit_streamed(X, y, sample_weight), 1, names)
         return self
 
     def _targets_fn(self):

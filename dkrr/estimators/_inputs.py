@@ -1,13 +1,39 @@
-"""Small input helpers of the ridge estimators: refusing sparse input, materializing results."""
+"""Small input helpers of the estimators: refusing sparse input, DataFrames and their
+column names, materializing results."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._validation import is_dask
+from .._validation import check_feature_names, feature_names, frames_as_arrays, is_dask
 from ..errors import InputValidationError
 
-__all__ = ["_materialize", "_refuse_sparse"]
+__all__ = ["_materialize", "_refuse_sparse", "frame_inputs", "frame_to_predict", "names_state"]
+
+
+def frame_inputs(X, y=None, sample_weight=None, *, labels: bool = False):
+    """``(X, y, sample_weight, names)`` for fit: pandas or dask DataFrames and Series as
+    arrays (dask ones with known chunk sizes, their partition lengths computed in one
+    pass), non-numeric columns refused with their names (``y`` may hold any labels with
+    `labels`), and the column names of X when they are all strings (scikit-learn's
+    ``feature_names_in_``), else None."""
+    names = feature_names(X)
+    X, y, sample_weight = frames_as_arrays((X, "X", True), (y, "y", not labels),
+                                           (sample_weight, "sample_weight", True))
+    return X, y, sample_weight, names
+
+
+def names_state(names) -> dict:
+    """The fitted attribute ``feature_names_in_`` for the one-step fitted state (none
+    without names: replacing the state drops an earlier fit's)."""
+    return {} if names is None else {"feature_names_in_": names}
+
+
+def frame_to_predict(est, X):
+    """X for predict/transform: its column names checked against fit's (a warning when
+    only one side has names, an error when they differ), a DataFrame as an array."""
+    check_feature_names(est, X)
+    return frames_as_arrays((X, "X", True))[0]
 
 
 def _refuse_sparse(*arrays):

@@ -16,6 +16,7 @@ from ..features._blockwise import transform_array
 from ..features._standardize import StandardizedMap, standardize_block
 from ..linalg._memory import check_feature_map_budget
 from ._fitted import replace_fitted_state
+from ._inputs import frame_inputs, frame_to_predict, names_state
 
 __all__ = ["GAMMA_RULES", "RandomFeatures", "check_gamma_param", "draw_feature_map", "draw_ridge_map", "fit_input_map",
            "standardized_input"]
@@ -282,6 +283,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         streamed pass over X (column moments); ``gamma="median"`` reads a seeded sample
         of at most 1,000 rows.
         """
+        X, _, _, names = frame_inputs(X)
         X = check_input(X)
         check_gamma_param(self.gamma, self.kernel)
         check_feature_map_budget(  # before the map is allocated
@@ -293,7 +295,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         fmap = fmap if mean is None else StandardizedMap(fmap, mean, scale)
         replace_fitted_state(self, dict(  # all at once, after success (as the ridge estimators)
             gamma_=gamma, feature_map_=fmap, mean_=mean, scale_=scale, n_features_in_=X.shape[1],
-            n_output_features_=fmap.n_output_features))
+            n_output_features_=fmap.n_output_features, **names_state(names)))
         return self
 
     def transform(self, X):
@@ -302,7 +304,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         float32 input gives float32 output; float64 gives float64; integers become float64.
         """
         check_is_fitted(self, "feature_map_")
-        X = check_input(X)
+        X = check_input(frame_to_predict(self, X))
         check_n_features(X.shape, self.n_features_in_, estimator=self)
         return transform_array(self.feature_map_, X)
 

@@ -23,6 +23,7 @@ from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
 from ._random_features import check_gamma_param
+from ._inputs import frame_inputs, frame_to_predict, names_state
 
 __all__ = ["RandomFeatureRidge"]
 
@@ -260,11 +261,12 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         """``(coef_, intercept_)`` of ``fit`` in the estimator's convention."""
         raise NotImplementedError
 
-    def _set_fitted(self, fit: RidgeFit, y_ndim: int) -> None:
+    def _set_fitted(self, fit: RidgeFit, y_ndim: int, names=None) -> None:
         """The one place where a ridge estimator's fitted attributes are set: all of them
         from ``fit``, in one step (:func:`~dkrr.estimators._fitted.replace_fitted_state`;
         the attributes of an earlier fit that this one does not have are dropped). Called
-        only after the whole fit succeeded, so a failed fit leaves the estimator as it was."""
+        only after the whole fit succeeded, so a failed fit leaves the estimator as it was.
+        `names`: the column names of a DataFrame X (``feature_names_in_``), or None."""
         coef, intercept = self._coef_and_intercept(fit, y_ndim)
         fmap = fit.feature_map
         state = dict(
@@ -284,7 +286,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
                 posterior_={"factor": post["factor"], "mean": post["mean"], "inv_weight": float(post["inv_weight"])},
             )
         state.update({k: v for k, v in optional.items() if v is not None})
-        replace_fitted_state(self, state)
+        replace_fitted_state(self, {**state, **names_state(names)})
 
     # ---------------------------------------------------------------- prediction
     def _model(self) -> _LinearModel:
@@ -296,7 +298,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         """``phi(X) coef^T + intercept``: numpy in -> numpy out, dask/zarr -> lazy dask."""
         check_is_fitted(self, "coef_")
         _refuse_sparse(X)
-        Xv = check_input(X, name="X")
+        Xv = check_input(frame_to_predict(self, X), name="X")
         check_n_features(Xv.shape, self.n_features_in_, estimator=self)
         model = self._model()
         t = model.W.shape[1]
@@ -519,8 +521,13 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
 
         Parameters
         ----------
-        X : array-like, dask array or zarr array of shape (n, d)
-        y : array-like, dask array or zarr array of shape (n,) or (n, t)
+        X : array-like, dask array, zarr array or DataFrame of shape (n, d)
+            A pandas or dask DataFrame's column names are kept as ``feature_names_in_``
+            (when all are strings) and checked at predict, as scikit-learn does; its
+            columns must be numeric (others are refused with their names). A dask
+            DataFrame is read as a dask array with known chunk sizes (one pass counts
+            the rows of its partitions).
+        y : array-like, dask array, zarr array or Series of shape (n,) or (n, t)
         sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
             Row weights, scikit-learn's ``Ridge`` convention: minimise ``sum_i w_i (y_i -
             z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with
@@ -538,8 +545,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         SingularSystemError
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
         """
+        X, y, sample_weight, names = frame_inputs(X, y, sample_weight)
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
-        self._set_fitted(self._fit_streamed(X, y, sample_weight), y_ndim)
+        self._set_fitted(self._fit_streamed(X, y, sample_weight), y_ndim, names)
         return self
 
     def _coef_and_intercept(self, fit, y_ndim):

@@ -145,7 +145,10 @@ class _Writer:
                     f"cannot save {name}.{key}: {cls} model files hold only {sorted(allowed)}"
                 )
             where = f"{name}.{key}"
-            fitted[key] = self.labels(val, where) if allowed[key] == "labels" else self.plain(val, where)
+            if allowed[key] == "names":  # column names: a JSON list of strings
+                fitted[key] = [str(v) for v in val]
+            else:
+                fitted[key] = self.labels(val, where) if allowed[key] == "labels" else self.plain(val, where)
         return {"class": cls, "params": self.plain(params, f"{name}.params"), "fitted": fitted}
 
 

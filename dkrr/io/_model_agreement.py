@@ -118,6 +118,12 @@ def _agree_n_features_in(est):
     return None if est.n_features_in_ == n else f"is {est.n_features_in_}, but the feature map reads {n} columns"
 
 
+def _agree_feature_names_in(est):
+    """One column name per input column (scikit-learn's ``feature_names_in_``)."""
+    n = len(est.feature_names_in_)
+    return None if n == est.n_features_in_ else f"names {n} columns, but the model reads {est.n_features_in_}"
+
+
 def _agree_n_output_features(est):
     """The map's output width."""
     n = est.feature_map_.n_output_features
@@ -447,6 +453,7 @@ def _agree_posterior(est) -> str | None:
 AGREEMENT = {
     "feature_map_": _agree_feature_map,
     "n_features_in_": _agree_n_features_in,
+    "feature_names_in_": _agree_feature_names_in,
     "n_output_features_": _agree_n_output_features,
     "mean_": _agree_columns("mean_"),
     "scale_": _agree_columns("scale_"),

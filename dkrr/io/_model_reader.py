@@ -49,18 +49,20 @@ _RIDGE = {
     "precision_": "precision", "precision_error_": "score",
     # the regressor's Bayesian reading on the Gram path (ALGORITHMS 3.11); absent after pcg
     "noise_variance_": "noise", "log_marginal_likelihood_": "score", "posterior_": "posterior",
+    "feature_names_in_": "names",  # the column names of a DataFrame X (fit)
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
     "RandomFeatures": {"feature_map_": "map", "n_features_in_": "count", "n_output_features_": "count",
-                       "gamma_": "gamma", "mean_": "columns", "scale_": "columns"},
+                       "gamma_": "gamma", "mean_": "columns", "scale_": "columns",
+                       "feature_names_in_": "names"},
     "RandomFeatureRidge": _RIDGE,
     # store_classes_: the label names of an ingested store, set by ``dkrr fit`` (CLI)
     "RandomFeatureRidgeClassifier": {**_RIDGE, "classes_": "labels", "store_classes_": "labels"},
 }
 _OPTIONAL = {"solver_", "solver_reason_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_",
              "mean_", "scale_", "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_",
-             "posterior_"}
+             "posterior_", "feature_names_in_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -273,6 +275,11 @@ class _Reader:
         if not isinstance(v, dict) or "__feature_map__" not in v:
             raise self.bad(where, "must be a saved feature map {'__feature_map__': ...}")
         return self.feature_map(v, where, 0)
+
+    def _f_names(self, v, where):
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise self.bad(where, "must be a non-empty list of column names (strings)")
+        return np.asarray(v, dtype=object)
 
     def _f_count(self, v, where):
         if not _is_int(v) or not 1 <= v <= 2**40:

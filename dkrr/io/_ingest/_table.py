@@ -103,8 +103,9 @@ class LocalLabels:
 
     def encode(self, column: pa.ChunkedArray) -> np.ndarray:
         """int32 codes of a string column (whitespace-stripped; -1 for a missing cell)."""
-        trimmed = pc.utf8_trim_whitespace(pc.fill_null(column, ""))
-        encoded = pc.dictionary_encode(trimmed).combine_chunks()
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        encoded = pc.dictionary_encode(pc.utf8_trim_whitespace(pc.fill_null(column, "")))
         lookup = np.array(
             [-1 if v.lower() in MISSING_MARKERS else self.codes.setdefault(v, len(self.codes))
              for v in encoded.dictionary.to_pylist()] or [-1],
