@@ -48,7 +48,7 @@ from ._writer import StoreWriter, call_progress, chunk_rows_for
 BLOCK_BYTES = 16 * 2**20
 #: bytes of an uncompressed CSV converted by one task (``blocksize``), as dask's read_csv
 BLOCKSIZE = 64 * 2**20
-#: bytes read per step of the scan for line breaks
+#: bytes read per step of the scan for line breaks (at most a quarter of blocksize)
 _SCAN_BYTES = 16 * 2**20
 
 
@@ -202,7 +202,7 @@ def plan_segments(src: Path, start: int, first_line: int, rows: int, blocksize: 
     try:
         while True:
             try:
-                data, _, n_lines = reader.read(_SCAN_BYTES)
+                data, _, n_lines = reader.read(min(_SCAN_BYTES, max(blocksize // 4, 2**16)))
             except InputValidationError:
                 row = -1
                 break

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,7 +30,6 @@ import dask
 from dask.base import tokenize
 from dask.system import CPU_COUNT
 
-from .._drain import drain_keys
 from ._writer import MissingRows
 
 __all__ = ["Combiner", "Segment", "SegmentResult", "run_segments"]
@@ -121,9 +121,11 @@ def run_segments(
         for seg in segments:
             combiner.add(convert(*args, seg, report, None))
         return combiner.finish()
-    from ..._progress import active_client
+    client = None
+    if "distributed" in sys.modules:  # a client is active only if distributed is imported
+        from ..._progress import active_client
 
-    client = active_client()
+        client = active_client()
     if client is not None:
         return _on_cluster(client, convert, args, segments, combiner, report)
     return _in_threads(convert, args, segments, combiner, report)
@@ -183,6 +185,8 @@ def _on_cluster(client, convert, args, segments, combiner, report):
             combiner.add(result)
         return combiner.finish()
     except BaseException:
+        from .._drain import drain_keys
+
         client.cancel(futures)
         drain_keys(client, {name})
         raise
