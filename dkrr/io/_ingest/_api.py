@@ -296,7 +296,9 @@ def ingest(
     src = Path(os.path.abspath(os.fspath(path)))
     layout = None if like is None else read_layout(like)
     block_bytes = _blocksize(blocksize)
-    if format is None and src.is_dir() and is_parquet_dir(src):
+    if format is None and src.is_dir():
+        if not is_parquet_dir(src):
+            raise _directory_error(src)
         format = "parquet"
     if format is not None:
         fmt = str(format).lower()
@@ -373,10 +375,7 @@ def ingest(
     if not src.exists():
         raise InputNotFoundError(f"input file {src} does not exist")
     if src.is_dir() and fmt != "parquet":
-        raise InputValidationError(
-            f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file, or a "
-            "Parquet file or directory of Parquet files (a Zarr store needs no ingest)"
-        )
+        raise _directory_error(src)
     if not src.is_dir() and not stat.S_ISREG(src.stat().st_mode):
         raise InputValidationError(
             f"{src} is not a regular file (a pipe, socket or device such as /dev/stdin); "
@@ -410,6 +409,13 @@ def ingest(
             blocksize=block_bytes,
         )
     return IngestSummary(path=str(final), **info)
+
+
+def _directory_error(src: Path) -> InputValidationError:
+    return InputValidationError(
+        f"{src} is a directory; ingest reads one CSV, LIBSVM or .npy file, or a Parquet "
+        "file or a directory of Parquet files (a Zarr store needs no ingest)"
+    )
 
 
 def _blocksize(blocksize: Any) -> int:

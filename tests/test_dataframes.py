@@ -1,0 +1,154 @@
+"""pandas and dask DataFrames in the estimators: feature_names_in_ as scikit-learn has it.
+
+Real pandas and dask DataFrames (dask's from_pandas and read_parquet), real fits.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.utils.estimator_checks import check_dataframe_column_names_consistency
+
+import dask.array as da
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, RandomFeatures
+from dkrr.errors import FeatureMismatchError, InputTypeError, InputValidationError, InvalidParameterError
+from dkrr.io._model import load_model, save_model
+
+FEATURES = ["x0", "x1", "x2"]
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.standard_normal((400, 3)), columns=FEATURES)
+    df["y"] = np.sin(df.x0) + df.x1 * df.x2
+    df["kind"] = np.where(df.x0 > 0.3, "high", np.where(df.x0 < -0.3, "low", "mid"))
+    return df
+
+
+def _ridge(**kw):
+    return RandomFeatureRidge(method="rff", n_components=32, gamma=0.5, random_state=0, **kw)
+
+
+@pytest.mark.parametrize("estimator", [
+    RandomFeatureRidge(method="rff", n_components=32, gamma=0.1, random_state=0),
+    RandomFeatureRidgeClassifier(method="rff", n_components=32, gamma=0.5, random_state=0),
+    RandomFeatures(method="rff", n_components=16, random_state=0),
+], ids=lambda e: type(e).__name__)
+def test_scikit_learns_dataframe_column_names_check(estimator):
+    check_dataframe_column_names_consistency(type(estimator).__name__, estimator)
+
+
+def test_dask_dataframe_fit_and_predict_with_its_column_names(frame):
+    ddf = dd.from_pandas(frame, npartitions=5)
+    est = _ridge().fit(ddf[FEATURES], ddf["y"])
+    assert est.feature_names_in_.tolist() == FEATURES and est.feature_names_in_.dtype == object
+    ref = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"].to_numpy())
+    pred = est.predict(ddf[FEATURES])
+    assert isinstance(pred, da.Array) and pred.chunks[0] == (80,) * 5  # lazy, per partition
+    np.testing.assert_allclose(pred.compute(), ref.predict(frame[FEATURES].to_numpy()), rtol=1e-10)
+    np.testing.assert_allclose(est.predict(frame[FEATURES]), pred.compute(), rtol=1e-12)
+    assert est.score(ddf[FEATURES], ddf["y"]) == pytest.approx(est.score(frame[FEATURES], frame["y"]))
+    # sample weights as a dask Series of the same frame
+    w = ddf["x0"].abs() + 0.5
+    weighted = _ridge().fit(ddf[FEATURES], ddf["y"], sample_weight=w)
+    ref = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"].to_numpy(), sample_weight=w.compute().to_numpy())
+    np.testing.assert_allclose(weighted.coef_, ref.coef_, rtol=1e-9)
+
+
+def test_dask_dataframe_from_parquet_and_the_classifier(frame, tmp_path):
+    frame.to_parquet(tmp_path / "d.parquet", row_group_size=100)
+    ddf = dd.read_parquet(tmp_path / "d.parquet")
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=64, gamma=0.5, random_state=0)
+    clf.fit(ddf[FEATURES], ddf["kind"])
+    assert clf.classes_.tolist() == ["high", "low", "mid"] and clf.feature_names_in_.tolist() == FEATURES
+    assert clf.score(ddf[FEATURES], ddf["kind"]) > 0.9
+    assert (clf.predict(ddf[FEATURES]).compute() == clf.predict(frame[FEATURES])).all()
+
+
+def test_names_must_match_at_predict(frame):
+    est = _ridge().fit(frame[FEATURES], frame["y"])
+    with pytest.raises(FeatureMismatchError, match="Feature names must be in the same order as they were in fit"):
+        est.predict(frame[FEATURES[::-1]])
+    renamed = frame[FEATURES].rename(columns={"x1": "z1"})
+    with pytest.raises(ValueError, match=r"(?s)Feature names unseen at fit time:\n- z1\n"
+                                         r"Feature names seen at fit time, yet now missing:\n- x1\n"):
+        est.predict(renamed)
+    with pytest.raises(FeatureMismatchError, match=r"(?s)yet now missing:\n- x2"):
+        est.predict(frame[FEATURES[:2]])  # the names are checked before the count
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(FeatureMismatchError, match="same order"):
+        est.predict(ddf[FEATURES[::-1]])  # a dask DataFrame: refused before any compute
+    with pytest.warns(UserWarning, match="X does not have valid feature names, but RandomFeatureRidge was "
+                                         "fitted with feature names"):
+        est.predict(frame[FEATURES].to_numpy())
+    plain = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"])
+    assert not hasattr(plain, "feature_names_in_")
+    with pytest.warns(UserWarning, match="X has feature names, but RandomFeatureRidge was fitted without"):
+        plain.predict(frame[FEATURES])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.predict(frame[FEATURES])  # the same names: no warning
+
+
+def test_which_column_names_count(frame):
+    X = frame[FEATURES].to_numpy()
+    est = _ridge().fit(pd.DataFrame(X), frame["y"])  # integer names: none recorded (sklearn)
+    assert not hasattr(est, "feature_names_in_")
+    with pytest.raises(InputTypeError, match=r"only supported if all input features have string names.*"
+                                             r"\['int', 'str'\]"):
+        _ridge().fit(pd.DataFrame(X, columns=["a", 1, "c"]), frame["y"])
+    est = _ridge().fit(frame[FEATURES], frame["y"])
+    est.fit(X, frame["y"])  # a refit without names forgets them
+    assert not hasattr(est, "feature_names_in_")
+    fresh = _ridge(alpha=-1.0)
+    with pytest.raises(InvalidParameterError):
+        fresh.fit(frame[FEATURES], frame["y"])
+    assert not hasattr(fresh, "feature_names_in_")  # a failed fit records nothing
+
+
+def test_non_numeric_columns_are_refused_with_their_names(frame):
+    with pytest.raises(InputValidationError, match=r"X has 1 column\(s\) that are not numeric: 'kind'"):
+        _ridge().fit(frame[FEATURES + ["kind"]], frame["y"])
+    ddf = dd.from_pandas(frame, npartitions=3)
+    with pytest.raises(InputValidationError, match=r"not numeric: 'kind'"):
+        _ridge().fit(ddf[FEATURES + ["kind"]], ddf["y"])
+    with pytest.raises(InputValidationError, match=r"y has 1 column\(s\) that are not numeric: 'kind'"):
+        _ridge().fit(frame[FEATURES], frame["kind"])  # a regression target must be numbers
+    est = _ridge().fit(frame[FEATURES], frame["y"])
+    with pytest.raises(InputValidationError, match="not numeric: 'x1'"):
+        est.predict(frame[FEATURES].astype({"x1": str}))
+
+
+def test_pandas_input_and_nullable_columns(frame):
+    est = _ridge().fit(frame[FEATURES], frame["y"])
+    ref = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"].to_numpy())
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    ints = frame[FEATURES].round().astype("Int64")
+    ints.loc[5, "x1"] = pd.NA
+    with pytest.raises(InputValidationError, match="missing value"):
+        _ridge().fit(ints, frame["y"])
+    rf = RandomFeatures(method="rff", n_components=8, random_state=0).fit(frame[FEATURES])
+    assert rf.feature_names_in_.tolist() == FEATURES
+    with pytest.warns(UserWarning, match="fitted with feature names"):
+        plain = rf.transform(frame[FEATURES].to_numpy())
+    np.testing.assert_array_equal(rf.transform(frame[FEATURES]), plain)
+
+
+def test_model_files_keep_the_column_names(frame, tmp_path):
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=32, random_state=0)
+    clf.fit(frame[FEATURES], frame["kind"])
+    save_model(clf, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert back.feature_names_in_.tolist() == FEATURES and back.feature_names_in_.dtype == object
+    assert (back.predict(frame[FEATURES]) == clf.predict(frame[FEATURES])).all()
+    with pytest.raises(FeatureMismatchError, match="same order"):
+        back.predict(frame[FEATURES[::-1]])
+    plain = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"])
+    save_model(plain, tmp_path / "p")
+    assert not hasattr(load_model(tmp_path / "p"), "feature_names_in_")

@@ -1,0 +1,182 @@
+"""Parquet ingest: a file or a directory, chosen columns, labels, missing cells, errors.
+
+Every test writes real Parquet files (pandas/pyarrow) and runs the real ingest (or the
+real ``dkrr`` command) into a real Zarr store.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+
+from dkrr.errors import InputValidationError, InvalidParameterError, MissingValueError, NonFiniteInputError
+from dkrr.io import ingest, open_dataset
+
+
+def _store(path):
+    g = zarr.open_group(str(path), mode="r")
+    return g["X"][...], g["y"][...], dict(g.attrs), g
+
+
+def _frame(n=500, seed=0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "a": rng.standard_normal(n),
+        "count": rng.integers(0, 50, n),
+        "flag": rng.random(n) > 0.5,
+        "city": rng.choice(["Lyon", "Oslo"], n),
+        "y": rng.standard_normal(n) * 1e3 + 1e8 + np.arange(n),  # exact in float64 only
+        "kind": rng.choice(["wolf", "bear", "lynx"], n),
+    })
+
+
+def _directory(path: Path, df: pd.DataFrame, parts: int = 11) -> Path:
+    """`parts` files named part.0 .. part.{parts-1} (natural order), small row groups."""
+    path.mkdir()
+    bounds = np.linspace(0, len(df), parts + 1).astype(int)
+    for k in range(parts):
+        df.iloc[bounds[k]:bounds[k + 1]].to_parquet(path / f"part.{k}.parquet", row_group_size=17)
+    (path / "_SUCCESS").write_text("")  # skipped, as pyarrow's dataset discovery does
+    return path
+
+
+def test_parquet_file_target_and_features(tmp_path):
+    df = _frame()
+    df.to_parquet(tmp_path / "d.parquet", row_group_size=64)
+    s = ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", target="y",
+               features=["count", "a", "flag"], chunk_rows=100)
+    X, y, attrs, g = _store(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X, df[["count", "a", "flag"]].to_numpy(np.float64).astype(np.float32))
+    np.testing.assert_array_equal(y, df["y"].to_numpy())  # float64 by default: exact
+    assert y.dtype == np.float64 and g["X"].chunks == (100, 3)
+    assert attrs["feature_names"] == ["count", "a", "flag"] and attrs["target_names"] == ["y"]
+    assert attrs["format"] == "parquet" and attrs["source"] == str(tmp_path / "d.parquet")
+    assert s.n_rows == 500 and s.classes is None
+    ds = open_dataset(tmp_path / "d.zarr")  # a complete dkrr store (manifest checked)
+    assert ds.X.shape == (500, 3)
+
+
+@pytest.mark.parametrize("blocksize", [2**30, 1000], ids=["one-task", "segments"])
+def test_parquet_directory_in_natural_order_with_labels(tmp_path, blocksize):
+    df = _frame(seed=1)
+    src = _directory(tmp_path / "data.parquet", df)
+    with dask.config.set(num_workers=3):
+        s = ingest(src, tmp_path / "d.zarr", target="kind", features=["a", "count"], chunk_rows=32,
+                   blocksize=blocksize)
+    X, y, attrs, _ = _store(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X, df[["a", "count"]].to_numpy(np.float64).astype(np.float32))
+    assert s.classes == attrs["classes"] == ["bear", "lynx", "wolf"]
+    assert y.dtype == np.int32 and [s.classes[c] for c in y] == df["kind"].tolist()
+    assert attrs["files"] == 11
+
+
+def test_default_columns_a_pandas_index_and_a_numeric_target_as_labels(tmp_path):
+    df = _frame()[["a", "count", "y"]]
+    df.index = np.arange(1000, 1500)  # stored as a column: not a feature
+    df.to_parquet(tmp_path / "d.parquet")
+    s = ingest(tmp_path / "d.parquet", tmp_path / "d.zarr")
+    assert s.feature_names == ["a", "count"] and s.target_names == ["y"]  # default: the last
+    s = ingest(tmp_path / "d.parquet", tmp_path / "l.zarr", target="count", features=["a"],
+               target_type="labels")
+    _, y, _, _ = _store(tmp_path / "l.zarr")
+    assert s.classes == sorted({str(v) for v in df["count"]}, key=int)  # sorted as numbers
+    assert [int(s.classes[c]) for c in y] == df["count"].tolist()
+    # a numeric target is numeric unless asked: never labels by itself
+    s = ingest(tmp_path / "d.parquet", tmp_path / "n.zarr", target="count", features=["a"])
+    assert s.classes is None and _store(tmp_path / "n.zarr")[1].dtype == np.float64
+
+
+def test_non_numeric_features_are_refused_with_their_names(tmp_path):
+    df = _frame()
+    df["when"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(len(df)), "h")
+    df.to_parquet(tmp_path / "d.parquet")
+    with pytest.raises(InputValidationError, match=r"feature columns must be numeric, but 3 are not: "
+                                                   r"'city' \(.*string\), 'kind' \(.*string\), "
+                                                   r"'when' \(timestamp.*\); leave them out with features="):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", target="y")
+    with pytest.raises(InputValidationError, match=r"target column 'kind' \(.*string\) is not numeric"):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", target="kind", features=["a"],
+               target_type="numeric")
+    with pytest.raises(InputValidationError, match=r"feature column 'nope' not found.*'a', 'count'"):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", target="y", features=["a", "nope"])
+    with pytest.raises(InvalidParameterError, match="both a feature and a target"):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", target="y", features=["a", "y"])
+    assert not (tmp_path / "d.zarr").exists()
+
+
+def test_null_cells_are_missing_and_nan_is_not_finite(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"a": pa.array([1.0, 2.0, None, 4.0, 5.0, 6.0]),
+                      "b": pa.array([1, 2, 3, None, 5, 6], pa.int64()),
+                      "y": pa.array([1.0, 2.0, 3.0, 4.0, np.nan, 6.0])})  # a NaN, not a null
+    pq.write_table(table, tmp_path / "d.parquet")
+    df = table.to_pandas()
+    with pytest.raises(MissingValueError, match=r"2 rows have missing values.*row 2 \(0-based\), column 0 "
+                                                r"\('a'\): None; row 3 \(0-based\), column 1 \('b'\): None"):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr")
+    s = ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", missing="drop")
+    X, y, attrs, _ = _store(tmp_path / "d.zarr")
+    assert s.n_rows == 3 and attrs["rows_dropped"] == 3  # the NaN row too
+    np.testing.assert_array_equal(y, [1, 2, 6])
+    pq.write_table(table.set_column(0, "a", pa.array([1.0] * 6)).set_column(
+        1, "b", pa.array([1] * 6)), tmp_path / "nan.parquet")
+    assert df["y"].isna().sum() == 1
+    with pytest.raises(NonFiniteInputError, match=r"row 4 \(0-based\), column 2 \('y'\): value is nan"):
+        ingest(tmp_path / "nan.parquet", tmp_path / "n.zarr")
+
+
+def test_like_a_parquet_training_store(tmp_path):
+    df = _frame(seed=2)
+    df.iloc[:400].to_parquet(tmp_path / "train.parquet")
+    ingest(tmp_path / "train.parquet", tmp_path / "train.zarr", target="kind", features=["count", "a"])
+    test = df.iloc[400:][df.iloc[400:]["kind"] != "bear"]  # lacks a class
+    test[["kind", "a", "city", "count"]].to_parquet(tmp_path / "test.parquet")  # columns reordered
+    s = ingest(tmp_path / "test.parquet", tmp_path / "test.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs, _ = _store(tmp_path / "test.zarr")
+    assert s.classes == ["bear", "lynx", "wolf"] and s.feature_names == ["count", "a"]
+    np.testing.assert_array_equal(X, test[["count", "a"]].to_numpy(np.float64).astype(np.float32))
+    assert [s.classes[c] for c in y] == test["kind"].tolist()
+
+
+def test_bad_parquet_inputs(tmp_path):
+    (tmp_path / "fake.parquet").write_text("a,b\n1,2\n")
+    with pytest.raises(InputValidationError, match=r"fake\.parquet is not a readable Parquet file"):
+        ingest(tmp_path / "fake.parquet", tmp_path / "o.zarr")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputValidationError, match="is a directory"):
+        ingest(tmp_path / "empty", tmp_path / "o.zarr")
+    with pytest.raises(InputValidationError, match="without Parquet files"):
+        ingest(tmp_path / "empty", tmp_path / "o.zarr", format="parquet")
+    d = tmp_path / "mixed"
+    d.mkdir()
+    _frame(20)[["a", "y"]].to_parquet(d / "part.0.parquet")
+    _frame(20)[["count", "y"]].to_parquet(d / "part.1.parquet")
+    with pytest.raises(InputValidationError, match=r"part\.1\.parquet has no column 'a'"):
+        ingest(d, tmp_path / "o.zarr")
+    assert not (tmp_path / "o.zarr").exists()
+
+
+def test_cli_ingest_parquet_directory(tmp_path):
+    df = _frame(seed=3)
+    src = _directory(tmp_path / "d.parquet", df, parts=3)
+    proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "ingest", str(src), "--out",
+                           str(tmp_path / "d.zarr"), "--target", "y", "--features", "a,count", "-q"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "X 500 x 2, 1 target(s)" in proc.stdout
+    X, y, _, _ = _store(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(y, df["y"].to_numpy())
+    proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "ingest", str(src), "--out",
+                           str(tmp_path / "e.zarr"), "--target", "y", "-q"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "'city'" in proc.stderr and "--features" in proc.stderr
