@@ -428,51 +428,53 @@ def _refuse_non_numeric(X: Any, name: str) -> None:
         )
 
 
+def _block_rows(block: np.ndarray) -> np.ndarray:
+    return np.array([block.shape[0]], dtype=np.int64)
+
+
 def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     """Arrays for DataFrames and Series, the rest as given.
 
     Each item is ``(value, name, numeric)``: pandas input becomes a numpy array, dask input
-    a dask array with known chunk sizes (``to_dask_array(lengths=...)``; the partition
-    lengths of every dask input are computed together, in one pass). With `numeric`,
+    a dask array with known chunk sizes: ``to_dask_array()``, then the rows of every block
+    of every dask input counted in one compute (what ``to_dask_array(lengths=True)`` and
+    ``compute_chunk_sizes()`` do for one input; ``lengths=True`` itself counts the
+    partitions of another optimisation of the expression than the array's, and fails for
+    ``read_parquet`` frames whose column selection merges partitions). With `numeric`,
     columns that are not numbers or booleans are refused with their names before anything
     is computed (labels of a classifier may be anything).
 
     Raises
     ------
     InputValidationError
-        A non-numeric column, or dask inputs whose partitions hold different numbers of
-        rows (they must be columns of one DataFrame, or aligned alike).
+        A non-numeric column.
     """
     out = [value for value, _, _ in items]
-    dask_items = []
+    arrays = {}
     for k, (value, name, numeric) in enumerate(items):
         if not is_frame(value):
             continue
         if numeric:
             _refuse_non_numeric(value, name)
-        if _is_dask_frame(value):
-            dask_items.append(k)
-        else:
+        if not _is_dask_frame(value):
             out[k] = value.to_numpy()
-    if dask_items:
-        import dask
+            continue
         from pandas.api.types import is_extension_array_dtype, is_numeric_dtype
 
-        for k in dask_items:  # pandas extension dtypes: as numpy dtypes dask arrays hold
-            value = items[k][0]
-            dtypes = list(dict(value.dtypes).values()) if value.ndim == 2 else [value.dtype]
-            if any(is_extension_array_dtype(dt) for dt in dtypes):
-                numeric = all(is_numeric_dtype(dt) for dt in dtypes)
-                value = value.astype("float64" if numeric else object)  # NA: NaN / None
-            items = items[:k] + ((value,) + tuple(items[k][1:]),) + items[k + 1:]
-        counts = dask.compute(*[items[k][0].map_partitions(len) for k in dask_items])
-        lengths = [tuple(int(n) for n in c) for c in counts]
-        for k, n in zip(dask_items, lengths):
-            if n != lengths[0]:
-                raise InputValidationError(
-                    f"{items[k][1]} and {items[dask_items[0]][1]} are dask collections with "
-                    f"different rows per partition ({n[:5]} and {lengths[0][:5]}); take them "
-                    "from one DataFrame (ddf[features], ddf[target]) or align them"
-                )
-            out[k] = items[k][0].to_dask_array(lengths=n)
+        dtypes = list(dict(value.dtypes).values()) if value.ndim == 2 else [value.dtype]
+        if any(is_extension_array_dtype(dt) for dt in dtypes):  # as a numpy dtype (NA: NaN, None)
+            value = value.astype("float64" if all(is_numeric_dtype(dt) for dt in dtypes) else object)
+        arrays[k] = value.to_dask_array()
+    if arrays:
+        import dask
+        import dask.array as da
+
+        counts = dask.compute(*[
+            a.map_blocks(_block_rows, dtype=np.int64, chunks=((1,) * a.numblocks[0],),
+                         drop_axis=list(range(1, a.ndim)) or None)
+            for a in arrays.values()
+        ])
+        for (k, a), rows in zip(arrays.items(), counts):
+            chunks = (tuple(int(r) for r in rows),) + tuple(a.chunks[1:])
+            out[k] = da.Array(a.dask, a.name, chunks, dtype=a.dtype)
     return out

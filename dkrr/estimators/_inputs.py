@@ -13,8 +13,8 @@ __all__ = ["_materialize", "_refuse_sparse", "frame_inputs", "frame_to_predict",
 
 def frame_inputs(X, y=None, sample_weight=None, *, labels: bool = False):
     """``(X, y, sample_weight, names)`` for fit: pandas or dask DataFrames and Series as
-    arrays (dask ones with known chunk sizes, their partition lengths computed in one
-    pass), non-numeric columns refused with their names (``y`` may hold any labels with
+    arrays (dask ones with known chunk sizes, their blocks' rows counted in one pass),
+    non-numeric columns refused with their names (``y`` may hold any labels with
     `labels`), and the column names of X when they are all strings (scikit-learn's
     ``feature_names_in_``), else None."""
     names = feature_names(X)

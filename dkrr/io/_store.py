@@ -24,7 +24,8 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
     header or a ``.npy`` matrix, ``j`` being the 0-based column in the input;
     ``feature_{j}`` (0-based) and ``label`` for LIBSVM).
 ``source``, ``format``
-    Absolute path of the ingested file and its format (``csv``, ``libsvm`` or ``npy``).
+    Absolute path of the ingested file (or Parquet directory) and its format (``csv``,
+    ``libsvm``, ``npy`` or ``parquet``).
 ``classes``
     Present only when the target column was not numeric: the original labels in
     sorted order; ``y == i`` means label ``classes[i]``. A list of distinct strings;

@@ -2,15 +2,19 @@
 
 One reader per format turns the input into row blocks for the one store writer:
 
-* :mod:`._csv` -- CSV or whitespace-separated text, one streamed pass;
+* :mod:`._csv` -- CSV or whitespace-separated text, parsed by pyarrow, in parallel
+  segments of whole chunks when larger than ``blocksize``;
+* :mod:`._parquet` -- a Parquet file or directory, row groups streamed, in parallel
+  segments too;
 * :mod:`._libsvm` -- LIBSVM/svmlight sparse text, two streamed passes;
 * :mod:`._npy` -- a 2-D ``.npy`` array, memory-mapped.
 
 Memory is bounded by the chunk (at most ``chunk_rows`` rows and about
-:data:`._writer.CHUNK_BYTES` of ``X``) and by the longest line accepted
+:data:`._writer.CHUNK_BYTES` of ``X``) per worker, by the scan's buffer (a quarter of
+``blocksize``, at most 16 MiB) and by the longest line accepted
 (:data:`._text.MAX_LINE_CHARS`), never by the number of rows: files larger than memory
-convert. The input must be a regular file (a pipe is refused: it cannot be sized or
-read twice). The store layout is described in :mod:`dkrr.io._store`; the attributes that
+convert. The input must be a regular file or a directory of Parquet files (a pipe is
+refused: it cannot be sized or read twice). The store layout is described in :mod:`dkrr.io._store`; the attributes that
 record how the file was read (for ``like=``) in :mod:`._like`.
 """
 
@@ -257,9 +261,12 @@ def ingest(
         field (with the delimiter it seems to use), an ambiguous LIBSVM index base, a
         LIBSVM index beyond int64, a label missing from the classes of `like`, unknown
         format, a file that is not of its format (binary data, no line breaks, a line
-        over 16 Mi characters), a non-numeric feature cell (with line and column), a row with the wrong number of fields (with line), an unknown target
+        over 16 MiB without a line break), a non-numeric feature cell (with line and column), a row with the wrong number of fields (with line), an unknown target
         column, no data, or a feature index (LIBSVM) that makes one row of ``X``
-        larger than 256 MiB.
+        larger than 256 MiB; a CSV quoted field that spans lines or a carriage
+        return that ends a line alone (with the line); a Parquet feature column that is
+        not numeric (with the names and types), a file that is not Parquet, a
+        directory whose files lack a column of the first.
     FeatureMismatchError
         A LIBSVM index beyond `n_features`, a CSV/``.npy`` whose feature count is not
         `n_features`, or a CSV header that names other columns than the `like` store's.
