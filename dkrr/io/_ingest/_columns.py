@@ -17,6 +17,18 @@ def names_hint(names: Sequence[str]) -> str:
     return shown + (", ..." if len(names) > _MAX_NAMES_SHOWN else "")
 
 
+def _named(name: str, names: list[str], what: str) -> int | None:
+    """The index of the column called `name` (None: no such column); a name that several
+    columns share is an error (`what`: "target" or "feature", for the message)."""
+    matches = [j for j, n in enumerate(names) if n == name]
+    if len(matches) > 1:
+        raise InputValidationError(
+            f"{what} column name {name!r} appears {len(matches)} times in the header "
+            f"(columns {matches}); give its 0-based index instead"
+        )
+    return matches[0] if matches else None
+
+
 def resolve_targets(
     target: Any, names: list[str], n_cols: int
 ) -> tuple[list[int], bool]:
@@ -28,14 +40,9 @@ def resolve_targets(
     cols: list[int] = []
     for t in requested:
         if isinstance(t, str):
-            matches = [j for j, n in enumerate(names) if n == t]
-            if len(matches) > 1:
-                raise InputValidationError(
-                    f"target column name {t!r} appears {len(matches)} times in the "
-                    f"header (columns {matches}); give its 0-based index instead"
-                )
-            if matches:
-                cols.append(matches[0])
+            j = _named(t, names, "target")
+            if j is not None:
+                cols.append(j)
                 continue
             try:
                 t = int(t.strip())
@@ -75,18 +82,12 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
     cols: list[int] = []
     for f in features:
         if isinstance(f, str):
-            matches = [j for j, n in enumerate(names) if n == f]
-            if len(matches) > 1:
-                raise InputValidationError(
-                    f"feature column name {f!r} appears {len(matches)} times (columns "
-                    f"{matches}); give its 0-based index instead"
-                )
-            if not matches:
+            j = _named(f, names, "feature")
+            if j is None:
                 raise InputValidationError(
                     f"feature column {f!r} not found in {src}; the columns are: "
                     f"{names_hint(names)}"
                 )
-            j = matches[0]
         elif isinstance(f, (int, np.integer)) and not isinstance(f, bool):
             if not -len(names) <= f < len(names):
                 raise InputValidationError(

@@ -190,15 +190,21 @@ def parse_block(layout: TableLayout, data, first_line: int, labels: LocalLabels 
             table = None  # the slow path names the missing cells, with their text
     if table is None:
         return _parse_slow(layout, data, first_line, labels)
-    rows = table.num_rows
+    values = {j: table.column(f"c{j}").to_numpy() for j in layout.numeric_cols}
+    lines = _line_numbers(layout, data, first_line, table.num_rows, n_lines)
+    return Block(table.num_rows, values, codes, None, lines, lambda i: [])
+
+
+def _line_numbers(layout: TableLayout, data, first_line: int, rows: int,
+                  n_lines: int) -> LineNumbers:
+    """The line numbers of the `rows` rows pyarrow read from the `n_lines` lines of `data`
+    (blank lines are not rows); rows that do not match lines are an error."""
     contiguous = rows == n_lines
     if not contiguous:
         expected = int((~blank_lines(data)).sum())
         if rows != expected:
             raise _line_break_error(layout, data, first_line, rows, expected)
-    values = {j: table.column(f"c{j}").to_numpy() for j in layout.numeric_cols}
-    return Block(rows, values, codes, None, LineNumbers(data, first_line, contiguous),
-                 lambda i: [])
+    return LineNumbers(data, first_line, contiguous)
 
 
 def _has_quote(data) -> bool:
@@ -228,12 +234,7 @@ def _parse_slow(layout: TableLayout, data, first_line: int,
     except pa.ArrowInvalid as exc:
         raise _find_shape_error(layout, data, first_line, labels, exc) from None
     rows = table.num_rows
-    contiguous = rows == n_lines
-    if not contiguous:
-        expected = int((~blank_lines(data)).sum())
-        if rows != expected:
-            raise _line_break_error(layout, data, first_line, rows, expected)
-    lines = LineNumbers(data, first_line, contiguous)
+    lines = _line_numbers(layout, data, first_line, rows, n_lines)
     trimmed = {j: pc.utf8_trim_whitespace(table.column(f"c{j}")) for j in layout.numeric_cols}
     bad_row, bad_col = rows, -1
     numbers = {}
