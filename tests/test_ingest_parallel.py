@@ -177,3 +177,27 @@ def test_parallel_ingest_on_the_workers_of_a_local_cluster(tmp_path):
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert a[2]["classes"] == b[2]["classes"]
+
+
+def test_csv_features_choose_and_order_columns_and_like_follows_them(tmp_path):
+    src = tmp_path / "d.csv"
+    src.write_text("id,a,b,c,y\n" + "".join(f"{i},{i}.5,{-i},{i % 3},{i * 2}\n" for i in range(40)))
+    s = ingest(src, tmp_path / "d.zarr", target="y", features=["c", 1], chunk_rows=8,
+               blocksize=100)  # segments too
+    X, y, attrs, _ = _store(tmp_path / "d.zarr")
+    assert s.feature_names == ["c", "a"] and attrs["feature_columns"] == [3, 1]
+    np.testing.assert_array_equal(X, [[i % 3, i + 0.5] for i in range(40)])
+    np.testing.assert_array_equal(y, [i * 2 for i in range(40)])
+    test = tmp_path / "t.csv"
+    test.write_text("id,a,b,c,y\n7,1.5,-1,2,9\n")
+    s = ingest(test, tmp_path / "t.zarr", like=tmp_path / "d.zarr")
+    assert s.feature_names == ["c", "a"] and _store(tmp_path / "t.zarr")[0].tolist() == [[2, 1.5]]
+    with pytest.raises(InputValidationError, match=r"feature column 'zz' not found.*'id', 'a'"):
+        ingest(src, tmp_path / "e.zarr", features=["zz"])
+    with pytest.raises(InputValidationError, match=r"line 3, column 1 \('b'\): cannot parse 'x'"):
+        bad = tmp_path / "bad.csv"
+        bad.write_text("a,b,c\n1,2,3\n4,x,6\n")
+        ingest(bad, tmp_path / "e.zarr", features=["a", "b"])  # a feature cell that is not a number
+    # a column that is neither feature nor target is split (counted) but not read
+    bad.write_text("a,b,c\n1,2,3\n4,x,6\n")
+    assert ingest(bad, tmp_path / "ok.zarr", features=["a"], target="c").n_rows == 2
