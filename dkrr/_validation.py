@@ -373,10 +373,13 @@ def feature_names(X: Any) -> np.ndarray | None:
 
 def check_feature_names(estimator: Any, X: Any) -> None:
     """Compare the column names of `X` with those `estimator` was fitted with, as
-    scikit-learn's estimators do at predict: a ``UserWarning`` when only one side has
-    names, a :class:`FeatureMismatchError` (a ``ValueError``, with scikit-learn's message)
-    when both have names and they differ or come in another order."""
+    scikit-learn's estimators do at predict: a :class:`FeatureNamesWarning` (a
+    ``UserWarning``) when only one side has names, a :class:`FeatureMismatchError` (a
+    ``ValueError``, with scikit-learn's message) when both have names and they differ or
+    come in another order."""
     import warnings
+
+    from .errors import FeatureNamesWarning
 
     fitted = getattr(estimator, "feature_names_in_", None)
     names = feature_names(X)
@@ -385,11 +388,11 @@ def check_feature_names(estimator: Any, X: Any) -> None:
     est = type(estimator).__name__
     if fitted is None:
         warnings.warn(f"X has feature names, but {est} was fitted without feature names",
-                      UserWarning, stacklevel=3)
+                      FeatureNamesWarning, stacklevel=3)
         return
     if names is None:
         warnings.warn(f"X does not have valid feature names, but {est} was fitted with feature "
-                      "names", UserWarning, stacklevel=3)
+                      "names", FeatureNamesWarning, stacklevel=3)
         return
     if len(fitted) == len(names) and np.all(fitted == names):
         return

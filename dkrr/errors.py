@@ -51,6 +51,7 @@ __all__ = [
     "DkrrError",
     "DkrrWarning",
     "FeatureMismatchError",
+    "FeatureNamesWarning",
     "GridEdgeWarning",
     "IllConditionedWarning",
     "InputNotFoundError",
@@ -191,6 +192,12 @@ class MemoryBudgetError(DkrrError, MemoryError, ValueError):
 class DkrrWarning(UserWarning):
     """Base class of every warning dkrr issues on purpose: the fit or the command is done,
     and something about it deserves a look."""
+
+
+class FeatureNamesWarning(DkrrWarning):
+    """X has column names where the estimator was fitted without, or none where it was
+    fitted with them (scikit-learn's ``UserWarning`` for the same: the columns are taken
+    by position)."""
 
 
 class GridEdgeWarning(DkrrWarning):
