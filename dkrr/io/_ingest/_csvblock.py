@@ -88,15 +88,22 @@ class LineNumbers:
         return self._first + int(self._index[i])
 
 
+#: bytes pyarrow parses and converts at a time: its parsed cells then stay in the cache
+#: while each column is converted (2.3x faster than one 32 MB block: 164 against 72 MB
+#: per CPU-second for 28 float columns, measured on the development VM). A row must fit
+#: in one: a block with a longer line is parsed whole.
+ARROW_BLOCK = 256 * 2**10
+
+
 def _options(layout: TableLayout, types: dict[str, pa.DataType], size: int, strings: bool,
-             quoted: bool = True):
-    """pyarrow's options for a block of `size` bytes: the columns of `types` converted,
-    empty cells null unless `strings`; `quoted` false: the block holds no quote, so
-    quoting is off (a little faster)."""
+             quoted: bool = True, piece: int | None = None):
+    """pyarrow's options for a block of `size` bytes parsed in pieces of `piece` bytes
+    (None: whole): the columns of `types` converted, empty cells null unless `strings`;
+    `quoted` false: the block holds no quote, so quoting is off (a little faster)."""
     names = [f"c{j}" for j in range(layout.n_cols)]
-    # one block, one thread: a task parses its block while the other tasks parse theirs
+    # one thread: a task parses its block while the other tasks parse theirs
     read = pa_csv.ReadOptions(column_names=names, use_threads=False,
-                              block_size=max(size + 1, 1 << 20))
+                              block_size=max(size + 1, 1 << 20) if piece is None else piece)
     parse = pa_csv.ParseOptions(
         delimiter="\t" if layout.delimiter is None else layout.delimiter,
         quote_char=False if layout.delimiter is None or not quoted else '"',
@@ -177,9 +184,13 @@ def parse_block(layout: TableLayout, data, first_line: int, labels: LocalLabels 
     table = None
     quoted = layout.delimiter is not None and _has_quote(text)
     try:
-        table = _read(text, _options(layout, types, len(text), strings=False, quoted=quoted))
-    except pa.ArrowInvalid:
-        pass
+        table = _read(text, _options(layout, types, len(text), strings=False, quoted=quoted,
+                                     piece=ARROW_BLOCK))
+    except pa.ArrowInvalid:  # a bad cell, or a line longer than ARROW_BLOCK: whole
+        try:
+            table = _read(text, _options(layout, types, len(text), strings=False, quoted=quoted))
+        except pa.ArrowInvalid:
+            pass
     codes = None
     if table is not None:
         missing = any(table.column(f"c{j}").null_count for j in layout.numeric_cols)

@@ -89,6 +89,7 @@ class StoreWriter:
         n_rows: int = 0,
     ):
         rows = chunk_rows if n_rows == 0 else max(1, min(chunk_rows, n_rows))
+        self.path = path
         self.chunk_rows = rows
         with interrupts_deferred():
             self._create(path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows)
@@ -96,7 +97,7 @@ class StoreWriter:
 
     def reopen(self, n: int) -> None:
         """Take up the arrays after tasks wrote `n` rows into them (:class:`ChunkSink`)."""
-        self.X, self.y = open_arrays(self.group.store_path)
+        self.X, self.y = open_arrays(self.path)
         self.n = n
 
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
