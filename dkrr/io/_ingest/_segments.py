@@ -153,11 +153,14 @@ def _in_threads(convert, args, segments, combiner, report):
             pending.discard(future)
             combiner.add(future.result())
 
+    ahead = 2 * n_threads()  # the scan stays this many segments ahead of the conversion
     try:
         for seg in segments:
             pending.add(pool.submit(convert, *args, seg,
                                     lambda r, b: events.put((r, b)), stop.is_set))
             collect(0)
+            while len(pending) >= ahead:  # the file's pages are still cached when read again
+                collect(0.1)
         while pending:
             collect(0.1)
         drain_events()
