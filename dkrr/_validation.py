@@ -467,7 +467,15 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
         dtypes = list(dict(value.dtypes).values()) if value.ndim == 2 else [value.dtype]
         if any(is_extension_array_dtype(dt) for dt in dtypes):  # as a numpy dtype (NA: NaN, None)
             value = value.astype("float64" if all(is_numeric_dtype(dt) for dt in dtypes) else object)
-        arrays[k] = value.to_dask_array()
+        try:
+            arrays[k] = value.to_dask_array()
+        except AttributeError as exc:  # dask's array query planning cannot (dask 2026.8)
+            raise InputValidationError(
+                f"{name}: this dask cannot turn a dask DataFrame into a dask array with its "
+                f"array query planning on ({exc.__class__.__name__}: {str(exc).splitlines()[0]}); "
+                "set dask.config 'array.query-planning' to False, or ingest the data into a "
+                "store (dkrr.io.ingest) and fit that"
+            ) from None
     if arrays:
         import dask
         import dask.array as da
