@@ -17,7 +17,8 @@ scikit-learn's conventions keeps working:
   that is unreadable, corrupted or of another layout), the output errors
   (``FileExistsError``, ``PermissionError``), :class:`SchedulerUnreachableError`
   (``ConnectionError``), :class:`DatasetUnavailableError` and
-  :class:`ChecksumMismatchError` (``OSError``), :class:`MainGuardError` (``RuntimeError``).
+  :class:`ChecksumMismatchError` (``OSError``), :class:`MainGuardError` and
+  :class:`SourceChangedError` (``RuntimeError``).
 
 Changed after dkrr 0.1.0: :class:`DkrrError` is no longer a ``ValueError`` itself (before,
 every dkrr error was one). Code that caught ``ValueError`` for a store, model-file, output,
@@ -72,6 +73,7 @@ __all__ = [
     "SchedulerUnreachableError",
     "SingularAlphaWarning",
     "SingularSystemError",
+    "SourceChangedError",
     "StoreError",
     "StoreNotFoundError",
 ]
@@ -98,6 +100,12 @@ class MainGuardError(DkrrError, RuntimeError):
     """A script starts LocalCluster worker processes from its top-level code, which each
     worker process runs again when it imports the script (fix: ``if __name__ ==
     "__main__":``)."""
+
+
+class SourceChangedError(DkrrError, RuntimeError):
+    """The rows of X differed between two passes of one fit (a Zarr store rewritten, or
+    a dask graph whose blocks are not deterministic, while ``solver="pcg"`` read it once
+    per iteration): the passes would mix two data sets, so the fit is stopped."""
 
 
 class InputValidationError(DkrrError, ValueError):

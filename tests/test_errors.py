@@ -70,7 +70,8 @@ def test_environment_errors_are_not_value_errors():
                          (errors.OutputNotWritableError, PermissionError),
                          (errors.SchedulerUnreachableError, ConnectionError),
                          (errors.DatasetUnavailableError, FileNotFoundError),
-                         (errors.ChecksumMismatchError, OSError), (errors.MainGuardError, RuntimeError)]:
+                         (errors.ChecksumMismatchError, OSError), (errors.MainGuardError, RuntimeError),
+                         (errors.SourceChangedError, RuntimeError)]:
         assert issubclass(cls, builtin) and issubclass(cls, errors.DkrrError) and not issubclass(cls, ValueError)
     with pytest.raises(errors.StoreError):
         try:

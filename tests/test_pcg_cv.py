@@ -84,14 +84,28 @@ def test_pcg_cv_does_not_depend_on_chunking():
 
 def test_unconverged_alphas_are_named():
     X, Y = _data(n=600)
-    with pytest.warns(ConvergenceWarning, match=r"systems of alphas \[0\.0001\] did not converge.*CV errors"):
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=20 .*the chosen alpha_=0\.0001 is one of the alphas whose "
+                                                r"systems did not converge \(\[0\.0001\]\).*coefficients are those of "
+                                                r"the stopped CG iterate"):
         est = RandomFeatureRidge(**MAP, cv=3, alphas=[1e-4, 100.0], solver="pcg", pcg_rank=0, tol=1e-12,
                                  max_iter=20).fit(X, Y)
     info = est.solver_info_
-    assert not info["converged"] and info["n_iter"] == 20
+    assert est.alpha_ == 1e-4 and not info["converged"] and info["n_iter"] == 20
     # the large alpha's columns converged and left the block: their residual is final
     last = info["residuals"][-1].reshape(4, 2, 2)
     assert (last[:, 1] <= 1e-12).all() and (last[:, 0] > 1e-12).all()
+
+
+def test_unconverged_alphas_not_chosen_are_named():
+    # pure noise: CV chooses the large alpha, whose systems converged
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((600, 4)), rng.standard_normal((600, 2))
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=20 .*the systems of alphas \[0\.0001\] did not converge, "
+                                                r"so their CV errors are those of the stopped CG iterate; the chosen "
+                                                r"alpha_=100 converged"):
+        est = RandomFeatureRidge(**MAP, cv=3, alphas=[1e-4, 100.0], solver="pcg", pcg_rank=0, tol=1e-12,
+                                 max_iter=20).fit(X, Y)
+    assert est.alpha_ == 100.0
 
 
 def test_pcg_cv_refusals_name_the_fix():

@@ -73,7 +73,7 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
     from ..features._standardize import StandardizedMap
     from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, score_grid, warn_grid_edge
     from ..linalg._pcg import pcg_ridge, sketch_seed
-    from ..linalg._pcg_cv import pcg_cross_validate
+    from ..linalg._pcg_cv import pcg_cross_validate, warn_cv_not_converged
     from ._fitted import RidgeFit
     from ._random_features import draw_ridge_map, standardized_input
     from ._solver import pcg_memory_check, pcg_unavailable
@@ -95,6 +95,7 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
         res = pcg_cross_validate(Xd, yd, fmap, alphas=alphas, n_folds=n_folds, fold_seed=fold_seed, **common)
         _, idx, cv_results, best_score = score_grid(res.alphas, None, res.fold_mse, res.fold_sizes, res.fold_weights)
         alpha = float(res.alphas[idx])
+        warn_cv_not_converged(res, idx, max_iter)
         warn_grid_edge("alpha", res.alphas, alpha)
         beta, intercept, info = res.betas[idx], res.intercepts[idx], res.info
     else:

@@ -25,12 +25,18 @@ recurrences that share each pass (:func:`solve_systems`); a column stops when it
 client holds ``U``, ``G`` and a few p x l work arrays of the preconditioner and six
 p x r CG vectors: ``O(p (l + r))`` (:func:`pcg_memory_estimate`). ``pcg_persist``
 keeps X in memory across the passes when :func:`data_fits_in_memory`.
+
+Every block task also returns the CRC-32 of its rows of X (:func:`block_checksum`); the
+client compares each pass's with pass 1's and stops the fit with a
+:class:`~dkrr.errors.SourceChangedError` when X's source changed between passes
+(:func:`check_same_rows`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
+import zlib
 
 import numpy as np
 
@@ -46,8 +52,8 @@ from ._stats import (
     fold_ids,
 )
 
-__all__ = ["DEFAULT_PCG_RANK", "PcgResult", "Systems", "first_pass", "pcg_ridge", "preconditioner", "sketch_seed",
-           "solve_systems", "warn_not_converged"]
+__all__ = ["DEFAULT_PCG_RANK", "PcgResult", "Systems", "block_checksum", "check_same_rows", "first_pass", "pcg_ridge",
+           "preconditioner", "sketch_seed", "solve_systems", "warn_not_converged"]
 
 #: rank of the Nystrom preconditioner when ``pcg_rank`` is not given (capped by p)
 DEFAULT_PCG_RANK = 256
@@ -65,10 +71,45 @@ def sketch_seed(fold_seed: int) -> int:
 
 
 # ------------------------------------------------------------------ block tasks
+def block_checksum(*blocks) -> int:
+    """CRC-32 of one row block of X (and of its sample weights; None is skipped) as read:
+    the bytes, dtype and shape. What every PCG pass returns per block so that a source
+    changing between passes is detected. About 2 GB/s, a small part of a block task,
+    which computes p features of every row."""
+    crc = 0
+    for block in blocks:
+        if block is not None:
+            a = np.ascontiguousarray(block)
+            crc = zlib.crc32(a, zlib.crc32(f"{a.dtype.str}{a.shape}".encode(), crc))
+    return crc
+
+
+def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weighted: bool = False) -> None:
+    """Raise :class:`~dkrr.errors.SourceChangedError` unless every row block of ``X``
+    (and of the sample weights when ``weighted``) read in pass ``pass_number`` has the
+    checksum it had in pass 1 (``reference``: block index -> :func:`block_checksum`)."""
+    if checksums == reference:
+        return
+    from ..errors import SourceChangedError
+
+    changed = sorted(i for i in reference.keys() | checksums.keys() if checksums.get(i) != reference.get(i))
+    i = changed[0]
+    start = int(sum(X.chunks[0][:i]))
+    more = f" (and {len(changed) - 1} more of the {len(reference)} blocks)" if len(changed) > 1 else ""
+    raise SourceChangedError(
+        f"{'X or sample_weight' if weighted else 'X'} changed during the fit: row block {i} (rows {start} to {start + X.chunks[0][i] - 1}){more} read "
+        f"differently in pass {pass_number} than in pass 1 (CRC-32 {checksums.get(i, 0):#010x}, was "
+        f"{reference.get(i, 0):#010x}). solver='pcg' reads X once per CG iteration and needs the same rows every "
+        "time, so the fit was stopped rather than mix two data sets. Do not write to X's source (e.g. its Zarr "
+        "store) during a fit and make a dask source deterministic, or keep X in memory with pcg_persist=True "
+        "(read once; a worker lost with its blocks reads them again)."
+    )
+
+
 def _first_pass_block(X, y, row_offset, block_index, fmap, seed, rank, max_block_bytes, labels_mode,
                       n_folds=1, fold_seed=0, with_norms=False):
-    """Linear statistics (per fold; column sums of squares ``zsq`` with ``with_norms``)
-    and the sketch ``Z_b^T (Z_b G)`` of one row block."""
+    """Linear statistics (per fold; column sums of squares ``zsq`` with ``with_norms``),
+    the sketch ``Z_b^T (Z_b G)`` and ``{block_index: checksum}`` of one row block."""
     return _weighted_first_pass_block(X, y, None, row_offset, block_index, fmap, seed, rank, max_block_bytes,
                                       labels_mode, n_folds, fold_seed, with_norms)
 
@@ -78,6 +119,7 @@ def _weighted_first_pass_block(X, y, w, row_offset, block_index, fmap, seed, ran
     """:func:`_first_pass_block` with the block's sample weights ``w`` (or None): the
     weighted linear statistics with ``wsum`` (as the Gram path's, :func:`~dkrr.linalg._stats._accumulate`,
     which adds the sketch ``Z_b^T W_b (Z_b G)`` in the same loop over sub-blocks)."""
+    checksum = {int(block_index): block_checksum(X, w)}  # the rows as read, before the fold sort
     Xf, Y, w, bounds, labels = _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode)
     p = fmap.n_output_features
     stats = RidgeStatistics.zeros(n_folds, p, Y.shape[1], labels, with_gram=False, with_norms=with_norms,
@@ -85,12 +127,21 @@ def _weighted_first_pass_block(X, y, w, row_offset, block_index, fmap, seed, ran
     S = np.zeros((p, rank))
     sketch = (gaussian_test_matrix(seed, p, rank), S) if rank else None
     _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, products=sketch)
-    return [stats, S]
+    return [stats, S, checksum]
+
+
+def _merged_checksums(parts):
+    """The union of the partials' ``{block_index: checksum}`` (a new dict)."""
+    out = {}
+    for part in parts:
+        out.update(part[-1])
+    return out
 
 
 def _combine_first(parts):
     """Sum of first-pass partials (new objects; the inputs unchanged)."""
-    return [combine_statistics([s for s, _ in parts]), sum(S for _, S in parts[1:]) + parts[0][1]]
+    return [combine_statistics([p[0] for p in parts]), sum(p[1] for p in parts[1:]) + parts[0][1],
+            _merged_checksums(parts)]
 
 
 def _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed):
@@ -100,13 +151,15 @@ def _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed):
 
 
 def _matvec_block(X, row_offset, block_index, fmap, V, col_folds, n_folds, fold_seed, max_block_bytes):
-    """``Z_b^T M (Z_b V)`` of one row block, features in sub-blocks of max_block_bytes.
+    """``[Z_b^T M (Z_b V), {block_index: checksum}]`` of one row block, features in
+    sub-blocks of max_block_bytes.
 
     ``M`` masks nothing when ``col_folds`` is None; else entry ``(i, j)`` of ``U = Z_b V``
     is zeroed when row ``i`` is in fold ``col_folds[j]`` (a column of fold ``K`` is never
     masked): column ``j`` then gets the product with its training rows only. One GEMM pair
     serves every (fold, alpha, target) system. The block's rows are checked at every pass
-    (a source that changed since the first pass is named, not solved with).
+    (a source that changed since the first pass is named, not solved with: rows turned
+    non-finite here, any other change by the checksum on the client).
     """
     return _weighted_matvec_block(X, None, row_offset, block_index, fmap, V, col_folds, n_folds, fold_seed,
                                   max_block_bytes)
@@ -122,7 +175,7 @@ def _weighted_matvec_block(X, w, row_offset, block_index, fmap, V, col_folds, n_
         if col_folds is not None:
             U[_own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)] = 0.0
         out += Z.T @ U
-    return out
+    return [out, {int(block_index): block_checksum(X, w)}]
 
 
 def row_weights(X, w, row_offset, block_index):
@@ -134,12 +187,13 @@ def row_weights(X, w, row_offset, block_index):
     return None if w is None else np.sqrt(_check_weight_block(w, block_index, row_offset))
 
 
-def _sum_arrays(parts):
-    """Sum of partial arrays: a new array, the inputs unchanged."""
-    out = parts[0].copy()
-    for a in parts[1:]:
+def _sum_checked(parts):
+    """Sum of ``[array, checksums]`` partials: a new array and the union of the
+    checksums, the inputs unchanged."""
+    out = parts[0][0].copy()
+    for a, _ in parts[1:]:
         out += a
-    return out
+    return [out, _merged_checksums(parts)]
 
 
 # ------------------------------------------------------------------ the solve
@@ -199,14 +253,15 @@ class Systems:
 
 def first_pass(X, y, fmap, *, rank, seed, max_block_bytes, split_every=None, labels_mode=False,
                n_folds=1, fold_seed=0, with_norms=False, n_chains=None, sample_weight=None):
-    """Pass 1: per-fold linear statistics and the sketch ``Z^T (Z G)`` (p, rank); with
-    ``sample_weight`` (a dask array with X's row chunks) weighted, ``Z^T W Z G``, and
+    """Pass 1: per-fold linear statistics, the sketch ``Z^T (Z G)`` (p, rank) and the
+    checksum of every row block of X (``{block_index: crc}``, :func:`block_checksum`);
+    with ``sample_weight`` (a dask array with X's row chunks) weighted, ``Z^T W Z G``, and
     checked as the Gram path checks its weighted statistics."""
     from ._reduce import reduce_row_blocks
     from ._weighted import check_weight_total
 
     weighted = sample_weight is not None
-    stats, S = reduce_row_blocks(
+    stats, S, sums = reduce_row_blocks(
         [X, y, sample_weight] if weighted else [X, y],
         _weighted_first_pass_block if weighted else _first_pass_block, _combine_first,
         split_every=split_every, n_chains=n_chains,
@@ -215,7 +270,7 @@ def first_pass(X, y, fmap, *, rank, seed, max_block_bytes, split_every=None, lab
         label="pcg: statistics and preconditioner sketch",
     )
     check_weight_total(stats)
-    return stats, S
+    return stats, S, sums
 
 
 def preconditioner(S, seed, rank, mu, n, fit_intercept):
@@ -233,14 +288,15 @@ def preconditioner(S, seed, rank, mu, n, fit_intercept):
 
 
 def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_block_bytes, split_every=None,
-                  n_chains=None, sample_weight=None):
+                  n_chains=None, sample_weight=None, checksums=None):
     """Block CG over ``systems``, one streamed pass per iteration: ``(beta (p, m), info)``.
 
     Each pass computes ``Z^T M (Z V)`` (``Z^T W M (Z V)`` with ``sample_weight``) for the
     search directions ``V`` of the columns still running (fold-masked,
     :func:`_matvec_block`); the client subtracts each column's centring and adds its
     shift. Column ``j`` is preconditioned with the shared factor scaled by ``counts[g] /
-    counts.max()`` and shifted by ``alphas[j]``.
+    counts.max()`` and shifted by ``alphas[j]``. Each pass's block checksums must equal
+    ``checksums`` (pass 1's, when given; :func:`check_same_rows`).
     """
     from ._reduce import reduce_row_blocks
 
@@ -250,15 +306,20 @@ def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_bloc
     total = float(np.max(s.counts))
     scales = s.counts[s.groups] / total
 
+    passes = [1]
+
     def apply_A(V, cols):
         folds = col_folds[cols] if masked else None
-        ZZV = reduce_row_blocks(
+        ZZV, sums = reduce_row_blocks(
             [X] if sample_weight is None else [X, sample_weight],
-            _matvec_block if sample_weight is None else _weighted_matvec_block, _sum_arrays,
+            _matvec_block if sample_weight is None else _weighted_matvec_block, _sum_checked,
             split_every=split_every, n_chains=n_chains,
             constants=(fmap, np.ascontiguousarray(V), folds, int(s.n_folds), int(s.fold_seed), int(max_block_bytes)),
             label="pcg: iteration",
         )
+        passes[0] += 1
+        if checksums is not None:
+            check_same_rows(checksums, sums, X, passes[0], sample_weight is not None)
         if s.centres is not None:
             M = s.centres[:, s.groups[cols]]
             ZZV -= M * (s.counts[s.groups[cols]] * np.einsum("ij,ij->j", M, V))
@@ -310,9 +371,9 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     """
     p = fmap.n_output_features
     rank = int(min(rank, p))
-    stats, S = first_pass(X, y, fmap, rank=rank, seed=seed, max_block_bytes=max_block_bytes,
-                          split_every=split_every, labels_mode=labels_mode, n_chains=n_chains,
-                          sample_weight=sample_weight)
+    stats, S, sums = first_pass(X, y, fmap, rank=rank, seed=seed, max_block_bytes=max_block_bytes,
+                                split_every=split_every, labels_mode=labels_mode, n_chains=n_chains,
+                                sample_weight=sample_weight)
     if targets_fn is not None:
         stats = targets_fn(stats)
     tot = stats.total()
@@ -331,10 +392,10 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
                       None if mu is None else mu[:, None], np.array([n]))
     beta, info = solve_systems(X, fmap, systems, precond, tol=tol, max_iter=max_iter,
                                max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains,
-                               sample_weight=sample_weight)
+                               sample_weight=sample_weight, checksums=sums)
     info.pop("active")
     if not info["converged"]:
-        warn_not_converged(info, max_iter)
+        warn_not_converged(info, max_iter, f"the coefficients of alpha={float(alpha):.4g} are not converged")
     info.update(rank=rank, passes=info["n_iter"] + 1)
     intercept = ybar - (mu @ beta if fit_intercept else 0.0)
     return PcgResult(beta, np.atleast_1d(intercept), stats, info)

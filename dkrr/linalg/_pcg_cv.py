@@ -37,11 +37,11 @@ import dataclasses
 import numpy as np
 
 from ._cv import check_fold_weights, check_folds, default_alphas, fold_validation_mse
-from ._pcg import Systems, first_pass, preconditioner, solve_systems, warn_not_converged
-from ._pcg import _own_fold_mask, _sum_arrays, row_weights
+from ._pcg import Systems, block_checksum, check_same_rows, first_pass, preconditioner, solve_systems
+from ._pcg import _own_fold_mask, _sum_checked, row_weights, warn_not_converged
 from ._stats import feature_sub_blocks
 
-__all__ = ["PcgCvResult", "pcg_cross_validate", "trace_scale"]
+__all__ = ["PcgCvResult", "pcg_cross_validate", "trace_scale", "warn_cv_not_converged"]
 
 
 def trace_scale(tot, fit_intercept: bool) -> float:
@@ -53,7 +53,8 @@ def trace_scale(tot, fit_intercept: bool) -> float:
 
 
 def _validation_block(X, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed, max_block_bytes):
-    """``sum over the rows i of fold col_folds[j] of (z_i^T B[:, j])^2``, shape (m,)."""
+    """``[sum over the rows i of fold col_folds[j] of (z_i^T B[:, j])^2`` (m,),
+    ``{block_index: checksum}]``."""
     return _weighted_validation_block(X, None, row_offset, block_index, fmap, B, col_folds, n_folds, fold_seed,
                                       max_block_bytes)
 
@@ -68,7 +69,7 @@ def _weighted_validation_block(X, w, row_offset, block_index, fmap, B, col_folds
         U = Z @ B
         own = _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed)
         out += np.einsum("ij,ij->j", U, np.where(own, U, 0.0))
-    return out
+    return [out, {int(block_index): block_checksum(X, w)}]
 
 
 @dataclasses.dataclass(eq=False)
@@ -139,8 +140,8 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
     rank = int(min(rank, p))
     common = dict(max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains,
                   sample_weight=sample_weight)
-    stats, S = first_pass(X, y, fmap, rank=rank, seed=seed, labels_mode=labels_mode, n_folds=K,
-                          fold_seed=fold_seed, with_norms=alphas is None, **common)
+    stats, S, sums = first_pass(X, y, fmap, rank=rank, seed=seed, labels_mode=labels_mode, n_folds=K,
+                                fold_seed=fold_seed, with_norms=alphas is None, **common)
     if targets_fn is not None:
         stats = targets_fn(stats)
     check_folds(stats.n)
@@ -171,20 +172,22 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
                       counts, K, int(fold_seed))
     precond = preconditioner(S, seed, rank, None if mu is None else mu[K], n, fit_intercept)
     del S
-    beta, info = solve_systems(X, fmap, systems, precond, tol=tol, max_iter=max_iter, **common)
+    beta, info = solve_systems(X, fmap, systems, precond, tol=tol, max_iter=max_iter, checksums=sums, **common)
     converged = ~info.pop("active").reshape(K + 1, A, t).any(axis=2)
     B = beta.reshape(p, K + 1, A, t)
     # the validation pass: ||Z_k beta||^2 over fold k's rows, every (k, alpha, target)
     from ._reduce import reduce_row_blocks
 
     m = K * A * t
-    sq = reduce_row_blocks(
+    sq, last = reduce_row_blocks(
         [X] if sample_weight is None else [X, sample_weight],
-        _validation_block if sample_weight is None else _weighted_validation_block, _sum_arrays,
+        _validation_block if sample_weight is None else _weighted_validation_block, _sum_checked,
         split_every=split_every, n_chains=n_chains,
         constants=(fmap, np.ascontiguousarray(beta[:, :m]), groups[:m], K, int(fold_seed), int(max_block_bytes)),
         label="pcg: validation errors",
-    ).reshape(K, A, t)
+    )
+    check_same_rows(sums, last, X, info["n_iter"] + 2, sample_weight is not None)
+    sq = sq.reshape(K, A, t)
     fold_mse = np.empty((K, A))
     for k in range(K):
         fold_mse[k] = fold_validation_mse(B[:, k].transpose(1, 0, 2), sq[k], stats.c[k], stats.zsum[k],
@@ -195,10 +198,27 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
     if fit_intercept:
         intercepts -= np.einsum("p,apt->at", mu[K], betas)
     info.update(rank=rank, passes=info["n_iter"] + 2)
-    if not info["converged"]:
-        bad = sorted({float(alphas[a]) for a in np.nonzero(~converged.all(axis=0))[0]})
-        warn_not_converged(
-            info, max_iter, f"the systems of alphas {[float(f'{a:.4g}') for a in bad]} did not converge, "
-            "so their CV errors (and the refit, if one of them is chosen) are those of the stopped CG "
-            "iterate, not the exact ridge solution", stacklevel=5)
     return PcgCvResult(alphas, fold_mse, stats.n.copy(), betas, intercepts, converged, stats, info, weights.copy())
+
+
+def warn_cv_not_converged(res: PcgCvResult, chosen: int, max_iter: int) -> None:
+    """The :class:`~dkrr.errors.PcgConvergenceWarning` of a CV whose systems stopped at
+    ``max_iter`` (nothing when all converged): it names the alphas that did not converge
+    and says whether ``alphas[chosen]``, the chosen one, is among them (its CV error and
+    coefficients are then those of the stopped CG iterate)."""
+    if res.info["converged"]:
+        return
+    bad = [float(f"{a:.4g}") for a in res.alphas[~res.converged.all(axis=0)]]
+    alpha = float(res.alphas[chosen])
+    if not res.converged[:, chosen].all():
+        # the residuals of the chosen alpha's columns: (training set, alpha, target) order
+        last = res.info["residuals"][-1].reshape(res.converged.shape[0], res.alphas.size, -1)[:, chosen]
+        info = {**res.info, "residuals": last.reshape(1, -1)}
+        detail = (f"the chosen alpha_={alpha:.4g} is one of the alphas whose systems did not converge ({bad}), so "
+                  "its CV error (which chose it) and the coefficients are those of the stopped CG iterate, not the "
+                  "exact ridge solution")
+    else:
+        info = res.info
+        detail = (f"the systems of alphas {bad} did not converge, so their CV errors are those of the stopped CG "
+                  f"iterate; the chosen alpha_={alpha:.4g} converged")
+    warn_not_converged(info, max_iter, detail, stacklevel=5)
