@@ -15,7 +15,7 @@ from ..errors import PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
 from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
-from ..linalg._cv import auto_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
@@ -45,8 +45,8 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None."""
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
     fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
-    if relative:
-        gammas = auto_gammas(gamma)
+    if relative:  # with ARD (an array gamma) the grid multiplies the whole array
+        gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)
     args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)
     path = sampled_statistics_and_alpha if est.sampling is not None else statistics_and_alpha
     passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p))
@@ -143,8 +143,10 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
         alphas = default_alphas(stats, est.fit_intercept) if alphas is None else alphas
         fold_mse = cross_validate_statistics(stats, alphas, bool(est.fit_intercept))
         return _choose(Passes(stats, fmap, alpha, gamma), alphas, None, fold_mse, stats.n.copy(), stats.n.copy())[0]
-    # one pass for every gamma of the grid, weighted or not
-    maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
+    # one pass for every gamma of the grid, weighted or not; the widths scored are the
+    # grid's values, or with ARD (an array gamma) its multiples of the array
+    widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
+    maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
     every = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)
     every = [_converted(s, targets_fn) for s in every]
     check_weight_total(every[0])
@@ -159,8 +161,9 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     fold_mse = fold_mse if gammas is not None else fold_mse[0]
     fold_weights = stats.n.copy() if wd is None else stats.weights()
     passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas, fold_mse, stats.n.copy(), fold_weights)
-    if gammas is not None:  # the chosen gamma's map and statistics
-        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g])
+    if gammas is not None:  # the chosen gamma's map and statistics (ARD: the chosen multiple)
+        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g],
+                                     gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
     return passes
 
 

@@ -22,7 +22,7 @@ from ._passes import fit_statistics_path
 from ._pcg_fit import check_pcg_params, fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
-from ._random_features import check_gamma_param
+from ._random_features import check_gamma_param, kernel_params_of
 
 __all__ = ["RandomFeatureRidge"]
 
@@ -74,6 +74,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         fit_intercept=True,
         random_state=None,
         *,
+        nu=None, degree=None, coef0=None,
         n_hd_blocks=None,
         row_norms=None,
         displacement_rank=None,
@@ -101,6 +102,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.cv = cv
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.nu, self.degree, self.coef0 = nu, degree, coef0
         self.n_hd_blocks = n_hd_blocks
         self.row_norms = row_norms
         self.displacement_rank = displacement_rank
@@ -136,6 +138,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             K = check_int(self.cv, "cv", minimum=2, allow_none=True)
             alphas = None if self.alphas is None else check_alphas(self.alphas)  # None: default grid
         check_gamma_param(self.gamma, self.kernel)
+        kernel_params_of(self)
         check_bool(self.standardize, "standardize")
         check_choice(self.solver, "solver", _SOLVERS)
         check_choice(self.precision, "precision", _PRECISIONS)
@@ -261,8 +264,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
 
     Parameters
     ----------
-    kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
-        ``"linear"``: ridge on a random projection (JLT sketch) of X, ``k(x, y) = x^T y``.
+    kernel : {"gaussian", "matern", "laplacian", "polynomial", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
+        The kernel (see :class:`dkrr.RandomFeatures`). ``"linear"``: ridge on a random
+        projection (JLT sketch) of X, ``k(x, y) = x^T y``.
     method : str, default="auto"
         Construction of the projection (see :class:`dkrr.RandomFeatures`; ``"auto"`` is ORF
         up to 128 padded input columns, SORF above).
@@ -270,9 +274,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         D, the number of random frequencies; the model has ``n_output_features_``
         coefficients per target (``2 * D`` for the gaussian kernel). scikit-learn's
         ``RBFSampler`` counts output columns instead.
-    gamma : float, "median" or "scale", default=1.0
-        Gaussian kernel ``exp(-gamma ||x - y||^2)``; ``"median"`` (the 50-NN rule on a seeded
-        1,000-row sample) and ``"scale"`` (``1 / (d Var X)``) as in :class:`dkrr.RandomFeatures`,
+    gamma : float, array of shape (n_features,), "median" or "scale", default=1.0
+        The kernel's width as in :class:`dkrr.RandomFeatures` (gaussian ``exp(-gamma ||x -
+        y||^2)``; matern of length scale ``1 / sqrt(2 gamma)``; laplacian; polynomial): one
+        per column for ARD (shift-invariant kernels); ``"median"`` (the 50-NN rule on a
+        seeded 1,000-row sample; gaussian and matern) and ``"scale"`` (``1 / (d Var X)``)
         computed on the standardised X with ``standardize``. The value used is ``gamma_``.
     alpha : float, default=1.0
         Ridge penalty, ``>= 0`` as scikit-learn's ``Ridge`` (a negative value is an
@@ -293,6 +299,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         One generator is made from it; the feature map is drawn first (exactly as
         ``RandomFeatures(random_state=...)`` draws it), then the fold seed, then (``gamma=
         "median"``) the seed of the bandwidth's row sample.
+    nu, degree, coef0 : optional
+        ``nu`` of ``matern`` (default 1.5), ``degree`` (3) and ``coef0`` (1) of ``polynomial``.
     n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence, rom_diagonal, row_sampling : optional
         Options of the projection methods (see :class:`dkrr.RandomFeatures`).
     chunk_rows : int, default=None
@@ -330,9 +338,12 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.
     gammas : array-like of float or "auto", default=None
-        Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
-        one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
-        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
+        Grid of widths (each ``> 0``) scored jointly with ``alphas`` by the
+        one-pass CV (requires ``cv`` and a kernel with a width: gaussian, matern, laplacian,
+        polynomial; not with ``sampling``; ``gamma`` is then not used). With an ARD
+        ``gamma`` (an array) the grid holds multipliers ``t`` of the whole array: the
+        widths ``t * gamma`` are scored, ``cv_results_["gammas"]`` are the multipliers and
+        ``gamma_`` the chosen ``t * gamma``. ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
         ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
         that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
         follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each
@@ -383,9 +394,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``)
         (higher is better). Ties of the mean go to the larger alpha, then to the
         smaller gamma.
-    gamma_ : float
-        The gaussian width used: ``gamma``, the value of its rule, or with ``gammas`` the
-        chosen one (``feature_map_`` is its map).
+    gamma_ : float or ndarray of shape (n_features_in_,)
+        The width used: ``gamma``, the value of its rule, or with ``gammas`` the
+        chosen one (``feature_map_`` is its map); an array with ARD.
     mean_, scale_ : ndarray of shape (n_features_in_,) or None
         The column means and scales of ``standardize`` (None without it).
     fold_seed_ : int

@@ -34,20 +34,39 @@ def _inner(fm):
     return fm.inner if isinstance(fm, StandardizedMap) else fm
 
 
-def _map_gamma(fm) -> float | None:
-    """The gaussian width a map was drawn for, or None when the map does not record one
-    (other kernels; a sampled map, whose W has the width folded in)."""
+def _map_gamma(fm):
+    """The width a map was drawn for (a float, or an array with ARD), or None when the map
+    does not record one (kernels without a width; a sampled map, whose W has the width
+    folded in)."""
     from ..features._map import RandomFeatureMap
+    from ..features._nonlinear import WIDTH_KERNELS
     from ..features._nystroem import NystroemMap
+    from ..features._polynomial import PolynomialSketchMap
 
     fm = _inner(fm)
-    if getattr(fm, "kernel", None) != "gaussian":
+    kernel = getattr(fm, "kernel", None)
+    if kernel not in WIDTH_KERNELS:
         return None
-    if isinstance(fm, NystroemMap):
+    if isinstance(fm, (NystroemMap, PolynomialSketchMap)):
         return fm.gamma
-    if type(fm) is RandomFeatureMap:  # W = sqrt(2 gamma) W_unit
-        return float(fm.projection.scale) ** 2 / 2
+    if type(fm) is RandomFeatureMap:  # W = s(gamma) W_unit: s = sqrt(2 gamma), or gamma (laplacian)
+        s = fm.column_scale if fm.column_scale is not None else float(fm.projection.scale)
+        return s if kernel == "laplacian" else s**2 / 2
     return None
+
+
+def _map_kernel_params(fm) -> dict | None:
+    """The kernel parameters a map records (``nu``; ``degree`` and ``coef0``), or None for a
+    map that records none."""
+    from ..features._nystroem import NystroemMap
+    from ..features._polynomial import PolynomialSketchMap
+
+    fm = _inner(fm)
+    if isinstance(fm, NystroemMap):
+        return dict(fm.kernel_params)
+    if isinstance(fm, PolynomialSketchMap):
+        return {"degree": fm.degree, "coef0": fm.coef0}
+    return {"nu": fm.nu} if getattr(fm, "nu", None) is not None else {}
 
 
 def _chosen(est) -> tuple[int | None, int]:
@@ -79,12 +98,16 @@ def _is_weighted_mean(fold_mse: np.ndarray, mean: np.ndarray, usable: np.ndarray
 
 
 def _agree_feature_map(est):
-    """The map is of the parameters' kernel, method (``"auto"`` resolved at its input
-    width) and n_components, standardized exactly when ``standardize`` is true."""
+    """The map is of the parameters' kernel and kernel parameters (``nu``, ``degree``,
+    ``coef0``), method (``"auto"`` resolved at its input width and kernel) and
+    n_components, standardized exactly when ``standardize`` is true."""
     from ..features._nystroem import NystroemMap
     from ..features._registry import resolve_method
     from ..features._sampled import SampledFeatureMap
     from ..features._standardize import StandardizedMap
+
+    from ..estimators._random_features import kernel_params_of
+    from ..features._polynomial import PolynomialSketchMap
 
     fm = est.feature_map_
     inner = _inner(fm)
@@ -92,9 +115,14 @@ def _agree_feature_map(est):
         return f"standardize={est.standardize!r}, but the map is{'' if isinstance(fm, StandardizedMap) else ' not'} standardized"
     if getattr(inner, "kernel", None) != est.kernel:
         return f"the map is of kernel {getattr(inner, 'kernel', None)!r}, the parameter kernel={est.kernel!r}"
-    method = resolve_method(est.method, inner.n_features_in)
+    params, recorded = kernel_params_of(est), _map_kernel_params(inner)
+    if recorded != params:
+        return f"the map is of the kernel parameters {recorded!r}, the parameters give {params!r}"
+    method = resolve_method(est.method, inner.n_features_in, est.kernel)
     if isinstance(inner, NystroemMap):
         found = "nystroem"
+    elif isinstance(inner, PolynomialSketchMap):
+        found = inner.method
     elif isinstance(inner, SampledFeatureMap):
         found = inner.source_method or method  # files before source_method lack it
     else:
@@ -214,8 +242,9 @@ def _agree_cv_results(est):
         if grid[0] != AUTO_GAMMA_FACTORS.size:
             return f"gammas {r['gammas'].tolist()} are not the {AUTO_GAMMA_FACTORS.size} widths of gammas='auto'"
         centre = float(r["gammas"][int(np.flatnonzero(AUTO_GAMMA_FACTORS == 1.0)[0])])
-        if not isinstance(est.gamma, str) and centre != float(est.gamma):
-            return f"gammas {r['gammas'].tolist()} are not centred on the parameter gamma={est.gamma!r}"
+        want = 1.0 if np.ndim(est.gamma) else None if isinstance(est.gamma, str) else float(est.gamma)
+        if want is not None and centre != want:  # ARD: multipliers of the gamma array, centred on 1
+            return f"gammas {r['gammas'].tolist()} are not centred on {'1 (ARD multipliers)' if np.ndim(est.gamma) else f'the parameter gamma={est.gamma!r}'}"
         if not np.allclose(r["gammas"], auto_gammas(centre), rtol=1e-12, atol=0):
             return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {AUTO_GAMMA_FACTORS.tolist()}"
     elif grid:
@@ -267,19 +296,25 @@ def _agree_best_score(est):
 
 
 def _agree_gamma(est):
-    """The gamma of the least mean_mse with a gamma grid, else the parameter gamma when it
-    is a number; and the width the feature map is drawn for (where the map records one)."""
+    """The gamma of the least mean_mse with a gamma grid (with an ARD gamma array: that
+    multiplier times the array), else the parameter gamma when it is a number or an array;
+    and the width the feature map is drawn for (where the map records one)."""
     g, want, what = est.gamma_, None, ""
+    ard = not isinstance(est.gamma, str) and np.ndim(est.gamma) > 0
     results = vars(est).get("cv_results_")
     if results is not None and "gammas" in results:
         gi, _ = _chosen(est)
-        want, what = float(results["gammas"][gi]), "the gamma of the least mean_mse in cv_results_"
+        t = float(results["gammas"][gi])
+        want = t * np.asarray(est.gamma, dtype=np.float64) if ard else t
+        what = "the gamma of the least mean_mse in cv_results_" + (" times the parameter gamma (ARD)" if ard else "")
     elif getattr(est, "gammas", None) is None and not isinstance(est.gamma, str):
-        want, what = float(est.gamma), "the parameter gamma"
-    if want is not None and g != want:
+        want, what = (np.asarray(est.gamma, dtype=np.float64) if ard else float(est.gamma)), "the parameter gamma"
+    if np.ndim(g) != np.ndim(want if want is not None else g):
+        return f"is {g!r}, but {what} is {want!r}"
+    if want is not None and not np.array_equal(g, want):
         return f"is {g!r}, but {what} is {want!r}"
     drawn = _map_gamma(est.feature_map_)
-    if drawn is not None and not math.isclose(drawn, g, rel_tol=1e-12):
+    if drawn is not None and (np.shape(drawn) != np.shape(g) or not np.allclose(drawn, g, rtol=1e-12, atol=0)):
         return f"is {g!r}, but the feature map is drawn for gamma={drawn!r}"
     return None
 
