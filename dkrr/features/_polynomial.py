@@ -8,20 +8,23 @@ columns), for which the kernel is ``(x~^T y~)^p``, ``p = degree``, as scikit-lea
   independent CountSketches ``C_i x~`` (hash ``h_i: [d + 1] -> [D]``, signs ``s_i``)
   combined by circular convolution, ``phi(x) = irfft(prod_i rfft(C_i x~))``: width D,
   ``E <phi(x), phi(y)> = (x~^T y~)^p``.
-* :class:`TensorSRHTMap` (``method="tensor_srht"``, the TensorSRHT of Ahle et al. 2020 as
-  used by Wacker et al. 2022): per factor ``i`` and block ``b`` of ``d'`` features (``d'``
-  = d + 1 padded to a power of two) the rows of ``H D_ib`` (unnormalised Walsh-Hadamard
-  ``H``, Rademacher diagonal ``D_ib``) in a random order ``pi_ib``; feature ``j`` of block
-  ``b`` is ``prod_i (H D_ib x~)[pi_ib(j)] / sqrt(D)``. Every factor is ``w^T x~`` with
-  ``w`` Rademacher (``E w w^T = I``) and the factors are independent, so the estimate is
-  unbiased; within a block each factor's rows are orthogonal and drawn without
-  repetitions, which lowers the variance against the hashed CountSketch.
+* :class:`TensorSRHTMap` (``method="tensor_srht"``: the complex-to-real TensorSRHT of
+  Wacker, Ohana & Filippone 2022, built on the TensorSRHT of Ahle et al. 2020): per factor
+  ``i`` and block ``b`` of ``d'`` features (``d'`` = d + 1 padded to a power of two) the
+  rows of ``H D_ib`` (unnormalised Walsh-Hadamard ``H``, diagonal ``D_ib`` uniform on {1,
+  -1, i, -i}) in a random order ``pi_ib``; complex feature ``j`` of block ``b`` is ``z_j =
+  prod_i (H D_ib x~)[pi_ib(j)] / sqrt(D)`` and the output is ``[Re z, Im z]`` (width
+  ``2 D``), whose dot product is ``Re <z(x), z(y)>``. Every factor is ``w^T x~`` with
+  ``E[w conj(w)^T] = I`` and the factors are independent, so the estimate is unbiased;
+  within a block each factor's rows are orthogonal and drawn without repetitions, and
+  the complex rows halve the variance of each product's real part, which together beat
+  the hashed CountSketch at equal output width (ALGORITHMS.md 2.9 has the measurements).
 
 Neither is a projection followed by an elementwise nonlinearity, so both are map types of
 their own; :meth:`PolynomialSketchMap.matrices` gives the ``p`` matrices ``W_i`` (``D x
 (d + 1)``, acting on ``[x, 1]``, ``sqrt(gamma)`` and ``sqrt(coef0)`` folded in) of which
-the features are the convolution (TensorSketch) or the product (TensorSRHT) of ``[X, 1]
-W_i^T``.
+the features are the convolution (TensorSketch) or ``[Re, Im]`` of the product
+(TensorSRHT; complex ``W_i``) of ``[X, 1] W_i^T``.
 """
 
 from __future__ import annotations
@@ -213,75 +216,93 @@ class TensorSketchMap(PolynomialSketchMap):
 
 @dataclasses.dataclass(eq=False)
 class TensorSRHTMap(PolynomialSketchMap):
-    """TensorSRHT: products of ``degree`` independent randomised Hadamard projections, each
-    block's rows in an independent random order (the module docstring).
+    """Complex-to-real TensorSRHT: products of ``degree`` independent randomised Hadamard
+    projections with complex diagonals, each block's rows in an independent random order;
+    the ``[Re, Im]`` of the ``D`` complex products (the module docstring).
 
-    Each factor is a one-``H D`` :class:`~dkrr.features._orthogonal.SORFProjection` of the
-    augmented input (``W = H D``, entries +-1; its FWHT or dense path), drawn over whole
-    blocks, whose outputs are gathered in the order ``perm``.
+    Each factor is a one-``H D`` complex :class:`~dkrr.features._rom.ROMProjection`
+    (``rom_diagonal="complex4"``: ``W = H D``, entries in {1, -1, i, -i}; its FWHT or dense
+    path) of the augmented input, drawn over whole blocks, whose outputs are gathered in
+    the order ``perm``.
 
     Attributes
     ----------
-    signs : ndarray of int8, shape (degree, n_blocks, d')
-        The diagonals ``D_ib``.
+    codes : ndarray of int8, shape (degree, n_blocks, d')
+        The diagonals ``D_ib``: entry ``i ** code``.
     perm : ndarray of int64, shape (degree, n_blocks, d')
         ``pi_ib``: feature ``j`` of block ``b`` takes row ``perm[i, b, j]`` of ``H D_ib``.
 
-    Time per row O(degree D log d') (or a GEMM for small d'); stored numbers
-    ``2 degree ceil(D / d') d'``.
+    Output width ``2 D`` (``n_output_features``); time per row O(degree D log d') (or a
+    GEMM for small d'); stored numbers ``2 degree ceil(D / d') d'``.
     """
 
     map_type = "tensor_srht"
     method = "tensor_srht"
-    _arrays = ("signs", "perm")
+    _arrays = ("codes", "perm")
 
-    signs: np.ndarray = dataclasses.field(default_factory=lambda: np.ones((0, 0, 0), np.int8))
+    codes: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0), np.int8))
     perm: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0), np.int64))
 
     def __post_init__(self) -> None:
         super().__post_init__()
         dp = next_power_of_two(self.n_features + 1)
-        shape = (np.shape(self.signs)[0] if np.ndim(self.signs) == 3 else 0, -(-self.n_components // dp), dp)
-        self.signs = self._check_signs(self.signs, shape)
+        self.codes = np.ascontiguousarray(self.codes, dtype=np.int8)
         self.perm = np.ascontiguousarray(self.perm, dtype=np.int64)
+        shape = (self.codes.shape[0] if self.codes.ndim == 3 else 0, -(-self.n_components // dp), dp)
+        if self.codes.shape != shape or shape[0] < 1 or not np.isin(self.codes, (0, 1, 2, 3)).all():
+            raise InvalidParameterError(f"tensor_srht: codes must be a {shape} array (degree >= 1) of 0..3")
         if self.perm.shape != shape or not np.array_equal(np.sort(self.perm, axis=-1),
                                                           np.broadcast_to(np.arange(dp), shape)):
             raise InvalidParameterError(f"tensor_srht: perm must hold a permutation of range({dp}) per factor "
                                         f"and block, shape {shape}")
 
+    @property
+    def n_output_features(self) -> int:  # type: ignore[override]
+        return 2 * self.n_components
+
     @classmethod
     def draw(cls, n_features_in, n_components, degree, gamma, coef0, rng) -> "TensorSRHTMap":
         dp = next_power_of_two(int(n_features_in) + 1)
         shape = (int(degree), -(-int(n_components) // dp), dp)
-        signs = _rademacher(rng, shape)
+        codes = rng.integers(0, 4, size=shape, dtype=np.int8)
         perm = np.argsort(rng.random(shape), axis=-1)
-        return cls(n_features_in, n_components, gamma, coef0, signs, perm)
+        return cls(n_features_in, n_components, gamma, coef0, codes, perm)
 
     def _factor_projections(self) -> list:
-        from ._orthogonal import SORFProjection
+        from ._rom import ROMProjection
 
-        if "sorf" not in self._cache:
-            nb, dp = self.signs.shape[1:]
+        if "rom" not in self._cache:
+            nb, dp = self.codes.shape[1:]
             offsets = dp * np.arange(nb)[:, None]
-            self._cache["sorf"] = [
-                (SORFProjection(self.n_features + 1, nb * dp, 1.0, self.signs[i][:, None, :]),
+            self._cache["rom"] = [
+                (ROMProjection(self.n_features + 1, nb * dp, 1.0, "complex4", self.codes[i][:, None, :]),
                  (self.perm[i] + offsets).reshape(-1)[: self.n_components])
                 for i in range(self.degree)
             ]
-        return self._cache["sorf"]
+        return self._cache["rom"]
 
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         Xa = self.augmented(X)
-        Z = out if out is not None else np.empty((X.shape[0], self.n_components), dtype=X.dtype)
+        D = self.n_components
+        Z = out if out is not None else np.empty((X.shape[0], 2 * D), dtype=X.dtype)
+        re, im = Z[:, :D], Z[:, D:]
         for i, (proj, rows) in enumerate(self._factor_projections()):
-            P = np.take(proj.project(Xa), rows, axis=1)
+            P = proj.project(Xa)  # [Re, Im] of the whole blocks
+            a, b = np.take(P, rows, axis=1), np.take(P, rows + proj.n_components, axis=1)
             if i == 0:
-                np.multiply(P, X.dtype.type(1.0 / np.sqrt(self.n_components)), out=Z)
-            else:
-                Z *= P
+                re[...], im[...] = a, b
+            else:  # (re + i im)(a + i b)
+                t = re * b
+                re *= a
+                re -= im * b
+                im *= a
+                im += t
+        Z *= X.dtype.type(1.0 / np.sqrt(D))
         return Z
 
     def matrices(self) -> np.ndarray:
+        """The ``(degree, D, d + 1)`` complex matrices: the features are ``[Re, Im]`` of
+        ``prod_i [X, 1] W_i^T / sqrt(D)``."""
         return np.stack([proj.matrix()[rows] * self._factors() for proj, rows in self._factor_projections()])
 
 
