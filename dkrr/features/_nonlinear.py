@@ -181,8 +181,11 @@ def exact_kernel(kernel: str, X: np.ndarray, Y: np.ndarray, gamma=1.0, *, nu: fl
             from scipy.spatial.distance import cdist
 
             return np.exp(-cdist(Xc, Yc, "cityblock"))
-        sq = _sq_distances(Xc, Yc)
-        return np.exp(-sq) if kernel == "gaussian" else _matern_unit(np.sqrt(sq), float(nu))
+        if kernel == "gaussian":
+            return np.exp(-_sq_distances(Xc, Yc))
+        from scipy.spatial.distance import cdist  # differences, not |a|^2 + |b|^2 - 2ab: r = 0 exactly
+
+        return _matern_unit(cdist(Xc, Yc), float(nu))
     theta, nx, ny = _angles(X, Y)
     if kernel == "angular":
         return 1.0 - 2.0 * theta / np.pi
