@@ -47,6 +47,12 @@ MODELS = {
                                               gammas="auto", standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
     "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
                                  random_state=0).fit(_rows),
+    # issue 28: a matern map with ARD widths scored as multipliers, a polynomial sketch
+    "matern_ard": lambda: RandomFeatureRidge(kernel="matern", nu=2.5, method="sorf", n_components=8, cv=3,
+                                             alphas=[0.01, 0.1, 1.0], gamma=[0.3, 0.5, 1.0], gammas=[0.5, 1.0, 2.0],
+                                             random_state=0).fit(_rows, _rows[:, 0]),
+    "poly": lambda: RandomFeatureRidge(kernel="polynomial", degree=2, coef0=0.5, method="tensor_srht", n_components=8,
+                                       alpha=0.1, random_state=0).fit(_rows, _rows[:, 0]),
 }
 
 
@@ -169,6 +175,14 @@ CASES = {
                                  "cv_results_"),
     "gammas_auto_off_centre": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * 2), "gamma_"),
     "fold_seed_out_of_range": ("clf", _value("fold_seed_", fn=lambda s: 2**63 + 5), "fold_seed_"),
+    "map_nu_not_the_parameter": (
+        "matern_ard", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("nu", 1.5), "feature_map_"),
+    "map_degree_not_the_parameter": (
+        "poly", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("degree", 3), "feature_map_"),
+    "map_coef0_not_the_parameter": (
+        "poly", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("coef0", 1.0), "feature_map_"),
+    "ard_gamma_not_the_chosen_multiple": ("matern_ard", _array("gamma_", fn=lambda g: g * 1.5), "gamma_"),
+    "ard_gamma_a_number": ("matern_ard", _value("gamma_", fn=lambda g: 0.5), "gamma_"),
 }
 
 @pytest.mark.parametrize("name", sorted(CASES))
