@@ -65,6 +65,13 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
+#: kernels with a width ``gamma`` (the others refuse a gamma other than 1.0); the names
+#: are those of :data:`dkrr.features.KERNELS`
+WIDTH_KERNELS = ("gaussian", "matern", "laplacian", "polynomial")
+#: kernels whose gamma may hold one value per input column (ARD): the shift-invariant ones
+ARD_KERNELS = ("gaussian", "matern", "laplacian")
+
+
 def check_gamma(gamma: Any, kernel: str, n_features: int | None = None):
     """``gamma`` of a kernel with a width: a positive finite number, or for the
     shift-invariant kernels (``gaussian``, ``matern``, ``laplacian``) one positive finite
@@ -74,8 +81,6 @@ def check_gamma(gamma: Any, kernel: str, n_features: int | None = None):
     (a value given there would silently do nothing).
     """
     import numpy as np
-
-    from .features._nonlinear import ARD_KERNELS, WIDTH_KERNELS
 
     if kernel in ARD_KERNELS and not isinstance(gamma, (str, bytes)) and np.ndim(gamma) > 0:
         try:

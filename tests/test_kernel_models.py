@@ -264,3 +264,44 @@ def test_cli_fits_matern_laplacian_ard_and_polynomial(store, tmp_path, capsys, l
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "bad", "--kernel", "laplacian", "--method", "sorf",
                          *cluster)
     assert code != 0 and "does not approximate kernel='laplacian'" in err
+
+
+# -- ARD widths from the gradients (ALGORITHMS.md 5.1) ---------------------------------------
+def test_ard_gamma_is_the_mean_squared_gradient_of_the_fitted_function():
+    from dkrr.estimators import ard_gamma
+
+    est = RandomFeatureRidge(kernel="matern", method="orf", n_components=48, gamma=0.3, standardize=True, alpha=0.01,
+                             random_state=0).fit(X, y)
+    h = 1e-6 * X.std(axis=0)
+    grads = np.stack([(est.predict(X + h[j] * np.eye(5)[j]) - est.predict(X - h[j] * np.eye(5)[j])) / (2 * h[j])
+                      for j in range(5)], axis=1)
+    g = (grads * X.std(axis=0)) ** 2  # with respect to the standardised columns
+    want = g.mean(axis=0)
+    want *= 0.3 * 5 / want.sum()  # standardised columns: v_j = 1, sum_j gamma_j = 5 * 0.3
+    got = ard_gamma(est, X)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    with dask.config.set(scheduler="threads"):
+        np.testing.assert_allclose(ard_gamma(est, da.from_array(X, chunks=(70, 5))), got, rtol=1e-12)
+    lap = RandomFeatureRidge(kernel="laplacian", n_components=48, gamma=0.2, alpha=0.01, random_state=0).fit(X, y)
+    g_lap = ard_gamma(lap, X, power=1.0)
+    assert np.dot(g_lap, X.std(axis=0)) == pytest.approx(0.2 * X.std(axis=0).sum(), rel=1e-12)
+
+
+def test_ard_gamma_finds_the_relevant_columns_and_refuses_what_it_cannot_use():
+    """y depends on columns 0-2 only: their widths dominate, and the ARD refit scores a
+    lower CV error than the isotropic fit it came from."""
+    from dkrr.errors import InvalidParameterError
+    from dkrr.estimators import ard_gamma
+
+    kw = dict(kernel="matern", method="orf", n_components=64, cv=3, gammas="auto", standardize=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        iso = RandomFeatureRidge(gamma="median", **kw).fit(X, y)
+        g = ard_gamma(iso, X)
+        ard = RandomFeatureRidge(gamma=g, **kw).fit(X, y)
+    assert g[:3].min() > 5 * g[3:].max(), g
+    assert -ard.best_score_ < -iso.best_score_
+    with pytest.raises(InvalidParameterError, match="shift-invariant kernel"):
+        ard_gamma(RandomFeatureRidge(kernel="polynomial", n_components=8, random_state=0).fit(X, y), X)
+    with pytest.raises(InvalidParameterError, match="power must be"):
+        ard_gamma(iso, X, power=-1)

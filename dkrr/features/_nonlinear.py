@@ -29,17 +29,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import ARD_KERNELS, WIDTH_KERNELS
+
 __all__ = ["ARD_KERNELS", "FOURIER_KERNELS", "KERNELS", "WIDTH_KERNELS", "apply_nonlinearity", "check_kernel",
            "column_factor", "exact_kernel", "output_width"]
 
 KERNELS = ("gaussian", "angular", "arccos0", "arccos1", "linear", "matern", "laplacian", "polynomial")
 #: shift-invariant kernels: features ``[cos P, sin P] / sqrt(D)`` of frequencies from the
-#: kernel's spectral law (ALGORITHMS.md section 1)
-FOURIER_KERNELS = ("gaussian", "matern", "laplacian")
-#: kernels with a width ``gamma`` (the others refuse a gamma other than 1.0)
-WIDTH_KERNELS = (*FOURIER_KERNELS, "polynomial")
-#: kernels whose gamma may hold one value per input column (ARD)
-ARD_KERNELS = FOURIER_KERNELS
+#: kernel's spectral law (ALGORITHMS.md section 1); they take ARD widths
+FOURIER_KERNELS = ARD_KERNELS
 
 
 def check_kernel(kernel) -> str:
