@@ -23,6 +23,7 @@ __all__ = [
     "check_choice",
     "check_gamma",
     "check_int",
+    "check_kernel_params",
     "check_options",
 ]
 
@@ -64,22 +65,90 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
-def check_gamma(gamma: Any, kernel: str) -> float:
-    """``gamma`` of the Gaussian kernel ``exp(-gamma ||x - y||^2)``: positive and finite.
+#: kernels with a width ``gamma`` (the others refuse a gamma other than 1.0); the names
+#: are those of :data:`dkrr.features.KERNELS`
+WIDTH_KERNELS = ("gaussian", "matern", "laplacian", "polynomial")
+#: kernels whose gamma may hold one value per input column (ARD): the shift-invariant ones
+ARD_KERNELS = ("gaussian", "matern", "laplacian")
+
+
+def check_gamma(gamma: Any, kernel: str, n_features: int | None = None):
+    """``gamma`` of a kernel with a width: a positive finite number, or for the
+    shift-invariant kernels (``gaussian``, ``matern``, ``laplacian``) one positive finite
+    value per input column (ARD; a float64 array, of length ``n_features`` when given).
 
     The other kernels have no width: for them ``gamma`` must stay at its default 1.0
     (a value given there would silently do nothing).
     """
-    if kernel == "gaussian":
+    import numpy as np
+
+    if kernel in ARD_KERNELS and not isinstance(gamma, (str, bytes)) and np.ndim(gamma) > 0:
+        try:
+            arr = np.array(gamma, dtype=np.float64)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.ndim != 1 or arr.size == 0 or not np.isfinite(arr).all() or (arr <= 0).any():
+            raise InvalidParameterError(
+                f"gamma must be a positive finite number, or one positive finite value per input column "
+                f"(ARD), got {gamma!r}"
+            )
+        if n_features is not None and arr.size != n_features:
+            raise InvalidParameterError(
+                f"gamma holds {arr.size} values (one per input column, ARD), but X has {n_features} columns"
+            )
+        return arr
+    if kernel in WIDTH_KERNELS:
         if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not math.isfinite(gamma) or gamma <= 0:
-            raise InvalidParameterError(f"gamma must be a positive finite number, got {gamma!r}")
+            ard = " (or, for the shift-invariant kernels, one per input column)" if kernel in ARD_KERNELS else ""
+            raise InvalidParameterError(f"gamma must be a positive finite number{ard}, got {gamma!r}")
         return float(gamma)
-    if gamma != 1.0:
+    if np.ndim(gamma) or gamma != 1.0:
         raise InvalidParameterError(
-            f"gamma applies only to kernel='gaussian'; kernel={kernel!r} has no width, so "
+            f"gamma applies only to the kernels {list(WIDTH_KERNELS)}; kernel={kernel!r} has no width, so "
             f"leave gamma at its default (got {gamma!r})"
         )
     return 1.0
+
+
+#: the kernel parameters (beyond gamma) and the kernels that take them, with their
+#: defaults (scikit-learn's: ``Matern(nu=1.5)``, ``polynomial_kernel(degree=3, coef0=1)``)
+KERNEL_PARAMS: dict[str, tuple[str, Any]] = {"nu": ("matern", 1.5), "degree": ("polynomial", 3),
+                                             "coef0": ("polynomial", 1.0)}
+
+
+def check_kernel_params(kernel: str, **given: Any) -> dict[str, Any]:
+    """The parameters of ``kernel`` among :data:`KERNEL_PARAMS` (``None``: not given, the
+    default), checked: ``nu`` a positive finite number (``matern``), ``degree`` a positive
+    integer and ``coef0`` a finite number >= 0 (``polynomial``). One given for another
+    kernel is an error. Returns only ``kernel``'s parameters, defaults filled in."""
+    out: dict[str, Any] = {}
+    unknown = set(given) - set(KERNEL_PARAMS)
+    if unknown:
+        raise InvalidParameterError(f"unknown kernel parameter(s) {sorted(unknown)}; known: {sorted(KERNEL_PARAMS)}")
+    for name, (owner, default) in KERNEL_PARAMS.items():
+        value = given.get(name)
+        if owner != kernel:
+            if value is not None:
+                raise InvalidParameterError(
+                    f"{name}={value!r} is a parameter of kernel={owner!r}, not of kernel={kernel!r}; drop it"
+                )
+            continue
+        value = default if value is None else value
+        if name == "degree":
+            out[name] = check_int(value, "degree")
+            continue
+        ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+        if name == "nu" and not (ok and value > 0):
+            raise InvalidParameterError(
+                f"nu must be a positive finite number (0.5, 1.5 and 2.5 have closed forms; nu -> inf is "
+                f"kernel='gaussian'), got {value!r}"
+            )
+        if name == "coef0" and not (ok and value >= 0):
+            raise InvalidParameterError(
+                f"coef0 must be a finite number >= 0 (the sketches append sqrt(coef0) to x), got {value!r}"
+            )
+        out[name] = float(value)
+    return out
 
 
 def check_options(

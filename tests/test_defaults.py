@@ -207,7 +207,7 @@ def test_cli_config_file_takes_standardize_and_gamma_rules(tmp_path):
     est = _options("--config", cfg)
     assert est.standardize is False and est.gamma == "scale"
     cfg.write_text('gamma = "wide"\n')
-    with pytest.raises(InvalidParameterError, match="gamma must be a positive number, 'median' or 'scale'"):
+    with pytest.raises(InvalidParameterError, match=r"gamma must be a positive number, a list of them \(ARD\), 'median' or 'scale'"):
         _options("--config", cfg)
 
 

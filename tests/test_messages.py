@@ -163,7 +163,8 @@ def test_dask_weights_that_overflow_the_statistics_are_named(cv):
 
 # --- an unknown kernel: was a hint about methods or "has no width" ------------------------
 
-KERNEL_MESSAGE = "kernel must be one of ['gaussian', 'angular', 'arccos0', 'arccos1', 'linear'], got 'poly'"
+KERNEL_MESSAGE = ("kernel must be one of ['gaussian', 'angular', 'arccos0', 'arccos1', 'linear', 'matern', 'laplacian', "
+                  "'polynomial'], got 'poly'")
 
 
 @pytest.mark.parametrize("make", [

@@ -54,6 +54,12 @@ MODELS = {
     # fitted on a DataFrame: feature_names_in_
     "names": lambda: RandomFeatureRidge(method="rff", n_components=8, random_state=0).fit(
         pd.DataFrame(_rows, columns=["a", "b", "c"]), _rows[:, 0]),
+    # issue 28: a matern map with ARD widths scored as multipliers, a polynomial sketch
+    "matern_ard": lambda: RandomFeatureRidge(kernel="matern", nu=2.5, method="sorf", n_components=8, cv=3,
+                                             alphas=[0.01, 0.1, 1.0], gamma=[0.3, 0.5, 1.0], gammas=[0.5, 1.0, 2.0],
+                                             random_state=0).fit(_rows, _rows[:, 0]),
+    "poly": lambda: RandomFeatureRidge(kernel="polynomial", degree=2, coef0=0.5, method="tensor_srht", n_components=8,
+                                       alpha=0.1, random_state=0).fit(_rows, _rows[:, 0]),
 }
 
 
@@ -195,6 +201,14 @@ CASES = {
                                 "solver_reason_"),
     "feature_names_one_too_many": ("names", _value("feature_names_in_", fn=lambda v: v + ["d"]),
                                    "feature_names_in_"),
+    "map_nu_not_the_parameter": (
+        "matern_ard", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("nu", 1.5), "feature_map_"),
+    "map_degree_not_the_parameter": (
+        "poly", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("degree", 3), "feature_map_"),
+    "map_coef0_not_the_parameter": (
+        "poly", lambda d, doc: doc["estimator"]["__estimator__"]["params"].__setitem__("coef0", 1.0), "feature_map_"),
+    "ard_gamma_not_the_chosen_multiple": ("matern_ard", _array("gamma_", fn=lambda g: g * 1.5), "gamma_"),
+    "ard_gamma_a_number": ("matern_ard", _value("gamma_", fn=lambda g: 0.5), "gamma_"),
 }
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -196,7 +196,7 @@ def test_column_chunked_dask_is_refused_with_fix():
         ({"n_components": 2.5}, "n_components must be a positive integer"),
         ({"gamma": -1.0}, "gamma must be a positive"),
         ({"gamma": np.nan}, "gamma must be a positive"),
-        ({"kernel": "angular", "gamma": 2.0}, "gamma applies only to kernel='gaussian'"),
+        ({"kernel": "angular", "gamma": 2.0}, r"gamma applies only to the kernels \['gaussian'"),
         ({"method": "rff", "n_hd_blocks": 2}, "n_hd_blocks=2 does not apply to method='rff'.*sorf"),
         ({"method": "sorf", "displacement_rank": 2}, "displacement_rank=2 does not apply"),
         ({"random_state": "seed"}, "random_state must be"),

@@ -11,7 +11,7 @@ import pytest
 from dkrr import RandomFeatureRidge, RandomFeatures
 from dkrr._params import check_choice, check_int, check_options
 from dkrr.errors import InvalidParameterError, ModelFormatError
-from dkrr.features import MAP_TYPES, METHODS, PROJECTIONS, FeatureMap, Projection
+from dkrr.features import MAP_TYPES, METHODS, PROJECTIONS, SKETCH_METHODS, FeatureMap, Projection
 from dkrr.io._model import FORMAT_VERSION, load_model, save_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,8 @@ def test_registry_lists_every_method_and_map_type():
     assert named == PROJECTIONS
     maps = {c.map_type: c for c in _subclasses(FeatureMap) if c.map_type}
     assert maps == MAP_TYPES
-    assert METHODS == (*PROJECTIONS, "nystroem")
+    assert SKETCH_METHODS == ("tensorsketch", "tensor_srht")
+    assert METHODS == (*PROJECTIONS, *SKETCH_METHODS, "nystroem")
 
 
 def test_map_types_do_not_depend_on_which_modules_were_imported():
@@ -64,8 +65,8 @@ def test_a_bad_parameter_gets_one_message_whatever_the_method_or_estimator(make,
     with pytest.raises(InvalidParameterError) as err:
         est.fit(X, y)
     assert str(err.value) == (
-        "gamma applies only to kernel='gaussian'; kernel='angular' has no width, so leave "
-        "gamma at its default (got 0.5)"
+        "gamma applies only to the kernels ['gaussian', 'matern', 'laplacian', 'polynomial']; "
+        "kernel='angular' has no width, so leave gamma at its default (got 0.5)"
     )
     with pytest.raises(InvalidParameterError, match=r"^n_components must be a positive integer, got 0$"):
         make(method=method, n_components=0).fit(X, y)
@@ -100,7 +101,7 @@ def test_ridge_model_files_hold_the_map_itself(tmp_path):
     est = RandomFeatureRidge(method="sorf", n_components=8, random_state=0).fit(X, y)
     save_model(est, tmp_path / "m")
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
-    assert doc["format_version"] == FORMAT_VERSION == 3
+    assert doc["format_version"] == FORMAT_VERSION == 4
     fitted = doc["estimator"]["__estimator__"]["fitted"]
     assert set(fitted["feature_map_"]) == {"__feature_map__"}
     np.testing.assert_array_equal(load_model(tmp_path / "m").predict(X), est.predict(X))

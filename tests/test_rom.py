@@ -204,7 +204,7 @@ def test_bad_options_are_refused():
     with pytest.raises(InvalidParameterError, match=r"option row_sampling='first' does not apply to "
                                                     r"method='rff'; it is used by method\(s\) \['rom', 'sorf'\]"):
         RandomFeatures(method="rff", row_sampling="first").fit(X)
-    with pytest.raises(InvalidParameterError, match=r"gamma applies only to kernel='gaussian'"):
+    with pytest.raises(InvalidParameterError, match=r"gamma applies only to the kernels \['gaussian'"):
         RandomFeatures(kernel="linear", gamma=2.0).fit(X)
     with pytest.raises(InvalidParameterError, match=r"sampling='surrogate_leverage' resamples rows of a real W"):
         RandomFeatureRidge(kernel="linear", method="rom", rom_diagonal="complex4", n_components=4,

@@ -171,7 +171,11 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
     if dest in ("classifier", "fit_intercept", "standardize"):
         return "true or false", lambda v: v if isinstance(v, bool) else None
     if dest == "gamma":
-        return "a positive number, 'median' or 'scale'", lambda v: v if v in ("median", "scale") else number(v)
+        def gamma(v):
+            if isinstance(v, list):  # ARD: one per column
+                return v if v and all(number(a) is not None for a in v) else None
+            return v if v in ("median", "scale") else number(v)
+        return "a positive number, a list of them (ARD), 'median' or 'scale'", gamma
     if dest == "pcg_persist":
         return "true, false or 'auto'", lambda v: v if isinstance(v, bool) or v == "auto" else None
     if dest in GRID_PARSERS:
@@ -245,19 +249,23 @@ def _command_defaults(options: dict) -> None:
     """The command's defaults, where they differ from the classes' (which follow
     scikit-learn), filled into ``options`` (config file and flags already in):
 
-    - standardised columns, the gaussian width from the 50-NN rule, ``random_state=0``;
+    - standardised columns, the width from a rule (the 50-NN rule for the gaussian and
+      matern kernels, ``"scale"`` for the laplacian and polynomial), ``random_state=0``;
     - alpha (and gamma) chosen by 5-fold one-pass CV over the default alpha grid, unless
       ``cv`` is 0 (``--no-cv``), or ``alpha`` is given without ``cv`` or ``alphas``: then
       the single alpha is fitted;
-    - with CV, the gaussian kernel, a gamma *rule* and neither ``sampling`` nor
+    - with CV, a kernel with a width, a gamma *rule* and neither ``sampling`` nor
       ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
       gamma_rule x 2**(-2..2) are scored in the same pass. ``gammas="none"`` turns that off.
     """
+    from ..features._nonlinear import WIDTH_KERNELS
+
     options.setdefault("standardize", True)
     options.setdefault("random_state", DEFAULT_RANDOM_STATE)
-    gaussian = options.get("kernel", "gaussian") == "gaussian"
-    if "gamma" not in options and gaussian:
-        options["gamma"] = "median"
+    kernel = options.get("kernel", "gaussian")
+    width = kernel in WIDTH_KERNELS  # a kernel with a width: a rule and a grid by default
+    if "gamma" not in options and width:
+        options["gamma"] = "median" if kernel in ("gaussian", "matern") else "scale"
     if "cv" not in options:
         single = "alpha" in options and options.get("alphas") is None and options.get("gammas") in (None, "none")
         options["cv"] = None if single else DEFAULT_CV
@@ -265,7 +273,7 @@ def _command_defaults(options: dict) -> None:
         options["cv"] = None
     if options.get("gammas") == "none":
         options["gammas"] = None
-    elif ("gammas" not in options and gaussian and options["cv"] is not None
+    elif ("gammas" not in options and width and options["cv"] is not None
           and isinstance(options.get("gamma"), str) and options.get("sampling") is None
           and options.get("solver", "auto") != "pcg"):
         options["gammas"] = "auto"

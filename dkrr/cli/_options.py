@@ -11,24 +11,32 @@ __all__ = ["ESTIMATOR_OPTIONS", "GRID_PARSERS", "build_parser"]
 
 #: estimator options: (flag, dest, type, help); also the keys a TOML config may hold
 ESTIMATOR_OPTIONS = [
-    ("--kernel", "kernel", str, "gaussian, angular, arccos0, arccos1 or linear (the dot product, a "
+    ("--kernel", "kernel", str, "gaussian, matern (scikit-learn's Matern, length scale 1/sqrt(2 gamma); "
+                                "--nu), laplacian (exp(-gamma ||x-y||_1)), polynomial ((gamma x.y + "
+                                "coef0)^degree), angular, arccos0, arccos1 or linear (the dot product, a "
                                 "JLT sketch) (default gaussian)"),
+    ("--nu", "nu", float, "matern: smoothness nu (default 1.5; 0.5 is exp(-sqrt(2 gamma) ||x-y||))"),
+    ("--degree", "degree", int, "polynomial: degree (default 3)"),
+    ("--coef0", "coef0", float, "polynomial: constant term, >= 0 (default 1)"),
     ("--method", "method", str, "feature map: rff, orf, sorf, rom, fastfood, circulant, skew_circulant, "
-                                "toeplitz, hankel, toeplitz_like, qmc, nystroem, or auto (the default: orf "
-                                "up to 128 padded columns, sorf above)"),
+                                "toeplitz, hankel, toeplitz_like, qmc, nystroem, the polynomial sketches "
+                                "tensorsketch and tensor_srht, or auto (the default: orf up to 128 padded "
+                                "columns, sorf above; rff for laplacian, tensor_srht for polynomial)"),
     ("--n-components", "n_components", int, "D, the number of random frequencies (default 256)"),
-    ("--gamma", "gamma", "gamma", "Gaussian kernel exp(-gamma ||x-y||^2): a number, 'median' (the "
-                                 "50-NN rule on a 1,000-row sample; the default) or 'scale' (1 / (d Var X)); "
+    ("--gamma", "gamma", "gamma", "kernel width (gaussian exp(-gamma ||x-y||^2)): a number, comma-separated "
+                                 "numbers (one per column, ARD: gaussian, matern, laplacian), 'median' (the "
+                                 "50-NN rule on a 1,000-row sample; the default for gaussian and matern) or "
+                                 "'scale' (1 / (d Var X); the default for laplacian and polynomial); "
                                  "a rule is the centre of the default gamma grid (--gammas)"),
     ("--alpha", "alpha", float, "fit this one ridge penalty without cross-validation (unless --cv, "
                                 "--alphas or --gammas is given; default: alpha chosen by the default CV)"),
     ("--alphas", "alphas", None, "comma-separated alpha grid scored by cross-validation (default: the "
                                  "grid s * 10**(-7..1), s the mean diagonal of the centred Gram)"),
     ("--gammas", "gammas", None, "gamma grid scored jointly with the alphas by the same one-pass "
-                                 "cross-validation: comma-separated numbers, 'auto' (gamma x 2**(-2..2), "
-                                 "5 widths around the rule's or the given gamma: about 4.1-4.5x the fit time "
+                                 "cross-validation: comma-separated numbers (multipliers of an ARD --gamma), 'auto' (gamma x "
+                                 "2**(-2..2), 5 widths around the rule's or the given gamma: about 4.1-4.5x the fit time "
                                  "and 5x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
-                                 "the gaussian kernel and CV (not with --solver pcg or --sampling); none "
+                                 "a kernel with a width and CV (not with --solver pcg or --sampling); none "
                                  "with a numeric --gamma"),
     ("--cv", "cv", int, "folds of the one-pass cross-validation that chooses alpha (and gamma) "
                         "(default 5; 0 or --no-cv: fit the single --alpha, default 1.0)"),
@@ -95,18 +103,21 @@ def _parse_gammas(text):
 
 
 def _parse_gamma(text):
-    """``--gamma``: a positive number, or one of the rules ``median`` / ``scale``."""
+    """``--gamma``: a positive number, comma-separated positive numbers (one per column:
+    ARD, a list), or one of the rules ``median`` / ``scale``."""
     if str(text).strip().lower() in ("median", "scale"):
         return str(text).strip().lower()
+    parts = str(text).split(",")
     try:
-        gamma = float(text)
+        values = [float(p) for p in parts]
     except ValueError:
-        gamma = float("nan")
-    if not gamma > 0 or gamma == float("inf"):
+        values = [float("nan")]
+    if not all(v > 0 and v != float("inf") for v in values):
         raise argparse.ArgumentTypeError(
-            f"--gamma must be a positive number, 'median' or 'scale', got {text!r}"
+            f"--gamma must be a positive number, comma-separated positive numbers (one per column, "
+            f"ARD), 'median' or 'scale', got {text!r}"
         )
-    return gamma
+    return values if len(parts) > 1 else values[0]
 
 
 def _parse_persist(text):

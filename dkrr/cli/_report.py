@@ -47,12 +47,28 @@ def plus_minus(stream) -> str:
 
 
 def gamma_used(est):
-    """The Gaussian width the fitted model uses (``gamma_``, else a numeric ``gamma``), or
-    None when the kernel has no width."""
+    """The kernel width the fitted model uses (``gamma_``, else a numeric ``gamma``): a
+    float, a list of floats (ARD), or None when the kernel has no width."""
+    from ..features._nonlinear import WIDTH_KERNELS
+
     gamma = getattr(est, "gamma_", None)
-    if gamma is None and getattr(est, "kernel", "gaussian") == "gaussian":
+    if gamma is None and getattr(est, "kernel", "gaussian") in WIDTH_KERNELS:
         gamma = est.gamma if isinstance(est.gamma, numbers.Real) else None
-    return None if gamma is None else float(gamma)
+    if gamma is None:
+        return None
+    return [float(g) for g in gamma] if np.ndim(gamma) else float(gamma)
+
+
+def _grid_gamma(est, gamma):
+    """The value of ``cv_results_["gammas"]`` the model uses: gamma itself, or with an ARD
+    gamma array the multiplier of the parameter gamma (None without a width)."""
+    if gamma is None or not np.ndim(gamma):
+        return gamma
+    return float(np.asarray(gamma)[0] / np.asarray(est.gamma, dtype=np.float64)[0])
+
+
+def _gamma_text(gamma) -> str:
+    return "[" + ", ".join(significant(g) for g in gamma) + "]" if np.ndim(gamma) else significant(gamma)
 
 
 def error_name(est) -> str:
@@ -73,7 +89,7 @@ def _chosen_index(grid, value) -> int:
     return int(hits[0]) if hits.size else int(np.argmin(np.abs(grid - value)))
 
 
-def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
+def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±", ard: bool = False) -> list[str]:
     """The CV errors as a table: one row per alpha, one column per gamma.
 
     Parameters
@@ -84,8 +100,9 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
     alpha : float
         The chosen alpha (``alpha_``); its cell is marked ``*``.
     gamma : float or None
-        The chosen gamma with a gamma grid; else the one gamma used (the column
-        header), or None for a kernel without a width.
+        The chosen gamma with a gamma grid (with an ARD gamma: the chosen multiplier, the
+        columns headed ``gamma x t``); else the one gamma used (the column header), or
+        None for a kernel without a width.
     pm : str
         The plus-minus sign.
 
@@ -101,10 +118,10 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±") -> list[str]:
     if "gammas" in cv_results:
         gammas = np.asarray(cv_results["gammas"], dtype=np.float64)
         gi = _chosen_index(gammas, gamma)
-        headers = [f"gamma={significant(g)}" for g in gammas]
+        headers = [f"gamma x{significant(g)}" if ard else f"gamma={significant(g)}" for g in gammas]
     else:
         mean, std, gi = mean[None, :], std[None, :], 0
-        headers = ["CV error" if gamma is None else f"gamma={significant(gamma)}"]
+        headers = ["CV error" if gamma is None or ard else f"gamma={significant(gamma)}"]
     ai = _chosen_index(alphas, alpha)
     cells = [[f"{_cell_number(mean[g, a], MEAN_DIGITS)} {pm} {_cell_number(std[g, a], STD_DIGITS)}"
               + (" *" if (g, a) == (gi, ai) else "  ")
@@ -124,14 +141,15 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
     gamma = gamma_used(est)
     chosen = f"alpha_ = {significant(est.alpha_)}"
     if gamma is not None:
-        chosen += f", gamma_ = {significant(gamma)}"
+        chosen += f", gamma_ = {_gamma_text(gamma)}"
     lines = []
     results = getattr(est, "cv_results_", None)
     if results is not None:
         k = np.asarray(results["fold_mse"]).shape[-2]
         lines.append(f"{k}-fold cross-validated {error_name(est)}; mean {pm} std over the "
                      "folds, * = chosen:")
-        lines += ["  " + line for line in cv_table(results, alpha=est.alpha_, gamma=gamma, pm=pm)]
+        lines += ["  " + line for line in cv_table(results, alpha=est.alpha_, gamma=_grid_gamma(est, gamma), pm=pm,
+                                                   ard=bool(np.ndim(gamma)))]
         best = -float(est.best_score_)
         score = f"CV MSE {significant(best)}"
         if not hasattr(est, "classes_") and best >= 0:

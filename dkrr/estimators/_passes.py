@@ -15,11 +15,12 @@ from ..errors import InvalidParameterError, PrecisionWarning, SingularSystemErro
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
 from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
-from ..linalg._cv import auto_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
 from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
+from ._ridge_params import uses_evidence
 from ._random_features import draw_ridge_map, standardized_input
 
 __all__ = ["Passes", "fit_statistics_path", "statistics_in_precision"]
@@ -46,8 +47,8 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None."""
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
     fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
-    if relative:
-        gammas = auto_gammas(gamma)
+    if relative:  # with ARD (an array gamma) the grid multiplies the whole array
+        gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)
     args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)
     path = sampled_statistics_and_alpha if est.sampling is not None else statistics_and_alpha
     passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p))
@@ -145,21 +146,23 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
                   split_every=est.split_every, labels_mode=est._labels_mode, precision=precision)
     if gammas is None and wd is None:
         stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
-        if est._evidence:
+        if uses_evidence(est):
             return _choose_by_evidence(est, [stats], [fmap], alpha, gamma, alphas, None)
         if K == 1:
             return Passes(stats, fmap, alpha, gamma)
         alphas = default_alphas(stats, est.fit_intercept) if alphas is None else alphas
         fold_mse = cross_validate_statistics(stats, alphas, bool(est.fit_intercept))
         return _choose(Passes(stats, fmap, alpha, gamma), alphas, None, fold_mse, stats.n.copy(), stats.n.copy())[0]
-    # one pass for every gamma of the grid, weighted or not
-    maps = [fmap] if gammas is None else [fmap.with_gamma(g) for g in gammas]
+    # one pass for every gamma of the grid, weighted or not; the widths scored are the
+    # grid's values, or with ARD (an array gamma) its multiples of the array
+    widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
+    maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
     every = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)
     every = [_converted(s, targets_fn) for s in every]
     check_weight_total(every[0])
     stats = every[0]
-    if est._evidence:
-        return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas)
+    if uses_evidence(est):
+        return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths)
     if K == 1:
         return Passes(stats, fmap, alpha, gamma)
     # the default alpha grid follows the Gram of the grid's middle width (the rule's
@@ -170,12 +173,13 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     fold_mse = fold_mse if gammas is not None else fold_mse[0]
     fold_weights = stats.n.copy() if wd is None else stats.weights()
     passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas, fold_mse, stats.n.copy(), fold_weights)
-    if gammas is not None:  # the chosen gamma's map and statistics
-        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g])
+    if gammas is not None:  # the chosen gamma's map and statistics (ARD: the chosen multiple)
+        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g],
+                                     gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
     return passes
 
 
-def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas) -> Passes:
+def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=None) -> Passes:
     """``cv="evidence"``: the (gamma, alpha) of the largest log marginal likelihood, every
     gamma's from one eigendecomposition of its centred Gram (ALGORITHMS.md 3.11), with the
     edge warnings. ``cv_results_`` holds ``alphas``, ``log_evidence`` and ``noise_variance``
@@ -199,8 +203,9 @@ def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas) -> Passe
     warn_grid_edge("alpha", alphas, float(alphas[i]))
     if gammas is not None:
         results["gammas"] = np.asarray(gammas, dtype=np.float64)
-        gamma = float(gammas[g])
-        warn_grid_edge("gamma", gammas, gamma)
+        warn_grid_edge("gamma", gammas, float(gammas[g]))
+        # the chosen width: the grid's value, or with ARD (an array gamma) its multiple of the array
+        gamma = widths[g] if widths is not None and np.ndim(widths[g]) else float(gammas[g])
     return Passes(every[g], maps[g], float(alphas[i]), gamma, cv_results=results, best_score=float(logev[g, i]))
 
 

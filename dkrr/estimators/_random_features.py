@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..features._nonlinear import check_kernel
 from ..features._registry import resolve_method
-from .._params import check_bool, check_gamma
+from .._params import KERNEL_PARAMS, check_bool, check_gamma, check_kernel_params
 from .._validation import check_input, check_n_features, check_random_state, is_dask
 from ..errors import InvalidParameterError
 from ..features import MAP_OPTION_NAMES, FeatureMap, RandomFeatureMap, build_feature_map
@@ -19,16 +19,19 @@ from ._fitted import replace_fitted_state
 from ._inputs import frame_inputs, frame_to_predict, names_state
 
 __all__ = ["GAMMA_RULES", "RandomFeatures", "check_gamma_param", "draw_feature_map", "draw_ridge_map", "fit_input_map",
-           "standardized_input"]
+           "kernel_params_of", "standardized_input"]
 
-#: the data-driven values of ``gamma`` (docs/ALGORITHMS.md section 5)
-GAMMA_RULES = ("median", "scale")
+#: the data-driven values of ``gamma`` (docs/ALGORITHMS.md section 5) and the kernels each
+#: applies to: the 50-NN rule gives a length scale (gaussian, matern); ``"scale"`` is
+#: SVC's ``1 / (d Var X)`` (also for the polynomial kernel, as SVC), ``1 / (d std X)`` for
+#: the laplacian (its exponent is linear in the distance)
+GAMMA_RULES = {"median": ("gaussian", "matern"), "scale": ("gaussian", "matern", "laplacian", "polynomial")}
 
 
 def check_gamma_param(gamma, kernel):
-    """``gamma``: a positive number, or ``"median"`` / ``"scale"`` for the gaussian kernel
-    (an unknown ``kernel`` is refused first, as such: gamma's message would call it a
-    kernel without a width)."""
+    """``gamma``: a positive number, one per column (ARD) for the shift-invariant kernels,
+    or a rule of :data:`GAMMA_RULES` for the kernels it applies to (an unknown ``kernel`` is
+    refused first, as such: gamma's message would call it a kernel without a width)."""
     check_kernel(kernel)
     if isinstance(gamma, str):
         if gamma not in GAMMA_RULES:
@@ -36,13 +39,20 @@ def check_gamma_param(gamma, kernel):
                 f"gamma={gamma!r} is neither a positive number nor one of {list(GAMMA_RULES)} "
                 "(the 50-NN median rule, or scikit-learn SVC's 1 / (d Var X))"
             )
-        if kernel != "gaussian":
+        if kernel not in GAMMA_RULES[gamma]:
             raise InvalidParameterError(
-                f"gamma={gamma!r} chooses the width of the gaussian kernel; kernel={kernel!r} has "
-                "no width, so leave gamma at its default 1.0"
+                f"gamma={gamma!r} chooses the width of the kernels {list(GAMMA_RULES[gamma])}; kernel={kernel!r} "
+                + ("has no width, so leave gamma at its default 1.0" if kernel not in GAMMA_RULES["scale"] else
+                   "takes a number, one per column, or gamma='scale'")
             )
         return gamma
     return check_gamma(gamma, kernel)
+
+
+def kernel_params_of(est) -> dict:
+    """The kernel parameters of an estimator (``nu``, ``degree``, ``coef0``), checked against
+    its kernel, defaults filled in: only its kernel's."""
+    return check_kernel_params(est.kernel, **{name: getattr(est, name) for name in KERNEL_PARAMS})
 
 
 def standardized_input(est, X):
@@ -57,7 +67,7 @@ def standardized_input(est, X):
     from ..linalg._reduce import as_row_chunked
 
     standardize = check_bool(est.standardize, "standardize")
-    if not standardize and est.gamma != "scale":
+    if not standardize and not (isinstance(est.gamma, str) and est.gamma == "scale"):
         return X, None, None, None
     Xd = X if is_dask(X) else as_row_chunked(X)[0]
     moments = column_moments(Xd, split_every=getattr(est, "split_every", None))
@@ -92,7 +102,7 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
     fmap = draw_feature_map(est, X, rng, n_components=n_components, gamma=1.0 if rule else None)
     extra = after_draw(rng) if after_draw is not None else None
     if rule is None:
-        return fmap, float(est.gamma), extra
+        return fmap, check_gamma(est.gamma, est.kernel), extra
     if not resolve:  # a gamma grid replaces the width
         return fmap, None, extra
     if rule == "median":
@@ -103,7 +113,8 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
         gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed) if n > 1 else 1.0
     else:
         var = moments.total_variance(scale)
-        gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        spread = np.sqrt(var) if est.kernel == "laplacian" else var  # the exponent's power of the distance
+        gamma = 1.0 / (X.shape[1] * spread) if var > 0 else 1.0
     return fmap.with_gamma(gamma), float(gamma), extra
 
 
@@ -116,8 +127,9 @@ def draw_ridge_map(est, X, moments=None, scale=None, resolve=True):
 
     rng = check_random_state(est.random_state)
     sampling, n_cand = check_sampling(est.sampling, est.n_candidates, est.n_components)
-    if sampling is not None and est.method == "nystroem":
-        raise InvalidParameterError("sampling resamples random frequencies; it does not apply to method='nystroem'")
+    if sampling is not None and (est.method == "nystroem" or est.kernel == "polynomial"):
+        what = "method='nystroem'" if est.method == "nystroem" else "the polynomial kernel's sketches"
+        raise InvalidParameterError(f"sampling resamples random frequencies; it does not apply to {what}")
     fmap, gamma, fold_seed = fit_input_map(
         est, X, rng, n_components=n_cand or est.n_components, moments=moments, scale=scale,
         after_draw=lambda r: int(r.integers(0, 2**63 - 1)), resolve=resolve,
@@ -129,8 +141,8 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None, gamm
     """The feature map of an estimator's map parameters for inputs like ``X``.
 
     ``est`` is :class:`RandomFeatures` or a ridge estimator: anything with the parameters
-    ``kernel``, ``method``, ``n_components``, ``gamma`` and the options of
-    :data:`~dkrr.features.MAP_OPTION_NAMES`. ``random_state`` (a seed or a Generator that
+    ``kernel``, ``method``, ``n_components``, ``gamma``, the kernel parameters ``nu``,
+    ``degree``, ``coef0`` and the options of :data:`~dkrr.features.MAP_OPTION_NAMES`. ``random_state`` (a seed or a Generator that
     is advanced) and ``n_components`` (default ``est.n_components``; leverage sampling
     draws its ``n_candidates`` candidates) are given by the caller. Both estimators draw
     their map here, so the same parameters and seed give the same map. ``gamma`` (default
@@ -144,6 +156,7 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None, gamm
         gamma=est.gamma if gamma is None else gamma,
         random_state=random_state,
         options={name: getattr(est, name) for name in MAP_OPTION_NAMES},
+        kernel_params={name: getattr(est, name) for name in KERNEL_PARAMS},
     )
 
 
@@ -155,9 +168,15 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
-        Kernel to approximate (ALGORITHMS.md section 1). ``gaussian`` outputs
-        ``[cos(X W^T), sin(X W^T)] / sqrt(D)`` (cos block first); ``linear`` (the dot
+    kernel : {"gaussian", "matern", "laplacian", "polynomial", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
+        Kernel to approximate (ALGORITHMS.md section 1). The shift-invariant ``gaussian``
+        (``exp(-gamma ||x - y||^2)``), ``matern`` (scikit-learn's ``Matern(length_scale=1 /
+        sqrt(2 gamma), nu)``) and ``laplacian`` (``exp(-gamma ||x - y||_1)``,
+        ``sklearn.metrics.pairwise.laplacian_kernel``) output ``[cos(X W^T), sin(X W^T)] /
+        sqrt(D)`` (cos block first) with rows of W from the kernel's spectral law
+        (Gaussian, Student t with ``2 nu`` degrees of freedom, i.i.d. Cauchy);
+        ``polynomial`` is ``(gamma x^T y + coef0)^degree`` (``polynomial_kernel``), sketched
+        by ``method="tensorsketch"`` or ``"tensor_srht"``; ``linear`` (the dot
         product ``x^T y``) outputs ``X W^T / sqrt(D)``, a random projection (JLT) with
         ``Z Z^T`` unbiased for ``X X^T``.
     method : str, default="auto"
@@ -165,29 +184,48 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         ``n_features_in_``) is at most 128 — there SORF multiplies by a dense W as well,
         so ORF costs the same and approximates the kernel better (SORF's MSE is 2x ORF's at
         d' = 16 and up to 100x at d' = 2) — and ``"sorf"`` above (O(D) state, FWHT
-        transforms). ``feature_map_.projection.method`` names the choice.
+        transforms); ``"rff"`` for the laplacian kernel, ``"tensor_srht"`` for the
+        polynomial. ``feature_map_.projection.method`` names the choice.
         Construction of W: ``"rff"``, ``"orf"``, ``"sorf"``, ``"rom"``, ``"fastfood"``,
         ``"circulant"``, ``"skew_circulant"``, ``"toeplitz"``, ``"hankel"``,
-        ``"toeplitz_like"``, ``"qmc"``; or ``"nystroem"``: data-dependent Nyström
+        ``"toeplitz_like"``, ``"qmc"`` (the laplacian kernel: ``"rff"``, ``"qmc"`` and the
+        circulant, skew-circulant, Toeplitz and Hankel blocks, whose rows keep i.i.d.
+        Cauchy entries); the polynomial sketches ``"tensorsketch"`` (Pham & Pagh) and
+        ``"tensor_srht"`` (products of randomised Hadamard rows; lower error at equal
+        width); or ``"nystroem"`` (every kernel): data-dependent Nyström
         features ``k(x, C) K_CC^(-1/2)`` with ``n_components`` landmarks C sampled
         uniformly from the rows of X at fit (then the output width is ``n_components``
         for every kernel, and there is no W).
     n_components : int, default=256
         D, the number of random frequencies (rows of W), as in the papers. The output
-        width is ``n_output_features_``: ``2 * D`` for the gaussian kernel and for a
+        width is ``n_output_features_``: ``2 * D`` for the shift-invariant kernels and for a
         complex ROM (``[Re, Im]`` columns), ``D`` otherwise. (scikit-learn's ``RBFSampler`` counts output columns instead.)
-    gamma : float, "median" or "scale", default=1.0
-        Gaussian kernel ``k(x, y) = exp(-gamma ||x - y||^2)`` as in scikit-learn. Only for
-        ``kernel="gaussian"``. ``"median"``: the 50-NN rule of docs/ALGORITHMS.md section
+    gamma : float, array of shape (n_features,), "median" or "scale", default=1.0
+        The kernel's width, as scikit-learn's ``gamma`` (``Matern``'s length scale is ``1 /
+        sqrt(2 gamma)``, so a gamma means the same distance scale for the gaussian and the
+        Matern kernels). Only for the gaussian, matern, laplacian and polynomial kernels. An
+        array (shift-invariant kernels): one value per input column (ARD), ``k`` the
+        unit-width kernel of the columns scaled by ``sqrt(2 gamma_j)`` (laplacian:
+        ``gamma_j``), i.e. ``exp(-sum_j gamma_j (x_j - y_j)^2)`` for the gaussian and
+        scikit-learn's ``Matern(length_scale=1 / sqrt(2 gamma))`` with an array length scale.
+        ``"median"`` (gaussian, matern): the 50-NN rule of docs/ALGORITHMS.md section
         5, ``1 / (2 sigma^2)`` with sigma the mean distance to the 50th nearest neighbour
         within a seeded sample of 1,000 rows (:func:`dkrr.bandwidth.knn_gamma`; the
         sample's seed is the generator's next draw after the map; with fewer than 51
         rows the ``n - 1``-th neighbour). ``"scale"``:
         scikit-learn SVC's ``1 / (d Var(X))`` (variance over every entry, from the
-        column moments). Both are computed on the standardised X with ``standardize``;
-        the value used is ``gamma_``.
+        column moments; the laplacian: ``1 / (d sqrt(Var X))``). Both are computed on the
+        standardised X with ``standardize``; the value used is ``gamma_``.
     random_state : int, numpy Generator or None, default=None
         Determines every random draw of the map.
+    nu : float, optional
+        ``matern`` only: the smoothness (default 1.5, as scikit-learn's ``Matern``; 0.5 is
+        the exponential kernel ``exp(-sqrt(2 gamma) ||x - y||)``; any positive value).
+    degree : int, optional
+        ``polynomial`` only: the degree (default 3, as ``polynomial_kernel``).
+    coef0 : float, optional
+        ``polynomial`` only: the constant term, ``>= 0`` (default 1, as
+        ``polynomial_kernel``).
     n_hd_blocks : int, optional
         SORF and ROM only: number of ``H D`` factors (default 3).
     row_norms : {"chi", "fixed"}, optional
@@ -229,8 +267,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         same name and type. With ``standardize`` a ``StandardizedMap`` wrapping it.
     mean_, scale_ : ndarray of shape (n_features_in_,) or None
         The column means and scales of ``standardize`` (None without it).
-    gamma_ : float
-        The gaussian width used: ``gamma`` itself, or the value of its rule.
+    gamma_ : float or ndarray of shape (n_features_in_,)
+        The width used: ``gamma`` itself (an array with ARD), or the value of its rule.
 
     Examples
     --------
@@ -250,6 +288,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         gamma=1.0,
         random_state=None,
         *,
+        nu=None,
+        degree=None,
+        coef0=None,
         n_hd_blocks=None,
         row_norms=None,
         displacement_rank=None,
@@ -264,6 +305,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         self.n_components = n_components
         self.gamma = gamma
         self.random_state = random_state
+        self.nu = nu
+        self.degree = degree
+        self.coef0 = coef0
         self.n_hd_blocks = n_hd_blocks
         self.row_norms = row_norms
         self.displacement_rank = displacement_rank
@@ -286,8 +330,9 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         X, _, _, names = frame_inputs(X)
         X = check_input(X)
         check_gamma_param(self.gamma, self.kernel)
+        kernel_params_of(self)
         check_feature_map_budget(  # before the map is allocated
-            resolve_method(self.method, X.shape[1]), X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
+            resolve_method(self.method, X.shape[1], self.kernel), X.shape[1], self.n_components, n_rows=X.shape[0], displacement_rank=self.displacement_rank
         )
         Xs, mean, scale, moments = standardized_input(self, X)
         rng = check_random_state(self.random_state)
@@ -314,17 +359,27 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         For a complex ROM (``rom_diagonal`` complex) W is complex128 and the features
         are ``[X @ W.real.T, X @ W.imag.T] / sqrt(D)``.
 
-        For P-model maps W includes the densifying pre-multiplication. Formed explicitly
+        For P-model maps W includes the densifying pre-multiplication; for ``matern`` the
+        radial factors, with an ARD ``gamma`` the column scales. The polynomial sketches
+        return their ``degree`` matrices, shape ``(degree, n_components, n_features_in_ +
+        1)``, acting on ``[X, 1]``: the features are the circular convolution
+        (``tensorsketch``) or the product / ``sqrt(D)`` (``tensor_srht``) of the ``[X, 1]
+        W_i^T``. Formed explicitly
         (for checks and small problems); the transform never uses it.
         """
+        from ..features._polynomial import PolynomialSketchMap
+
         check_is_fitted(self, "feature_map_")
-        if not isinstance(self.feature_map_, RandomFeatureMap):
+        fmap = self.feature_map_
+        if isinstance(fmap, PolynomialSketchMap):
+            return fmap.matrices()
+        if not isinstance(fmap, RandomFeatureMap):
             raise InvalidParameterError(
                 f"method={self.method!r} has no projection matrix W: its features are "
                 "k(x, C) K_CC^(-1/2) for landmark rows C (see feature_map_.landmarks and "
                 "feature_map_.normalizer)."
             )
-        return self.feature_map_.projection.matrix()
+        return fmap.matrix()
 
     def get_feature_names_out(self, input_features=None):
         check_is_fitted(self, "feature_map_")

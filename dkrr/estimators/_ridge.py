@@ -9,93 +9,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._params import check_bool, check_choice, check_int
 from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError
-from ..features._map import FeatureMap
-from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked, check_alphas
+from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked
 from ..linalg._cv import AUTO_GAMMA_FACTORS, check_gammas, check_rows_for_folds
-from ..linalg._stats import feature_sub_blocks
 from ..linalg._weighted import check_sample_weight
 from ._fitted import RidgeFit, replace_fitted_state
 from ._passes import fit_statistics_path
-from ._pcg_fit import check_pcg_params, fit_pcg
+from ._pcg_fit import fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
-from ._random_features import check_gamma_param
 from ._inputs import frame_inputs, frame_to_predict, names_state
+from ._models import _decision_block, _LinearModel, posterior_model, predict_mean_std
+from ._ridge_params import check_ridge_params, uses_evidence
 
 __all__ = ["RandomFeatureRidge"]
-
-_SOLVERS = ("auto", "cholesky", "eigh", "pcg")
-_PRECISIONS = ("float64", "float32", "auto")
-
-
-@dataclasses.dataclass(eq=False)
-class _LinearModel:
-    """What a prediction task needs: the map, coefficients (p, t) and intercept (t,)."""
-
-    fmap: FeatureMap
-    W: np.ndarray
-    b: np.ndarray
-    max_block_bytes: int
-
-    def decision(self, X: np.ndarray) -> np.ndarray:
-        """``phi(X) W + b`` (float64), computed in sub-blocks of at most max_block_bytes of Z."""
-        out = np.empty((X.shape[0], self.W.shape[1]))
-        for start, stop, Z in feature_sub_blocks(X, self.fmap, self.max_block_bytes):
-            np.matmul(Z, self.W, out=out[start:stop])
-        out += self.b
-        return out
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _PosteriorModel:
-    """What ``predict(X, return_std=...)`` needs: the linear model and the posterior
-    (factor, feature means, ``1 / W``, noise variances (t,)); ``observation``: the std of
-    a new noisy observation (True) or of the latent function (False)."""
-
-    linear: _LinearModel
-    factor: np.ndarray
-    mean: np.ndarray
-    inv_weight: float
-    noise_variance: np.ndarray
-    observation: bool
-
-    def mean_std(self, X: np.ndarray) -> np.ndarray:
-        """``[mean | std]`` of every row: (rows, 2t), features in sub-blocks."""
-        from ..linalg._evidence import predictive_variance
-
-        t = self.linear.W.shape[1]
-        out = np.empty((X.shape[0], 2 * t))
-        for start, stop, Z in feature_sub_blocks(X, self.linear.fmap, self.linear.max_block_bytes):
-            out[start:stop, :t] = Z @ self.linear.W
-            var = predictive_variance(Z, self.mean, self.factor, self.noise_variance, self.inv_weight,
-                                      observation=self.observation)
-            out[start:stop, t:] = np.sqrt(var)
-        out[:, :t] += self.linear.b
-        return out
-
-
-def _mean_std_block(X, held, block_info=None):
-    """Task body of ``predict(return_std=...)``: the :class:`_PosteriorModel` is
-    ``held[()]`` (one graph key, :func:`~dkrr.features._blockwise.shared_object`)."""
-    from .._validation import check_finite_rows
-
-    info = block_info[0]
-    check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
-    return held[()].mean_std(X)
-
-
-def _decision_block(X, held, squeeze: bool, block_info=None):
-    """Task body of a prediction: the :class:`_LinearModel` is ``held[()]`` (one graph key,
-    :func:`~dkrr.features._blockwise.shared_object`)."""
-    from .._validation import check_finite_rows
-
-    info = block_info[0]
-    check_finite_rows(X, "X", info["chunk-location"][0], info["array-location"][0][0])
-    out = held[()].decision(X)
-    return out[:, 0] if squeeze else out
 
 
 class _RandomFeatureRidgeBase(BaseEstimator):
@@ -115,6 +43,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         fit_intercept=True,
         random_state=None,
         *,
+        nu=None, degree=None, coef0=None,
         n_hd_blocks=None,
         row_norms=None,
         displacement_rank=None,
@@ -142,6 +71,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.cv = cv
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.nu, self.degree, self.coef0 = nu, degree, coef0
         self.n_hd_blocks = n_hd_blocks
         self.row_norms = row_norms
         self.displacement_rank = displacement_rank
@@ -160,56 +90,10 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.standardize = standardize
         self.precision = precision
 
-    @property
-    def _evidence(self) -> bool:
-        """Whether ``cv="evidence"``: the grid is scored by the log marginal likelihood."""
-        return isinstance(self.cv, str) and self.cv == "evidence"
-
     # ---------------------------------------------------------------- validation
     def _check_params(self):
-        from ..linalg._solve import check_alpha
-
-        alpha = check_alpha(self.alpha)
-        if self.cv is None:
-            if self.alphas is not None:
-                raise InvalidParameterError(
-                    f"alphas={self.alphas!r} is given but cv is None: a grid of alphas is "
-                    "scored by K-fold cross-validation, so pass cv (e.g. cv=5), or drop "
-                    "alphas and set alpha for a single fit."
-                )
-            K, alphas = 1, None
-        elif isinstance(self.cv, str) and self.cv == "evidence":
-            # one pass without folds; the grid is scored by the log evidence (ALGORITHMS 3.11)
-            if self.solver == "pcg" or self.sampling is not None:
-                what = "solver='pcg'" if self.solver == "pcg" else f"sampling={self.sampling!r}"
-                raise InvalidParameterError(
-                    f"cv='evidence' is not available with {what}: the evidence needs the Gram's "
-                    "eigendecomposition (use cv=K, or solver='cholesky' without sampling)."
-                )
-            if self._labels_mode:
-                raise InvalidParameterError(
-                    "cv='evidence' is a regression criterion (a Gaussian likelihood of y); a "
-                    "classifier chooses alpha by cv=K."
-                )
-            K = 1
-            alphas = None if self.alphas is None else check_alphas(self.alphas)
-        else:
-            K = check_int(self.cv, "cv", minimum=2, allow_none=True)
-            alphas = None if self.alphas is None else check_alphas(self.alphas)  # None: default grid
-        check_gamma_param(self.gamma, self.kernel)
-        check_bool(self.standardize, "standardize")
-        check_choice(self.solver, "solver", _SOLVERS)
-        check_choice(self.precision, "precision", _PRECISIONS)
-        check_pcg_params(self)
-        if self.precision != "float64" and (self.solver == "pcg" or self.sampling is not None):
-            what = "solver='pcg'" if self.solver == "pcg" else f"sampling={self.sampling!r}"
-            raise InvalidParameterError(
-                f"precision={self.precision!r} is not available with {what} (its passes compute in "
-                "float64); use precision='float64'."
-            )
-        check_bool(self.fit_intercept, "fit_intercept")
-        check_int(self.max_block_bytes, "max_block_bytes")
-        return alpha, K, alphas
+        """The parameters, checked: ``(alpha, K, alphas)`` (:func:`check_ridge_params`)."""
+        return check_ridge_params(self)
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y, sample_weight=None) -> RidgeFit:
@@ -221,7 +105,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             )
         _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
-        gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=2 if self._evidence else K,
+        gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=max(K, 2 * uses_evidence(self)),
                               sampling=self.sampling)
         Xd, yd = as_row_chunked(
             X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
@@ -243,10 +127,8 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         solver, solver_reason = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         targets_fn = self._targets_fn()
-        if solver == "pcg" and self._evidence:
-            raise InvalidParameterError(
-                "cv='evidence' needs the Gram path, but the Gram does not fit in memory here (solver='auto' "
-                "chose 'pcg'): lower n_components, or choose alpha by cv=K with solver='pcg'.")
+        if solver == "pcg" and uses_evidence(self):
+            raise InvalidParameterError(f"cv='evidence' needs the Gram path, but {solver_reason} Lower n_components.")
         if solver == "pcg":  # matrix-free: one streamed pass per CG iteration
             fit = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas, targets_fn)
         else:
@@ -336,8 +218,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
 
     Parameters
     ----------
-    kernel : {"gaussian", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
-        ``"linear"``: ridge on a random projection (JLT sketch) of X, ``k(x, y) = x^T y``.
+    kernel : {"gaussian", "matern", "laplacian", "polynomial", "angular", "arccos0", "arccos1", "linear"}, default="gaussian"
+        The kernel (see :class:`dkrr.RandomFeatures`). ``"linear"``: ridge on a random
+        projection (JLT sketch) of X, ``k(x, y) = x^T y``.
     method : str, default="auto"
         Construction of the projection (see :class:`dkrr.RandomFeatures`; ``"auto"`` is ORF
         up to 128 padded input columns, SORF above).
@@ -345,9 +228,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         D, the number of random frequencies; the model has ``n_output_features_``
         coefficients per target (``2 * D`` for the gaussian kernel). scikit-learn's
         ``RBFSampler`` counts output columns instead.
-    gamma : float, "median" or "scale", default=1.0
-        Gaussian kernel ``exp(-gamma ||x - y||^2)``; ``"median"`` (the 50-NN rule on a seeded
-        1,000-row sample) and ``"scale"`` (``1 / (d Var X)``) as in :class:`dkrr.RandomFeatures`,
+    gamma : float, array of shape (n_features,), "median" or "scale", default=1.0
+        The kernel's width as in :class:`dkrr.RandomFeatures` (gaussian ``exp(-gamma ||x -
+        y||^2)``; matern of length scale ``1 / sqrt(2 gamma)``; laplacian; polynomial): one
+        per column for ARD (shift-invariant kernels); ``"median"`` (the 50-NN rule on a
+        seeded 1,000-row sample; gaussian and matern) and ``"scale"`` (``1 / (d Var X)``)
         computed on the standardised X with ``standardize``. The value used is ``gamma_``.
     alpha : float, default=1.0
         Ridge penalty, ``>= 0`` as scikit-learn's ``Ridge`` (a negative value is an
@@ -370,6 +255,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         One generator is made from it; the feature map is drawn first (exactly as
         ``RandomFeatures(random_state=...)`` draws it), then the fold seed, then (``gamma=
         "median"``) the seed of the bandwidth's row sample.
+    nu, degree, coef0 : optional
+        ``nu`` of ``matern`` (default 1.5), ``degree`` (3) and ``coef0`` (1) of ``polynomial``.
     n_hd_blocks, row_norms, displacement_rank, skew_nonzeros, sequence, rom_diagonal, row_sampling : optional
         Options of the projection methods (see :class:`dkrr.RandomFeatures`).
     chunk_rows : int, default=None
@@ -409,9 +296,12 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         l, the number of candidates (``>= n_components``; default ``4 * n_components``).
         Only with ``sampling``.
     gammas : array-like of float or "auto", default=None
-        Grid of gaussian widths (each ``> 0``) scored jointly with ``alphas`` by the
-        one-pass CV (requires ``cv`` and ``kernel="gaussian"``; not with ``sampling``;
-        ``gamma`` is then not used). ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
+        Grid of widths (each ``> 0``) scored jointly with ``alphas`` by the
+        one-pass CV (requires ``cv`` and a kernel with a width: gaussian, matern, laplacian,
+        polynomial; not with ``sampling``; ``gamma`` is then not used). With an ARD
+        ``gamma`` (an array) the grid holds multipliers ``t`` of the whole array: the
+        widths ``t * gamma`` are scored, ``cv_results_["gammas"]`` are the multipliers and
+        ``gamma_`` the chosen ``t * gamma``. ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
         ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
         that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
         follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each
@@ -462,9 +352,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``)
         (higher is better). Ties of the mean go to the larger alpha, then to the
         smaller gamma.
-    gamma_ : float
-        The gaussian width used: ``gamma``, the value of its rule, or with ``gammas`` the
-        chosen one (``feature_map_`` is its map).
+    gamma_ : float or ndarray of shape (n_features_in_,)
+        The width used: ``gamma``, the value of its rule, or with ``gammas`` the
+        chosen one (``feature_map_`` is its map); an array with ARD.
     mean_, scale_ : ndarray of shape (n_features_in_,) or None
         The column means and scales of ``standardize`` (None without it).
     fold_seed_ : int
@@ -567,15 +457,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         ----------
         X : array-like, dask or zarr array of shape (n, n_features_in_)
         return_std : bool or "latent", default=False
-            Also return the predictive standard deviation, as scikit-learn's
-            ``GaussianProcessRegressor.predict(X, return_std=True)``: the model read as
-            Bayesian linear regression on the features (``w ~ N(0, (s^2 / alpha_) I)``,
-            noise ``N(0, s^2)``, a flat prior on the intercept; docs/ALGORITHMS.md 3.11),
-            ``s^2 = noise_variance_``. ``True``: the std of a new observation (the noise
-            included); ``"latent"``: of the latent function ``f(x)`` (without the noise).
-            Available after a fit on the Gram path (``solver`` "cholesky"/"eigh", also with
-            ``sampling``); not after ``solver="pcg"`` (no p x p factor exists), nor for a
-            model loaded from a file saved without ``posterior_``.
+            Also return the predictive standard deviation (scikit-learn's
+            ``GaussianProcessRegressor.predict(X, return_std=True)``) of the model read as
+            Bayesian linear regression on the features, noise variance ``noise_variance_``
+            (ALGORITHMS.md 3.11): ``True`` for a new observation, ``"latent"`` for ``f(x)``.
+            Not after ``solver="pcg"`` (no p x p factor exists).
 
         Returns
         -------
@@ -588,33 +474,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             return self._decision(X, squeeze=squeeze)
         if return_std not in (True, "latent"):
             raise InvalidParameterError(f"return_std must be False, True or 'latent', got {return_std!r}")
-        post = getattr(self, "posterior_", None)
-        if post is None:
-            why = ("it was fitted with solver='pcg', which forms no p x p factor of the posterior"
-                   if getattr(self, "solver_", None) == "pcg" else
-                   "the fit found no positive noise variance at alpha_, or the model was loaded from a file without it")
-            raise InvalidParameterError(
-                f"predict(return_std=...) needs the posterior factor, which this model lacks: {why}. Refit with "
-                "solver='cholesky' (the Gram path) to get predictive standard deviations.")
+        model = posterior_model(self, return_std is True)  # refuses a model without the posterior
         _refuse_sparse(X)
-        Xv = check_input(X, name="X")
+        Xv = check_input(frame_to_predict(self, X), name="X")
         check_n_features(Xv.shape, self.n_features_in_, estimator=self)
-        model = _PosteriorModel(self._model(), post["factor"], post["mean"], float(post["inv_weight"]),
-                                np.atleast_1d(np.asarray(self.noise_variance_, dtype=np.float64)), return_std is True)
-        t = model.linear.W.shape[1]
-        if not is_dask(Xv):
-            both = model.mean_std(Xv)
-        else:
-            from dask.base import tokenize
-
-            from ..features._blockwise import shared_object
-
-            both = Xv.map_blocks(
-                _mean_std_block, shared_object(model, "dkrr-posterior"), dtype=np.float64,
-                chunks=(Xv.chunks[0], (2 * t,)), meta=np.empty((0, 0), dtype=np.float64),
-                name=f"dkrr-mean-std-{tokenize(_mean_std_block, tokenize(model), Xv.name)}",
-            )
-        mean, std = both[:, :t], both[:, t:]
+        mean, std = predict_mean_std(model, Xv)
         return (mean[:, 0], std[:, 0]) if squeeze else (mean, std)
 
     def score(self, X, y, sample_weight=None):

@@ -59,10 +59,12 @@ def pcg_unavailable(est, alpha, n_folds, gammas, alphas=None) -> str | None:
 
 
 def _common(est, Xd):
+    method = resolve_method(est.method, Xd.shape[1], est.kernel)
     return dict(
-        kernel=est.kernel, method=resolve_method(est.method, Xd.shape[1]), n_components=est.n_components,
-        split_every=est.split_every, max_block_bytes=est.max_block_bytes,
-        displacement_rank=est.displacement_rank, is_complex=is_complex_rom(est.method, est.rom_diagonal),
+        kernel=est.kernel, method=method, n_components=est.n_components,
+        split_every=est.split_every, max_block_bytes=est.max_block_bytes, displacement_rank=est.displacement_rank,
+        # complex features [Re, Im]: 2 D columns
+        is_complex=is_complex_rom(method, est.rom_diagonal) or method == "tensor_srht",
     )
 
 

@@ -2,8 +2,9 @@
 
 Where things live: :mod:`._base` (the projection contract), one module per family
 (:mod:`._rff`, :mod:`._orthogonal`, :mod:`._fastfood`, :mod:`._fft` + :mod:`._pmodel` +
-:mod:`._structured`, :mod:`._qmc`), the fitted maps (:mod:`._map`, :mod:`._nystroem`,
-:mod:`._sampled`), applying a map to blocks (:mod:`._blockwise`) and the registry of
+:mod:`._structured`, :mod:`._qmc`), the kernels' spectral laws (:mod:`._spectral`), the
+fitted maps (:mod:`._map`, :mod:`._nystroem`, :mod:`._sampled`, the polynomial sketches
+:mod:`._polynomial`), applying a map to blocks (:mod:`._blockwise`) and the registry of
 every method and map type with the ``method=`` dispatch (:mod:`._registry`).
 """
 
@@ -16,6 +17,7 @@ from ._registry import (
     MAP_TYPES,
     METHODS,
     PROJECTIONS,
+    SKETCH_METHODS,
     build_feature_map,
     build_random_feature_map,
     feature_map_from_state,
@@ -32,6 +34,7 @@ __all__ = [
     "PROJECTIONS",
     "Projection",
     "RandomFeatureMap",
+    "SKETCH_METHODS",
     "build_feature_map",
     "build_random_feature_map",
     "exact_kernel",

@@ -49,6 +49,9 @@ class Projection:
     method: ClassVar[str] = ""
     #: construction options this method accepts, with their defaults
     options: ClassVar[dict[str, Any]] = {}
+    #: laws of the unit draw this method can make (``dkrr.features._spectral``):
+    #: ``"gaussian"`` rows N(0, I) (all), ``"cauchy"`` rows of i.i.d. standard Cauchy entries
+    laws: ClassVar[tuple[str, ...]] = ("gaussian",)
 
     n_features_in: int
     n_components: int
@@ -62,15 +65,23 @@ class Projection:
         n_components: int,
         scale: float,
         rng: np.random.Generator,
+        *,
+        law: str = "gaussian",
         **options: Any,
     ) -> "Projection":
         """Draw a new projection from ``rng``.
 
         ``options`` are construction options of this method (:attr:`options`); one the
         method does not take is an :class:`~dkrr.errors.InvalidParameterError`, and the
-        ones not given take their defaults. Subclasses implement :meth:`_draw`.
+        ones not given take their defaults. ``law`` is the law of the unit draw, one of
+        :attr:`laws` (a law other than ``"gaussian"`` is passed to :meth:`_draw` as
+        ``law``). Subclasses implement :meth:`_draw`.
         """
         opts = check_options(cls.method, cls.options, options)
+        if law not in cls.laws:
+            raise InvalidParameterError(f"method {cls.method!r} draws only {list(cls.laws)} rows, not {law!r}")
+        if law != "gaussian":
+            opts["law"] = law
         return cls._draw(int(n_features_in), int(n_components), float(scale), rng, **opts)
 
     @classmethod

@@ -65,27 +65,39 @@ class NystroemMap(FeatureMap):
     Parameters
     ----------
     kernel : str
-        ``gaussian`` (``exp(-gamma ||x - y||^2)``), ``angular``, ``arccos0`` or ``arccos1``:
-        the exact kernels of :func:`dkrr.features.exact_kernel`.
-    gamma : float
-        Gaussian kernel width parameter (ignored by the others).
+        Any of :data:`~dkrr.features.KERNELS`: the exact kernels of
+        :func:`dkrr.features.exact_kernel`.
+    gamma : float or ndarray of shape (n_features_in,)
+        The kernel's width (one per column: ARD; ignored by the kernels without one).
     landmarks : ndarray (m, d)
         The landmark rows C.
     normalizer : ndarray (m, m)
         ``V diag(lam)^(-1/2)`` of ``K_CC`` (see :func:`nystroem_normalizer`).
+    kernel_params : dict
+        ``{"nu": ...}`` for ``matern``, ``{"degree": ..., "coef0": ...}`` for
+        ``polynomial``, else empty.
     """
 
     map_type = "nystroem"
 
     kernel: str
-    gamma: float
+    gamma: Any
     landmarks: np.ndarray
     normalizer: np.ndarray
+    kernel_params: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from .._params import check_gamma, check_kernel_params
+
         self.landmarks = np.ascontiguousarray(self.landmarks, dtype=np.float64)
         self.normalizer = np.ascontiguousarray(self.normalizer, dtype=np.float64)
-        self.gamma = float(self.gamma)
+        if self.kernel_params.keys() - {"nu", "degree", "coef0"}:
+            raise InvalidParameterError(f"unknown kernel parameters {sorted(self.kernel_params)} of a nystroem map")
+        self.kernel_params = check_kernel_params(check_kernel(self.kernel), **self.kernel_params)
+        if np.ndim(self.gamma):
+            self.gamma = check_gamma(self.gamma, self.kernel, self.landmarks.shape[1])
+        else:
+            self.gamma = float(self.gamma)
 
     @property
     def n_features_in(self) -> int:  # type: ignore[override]
@@ -101,7 +113,7 @@ class NystroemMap(FeatureMap):
 
     def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``k(X, C) @ normalizer`` (computed in float64, returned in X's dtype)."""
-        Kx = exact_kernel(self.kernel, X, self.landmarks, self.gamma)
+        Kx = exact_kernel(self.kernel, X, self.landmarks, self.gamma, **self.kernel_params)
         if out is None:
             return (Kx @ self.normalizer).astype(X.dtype, copy=False)
         if out.dtype == np.float64:
@@ -110,13 +122,15 @@ class NystroemMap(FeatureMap):
             out[...] = Kx @ self.normalizer
         return out
 
-    def with_gamma(self, gamma: float) -> "NystroemMap":
-        """The map of the same landmarks for the gaussian width ``gamma`` (its normalizer
+    def with_gamma(self, gamma) -> "NystroemMap":
+        """The map of the same landmarks for the width ``gamma`` (its normalizer
         recomputed): the map :func:`fit_nystroem_map` builds with ``gamma`` and the same rng."""
-        if self.kernel != "gaussian":
-            raise InvalidParameterError(f"only a gaussian Nystroem map has a gamma, not kernel {self.kernel!r}")
-        K_cc = exact_kernel(self.kernel, self.landmarks, self.landmarks, float(gamma))
-        return NystroemMap(self.kernel, float(gamma), self.landmarks, nystroem_normalizer(K_cc))
+        from ._nonlinear import WIDTH_KERNELS
+
+        if self.kernel not in WIDTH_KERNELS:
+            raise InvalidParameterError(f"kernel {self.kernel!r} has no gamma; its Nystroem map cannot be rescaled")
+        K_cc = exact_kernel(self.kernel, self.landmarks, self.landmarks, gamma, **self.kernel_params)
+        return NystroemMap(self.kernel, gamma, self.landmarks, nystroem_normalizer(K_cc), dict(self.kernel_params))
 
     def get_state(self) -> dict[str, Any]:
         return {
@@ -125,6 +139,7 @@ class NystroemMap(FeatureMap):
             "gamma": self.gamma,
             "landmarks": self.landmarks,
             "normalizer": self.normalizer,
+            **self.kernel_params,
         }
 
     @classmethod
@@ -133,8 +148,13 @@ class NystroemMap(FeatureMap):
         missing = names - set(state)
         if missing:
             raise InvalidParameterError(f"state of a nystroem map lacks fields {sorted(missing)}")
-        return cls(state["kernel"], float(state["gamma"]), np.asarray(state["landmarks"]),
-                   np.asarray(state["normalizer"]))
+        extra = set(state) - names - {"map_type", "nu", "degree", "coef0"}
+        if extra:
+            raise InvalidParameterError(f"state of a nystroem map has unexpected fields {sorted(extra)}")
+        gamma = state["gamma"]
+        return cls(state["kernel"], np.asarray(gamma) if np.ndim(gamma) else float(gamma),
+                   np.asarray(state["landmarks"]), np.asarray(state["normalizer"]),
+                   {k: state[k] for k in ("nu", "degree", "coef0") if k in state})
 
 
 def fit_nystroem_map(
@@ -142,9 +162,10 @@ def fit_nystroem_map(
     *,
     kernel: str,
     n_components: int,
-    gamma: float,
+    gamma,
     rng: np.random.Generator,
     eigenvalue_rtol: float = DEFAULT_EIGENVALUE_RTOL,
+    **kernel_params,
 ) -> NystroemMap:
     """Sample ``n_components`` landmark rows of ``X`` and build the Nyström map.
 
@@ -156,11 +177,13 @@ def fit_nystroem_map(
     kernel : str
     n_components : int
         m, number of landmarks (``<= n``).
-    gamma : float
+    gamma : float or ndarray (ARD)
     rng : numpy Generator
         Draws the landmark indices (uniform, without replacement).
     eigenvalue_rtol : float
         See :func:`nystroem_normalizer`.
+    **kernel_params
+        ``nu`` (matern), ``degree``, ``coef0`` (polynomial).
 
     Raises
     ------
@@ -188,5 +211,5 @@ def fit_nystroem_map(
         C = np.asarray(X)[idx]
     C = np.ascontiguousarray(C, dtype=np.float64)
     check_finite_rows(C, "X", where=" (Nystroem landmark rows)")
-    K_cc = exact_kernel(kernel, C, C, gamma)
-    return NystroemMap(kernel, float(gamma), C, nystroem_normalizer(K_cc, eigenvalue_rtol))
+    K_cc = exact_kernel(kernel, C, C, gamma, **kernel_params)
+    return NystroemMap(kernel, gamma, C, nystroem_normalizer(K_cc, eigenvalue_rtol), dict(kernel_params))

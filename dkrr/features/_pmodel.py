@@ -76,10 +76,18 @@ class PModelProjection(HadamardBlockProjection):
         return (2 * rng.integers(0, 2, size=(2, dp), dtype=np.int8) - 1).astype(np.int8)
 
     @classmethod
-    def _draw(cls, n_features_in, n_components, scale, rng):
+    def _draw(cls, n_features_in, n_components, scale, rng, law="gaussian"):
+        """Gaussian generators after a random densification; ``law="cauchy"`` (the laplacian
+        kernel's product-Cauchy rows, which no rotation keeps): Cauchy generators and no
+        densification (``D_a = D_b = I``, for which ``H_n D_a H_n D_b = I``), so every row of
+        ``W`` is a signed permutation of i.i.d. Cauchy entries. Nothing else is drawn."""
         dp, nb = cls._layout(n_features_in, n_components)
-        densify = cls._draw_densify(dp, rng)
-        gen = rng.standard_normal((nb, cls._gen_len(dp)))
+        if law == "gaussian":
+            densify = cls._draw_densify(dp, rng)
+            gen = rng.standard_normal((nb, cls._gen_len(dp)))
+        else:
+            densify = np.ones((2, dp), dtype=np.int8)
+            gen = rng.standard_cauchy((nb, cls._gen_len(dp)))
         return cls(n_features_in, n_components, scale, densify, gen)
 
     # -- densification ------------------------------------------------------------------

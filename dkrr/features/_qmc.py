@@ -34,8 +34,9 @@ def check_sequence(sequence) -> str:
     return check_choice(sequence, "option 'sequence' of method 'qmc'", QMC_SEQUENCES)
 
 
-def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int) -> np.ndarray:
-    """First ``n_points`` points of a scrambled ``sequence`` mapped to N(0, I_dim).
+def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int, law: str = "gaussian") -> np.ndarray:
+    """First ``n_points`` points of a scrambled ``sequence`` mapped to N(0, I_dim) (or, with
+    ``law="cauchy"``, to i.i.d. standard Cauchy coordinates ``tan(pi (u - 1/2))``).
 
     Parameters
     ----------
@@ -65,13 +66,14 @@ def qmc_gaussian_points(n_points: int, dim: int, sequence: str, seed: int) -> np
     else:
         check_sequence(sequence)
     np.clip(U, _EPS, 1.0 - _EPS, out=U)
-    return scipy.special.ndtri(U)
+    return scipy.special.ndtri(U) if law == "gaussian" else np.tan(np.pi * (U - 0.5))
 
 
 @dataclasses.dataclass(eq=False)
 class QMCProjection(DenseProjection):
     """Quasi-Monte Carlo frequencies: ``W = scale * Phi^-1(U)``, ``U`` the first ``D``
-    points of a scrambled Halton or Sobol sequence in ``[0, 1)^d``.
+    points of a scrambled Halton or Sobol sequence in ``[0, 1)^d`` (``law="cauchy"``: the
+    Cauchy inverse CDF ``tan(pi (U - 1/2))`` in place of ``Phi^-1``).
 
     Options
     -------
@@ -89,6 +91,7 @@ class QMCProjection(DenseProjection):
 
     method = "qmc"
     options = {"sequence": "halton"}
+    laws = ("gaussian", "cauchy")
 
     sequence: str = "halton"
 
@@ -97,8 +100,8 @@ class QMCProjection(DenseProjection):
         self.sequence = str(check_sequence(self.sequence))
 
     @classmethod
-    def _draw(cls, n_features_in, n_components, scale, rng, *, sequence):
+    def _draw(cls, n_features_in, n_components, scale, rng, *, sequence, law="gaussian"):
         check_sequence(sequence)
         seed = int(rng.integers(0, 2**63 - 1))
-        W = qmc_gaussian_points(n_components, n_features_in, sequence, seed)
+        W = qmc_gaussian_points(n_components, n_features_in, sequence, seed, law)
         return cls(n_features_in, n_components, scale, W, sequence)

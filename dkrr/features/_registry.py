@@ -4,8 +4,10 @@ Every class is listed here by hand; no module registers itself when imported, so
 name means does not depend on which modules happen to be loaded.
 
 * :data:`PROJECTIONS`: the data-independent ``method`` values (a
-  :class:`~dkrr.features._base.Projection` class each); :data:`DATA_DEPENDENT_METHODS`:
-  those fitted from the rows of X (``"nystroem"``); :data:`METHODS`: both.
+  :class:`~dkrr.features._base.Projection` class each); :data:`SKETCH_METHODS`: the
+  sketches of the polynomial kernel (a map class each, no single W);
+  :data:`DATA_DEPENDENT_METHODS`: those fitted from the rows of X (``"nystroem"``);
+  :data:`METHODS`: all.
 * :data:`MAP_TYPES`: the fitted map classes by the ``"map_type"`` of their saved state,
   which :func:`feature_map_from_state` (model files) dispatches on.
 * :func:`build_feature_map`: parameters -> a fitted map, the single path by which the
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._params import check_choice, check_gamma, check_int, check_options
+from .._params import check_choice, check_gamma, check_int, check_kernel_params, check_options
 from ._nonlinear import check_kernel
 from .._validation import check_random_state
 from ..errors import InvalidParameterError
@@ -27,10 +29,12 @@ from ._fastfood import FastfoodProjection
 from ._map import FeatureMap, RandomFeatureMap
 from ._nystroem import NystroemMap, fit_nystroem_map
 from ._orthogonal import ORFProjection, SORFProjection
+from ._polynomial import POLYNOMIAL_MAPS, TensorSketchMap, TensorSRHTMap
 from ._qmc import QMCProjection
 from ._rff import RFFProjection
 from ._rom import ROMProjection
 from ._sampled import SampledFeatureMap
+from ._spectral import ENTRY_LAW, draw_radial, frequency_scale
 from ._standardize import StandardizedMap
 from ._structured import (
     CirculantProjection,
@@ -46,6 +50,7 @@ __all__ = [
     "MAP_TYPES",
     "METHODS",
     "PROJECTIONS",
+    "SKETCH_METHODS",
     "build_feature_map",
     "build_random_feature_map",
     "feature_map_from_state",
@@ -78,11 +83,14 @@ PROJECTIONS: dict[str, type[Projection]] = _by_name("method", (
     QMCProjection,
 ))
 
+#: sketches of the polynomial kernel (``kernel="polynomial"`` only; a map class each)
+SKETCH_METHODS: tuple[str, ...] = tuple(POLYNOMIAL_MAPS)
+
 #: methods whose map is fitted from the data (their landmarks are training rows)
 DATA_DEPENDENT_METHODS: tuple[str, ...] = ("nystroem",)
 
 #: every accepted ``method``
-METHODS: tuple[str, ...] = (*PROJECTIONS, *DATA_DEPENDENT_METHODS)
+METHODS: tuple[str, ...] = (*PROJECTIONS, *SKETCH_METHODS, *DATA_DEPENDENT_METHODS)
 
 #: saved ``"map_type"`` -> fitted map class
 MAP_TYPES: dict[str, type[FeatureMap]] = _by_name("map_type", (
@@ -90,6 +98,8 @@ MAP_TYPES: dict[str, type[FeatureMap]] = _by_name("map_type", (
     SampledFeatureMap,
     NystroemMap,
     StandardizedMap,
+    TensorSketchMap,
+    TensorSRHTMap,
 ))
 
 #: construction options of the projection methods (the estimators' keyword parameters)
@@ -117,22 +127,28 @@ def feature_map_from_state(state: dict[str, Any]) -> FeatureMap:
 AUTO_ORF_MAX_WIDTH = 128
 
 
-def resolve_method(method: Any, n_features_in: int) -> Any:
+def resolve_method(method: Any, n_features_in: int, kernel: Any = "gaussian") -> Any:
     """The construction ``method="auto"`` stands for at ``n_features_in`` columns (other
-    values are returned unchanged): ``"orf"`` when ``next_power_of_two(d) <=``
-    :data:`AUTO_ORF_MAX_WIDTH`, else ``"sorf"``."""
+    values are returned unchanged): for ``kernel="polynomial"`` ``"tensor_srht"``, for
+    ``"laplacian"`` ``"rff"`` (no orthogonal construction keeps its product-Cauchy law);
+    else ``"orf"`` when ``next_power_of_two(d) <=`` :data:`AUTO_ORF_MAX_WIDTH`, ``"sorf"``
+    above."""
     if isinstance(method, str) and method == "auto":
+        if kernel == "polynomial":
+            return "tensor_srht"
+        if kernel == "laplacian":
+            return "rff"
         return "orf" if next_power_of_two(int(n_features_in)) <= AUTO_ORF_MAX_WIDTH else "sorf"
     return method
 
 
-def _checked_auto(kernel, method, n_components, gamma, options: dict, n_features_in: int):
+def _checked_auto(kernel, method, n_components, gamma, options: dict, n_features_in: int, kernel_params: dict):
     """:func:`_checked` of the resolved method; an error about the method's options names
     what ``"auto"`` chose (the kernel is checked first: its error is not about methods)."""
     check_kernel(kernel)
-    resolved = resolve_method(method, n_features_in)
+    resolved = resolve_method(method, n_features_in, kernel)
     try:
-        return _checked(kernel, resolved, n_components, gamma, options)
+        return _checked(kernel, resolved, n_components, gamma, options, n_features_in, kernel_params)
     except InvalidParameterError as exc:
         if resolved == method:
             raise
@@ -146,20 +162,39 @@ def _takers(option: str) -> list[str]:
     return sorted(m for m, c in PROJECTIONS.items() if option in c.options)
 
 
-def _checked(kernel, method, n_components, gamma, options: dict) -> tuple[str, str, int, dict]:
-    """Validate the map parameters shared by every method; ``None`` options are not given."""
+def kernel_methods(kernel: str) -> list[str]:
+    """The methods that approximate ``kernel`` (every one but ``"auto"``)."""
+    if kernel == "polynomial":
+        return [*SKETCH_METHODS, *DATA_DEPENDENT_METHODS]
+    law = ENTRY_LAW.get(kernel, "gaussian")
+    return [m for m, c in PROJECTIONS.items() if law in c.laws] + list(DATA_DEPENDENT_METHODS)
+
+
+def _checked(kernel, method, n_components, gamma, options: dict, n_features_in: int | None = None,
+             kernel_params: dict | None = None) -> tuple[str, str, int, dict, Any, dict]:
+    """Validate the map parameters shared by every method; ``None`` options are not given.
+    Returns ``(kernel, method, n_components, options, gamma, kernel parameters)``."""
     kernel = check_kernel(kernel)
     method = check_choice(method, "method", list(METHODS))
     n_components = check_int(n_components, "n_components")
-    check_gamma(gamma, kernel)
+    gamma = check_gamma(gamma, kernel, n_features_in)
+    params = check_kernel_params(kernel, **(kernel_params or {}))
+    if method not in kernel_methods(kernel):
+        why = {"polynomial": "its sketches", "laplacian": "methods whose rows keep i.i.d. Cauchy entries (no "
+               "rotation keeps the product-Cauchy law)"}.get(kernel, "random projections and Nystroem")
+        raise InvalidParameterError(
+            f"method={method!r} does not approximate kernel={kernel!r}; it takes {why}: {kernel_methods(kernel)}"
+        )
     given = {k: v for k, v in options.items() if v is not None}
-    if method in DATA_DEPENDENT_METHODS:
+    if method in DATA_DEPENDENT_METHODS or method in SKETCH_METHODS:
         if given:
+            what = "Nystroem uses landmark rows of X" if method in DATA_DEPENDENT_METHODS else \
+                "the polynomial sketches take none"
             raise InvalidParameterError(
                 f"option(s) {sorted(given)} do not apply to method={method!r} (they configure "
-                "random projections; Nystroem uses landmark rows of X)"
+                f"random projections; {what})"
             )
-        return kernel, method, n_components, {}
+        return kernel, method, n_components, {}, gamma, params
     # an option of another method is refused as such (not judged by its meaning for rom)
     opts = check_options(method, PROJECTIONS[method].options, given, _takers)
     if method == "rom" and given.get("rom_diagonal", "rademacher") != "rademacher" and kernel != "linear":
@@ -168,13 +203,19 @@ def _checked(kernel, method, n_components, gamma, options: dict) -> tuple[str, s
             f"takes (features [Re, Im] estimating Re <Wx, Wy>), not kernel={kernel!r}; use "
             "rom_diagonal='rademacher' (the default) with this kernel"
         )
-    return kernel, method, n_components, opts
+    return kernel, method, n_components, opts, gamma, params
 
 
-def _draw_projection_map(kernel, method, n_components, gamma, n_features_in, rng, options) -> RandomFeatureMap:
-    # rows of W ~ N(0, I / sigma^2), gamma = 1 / (2 sigma^2); the other kernels are scale-free
-    scale = float(np.sqrt(2.0 * gamma)) if kernel == "gaussian" else 1.0
-    return RandomFeatureMap(kernel, PROJECTIONS[method].generate(n_features_in, n_components, scale, rng, **options))
+def _draw_projection_map(kernel, method, n_components, gamma, n_features_in, rng, options, params) -> RandomFeatureMap:
+    """The projection of the kernel's unit law (``_spectral``) at the scale of ``gamma``
+    (1 with an ARD gamma, whose scales multiply the columns); then, for ``matern``, one
+    radial factor per frequency from the same generator."""
+    s = frequency_scale(kernel, gamma)
+    ard = bool(np.ndim(s))
+    proj = PROJECTIONS[method].generate(n_features_in, n_components, 1.0 if ard else float(s), rng,
+                                        law=ENTRY_LAW.get(kernel, "gaussian"), **options)
+    radial = draw_radial(params["nu"], n_components, rng) if kernel == "matern" else None
+    return RandomFeatureMap(kernel, proj, radial=radial, column_scale=s if ard else None, nu=params.get("nu"))
 
 
 def build_random_feature_map(
@@ -182,25 +223,27 @@ def build_random_feature_map(
     kernel: str,
     method: str,
     n_components: int,
-    gamma: float,
+    gamma,
     n_features_in: int,
     random_state,
     options: dict,
+    kernel_params: dict | None = None,
 ) -> RandomFeatureMap:
     """Validate parameters and draw a data-independent :class:`RandomFeatureMap`.
 
     ``options`` maps option names (:data:`MAP_OPTION_NAMES`) to values or ``None`` (not
     given). An option given for a method that does not take it is an error rather than
-    silently ignored. ``method`` must be one of :data:`PROJECTIONS`.
+    silently ignored. ``method`` must be one of :data:`PROJECTIONS`. ``kernel_params``:
+    ``nu``, ``degree``, ``coef0`` (``None`` or absent: the kernel's default).
     """
-    kernel, method, n_components, opts = _checked_auto(kernel, method, n_components, gamma, options,
-                                                       int(n_features_in))
+    kernel, method, n_components, opts, gamma, params = _checked_auto(
+        kernel, method, n_components, gamma, options, int(n_features_in), kernel_params or {})
     if method not in PROJECTIONS:
         raise InvalidParameterError(
-            f"method={method!r} is fitted from the rows of X; use build_feature_map(X, ...)"
+            f"method={method!r} is not a random projection; use build_feature_map(X, ...)"
         )
     rng = check_random_state(random_state)
-    return _draw_projection_map(kernel, method, n_components, gamma, int(n_features_in), rng, opts)
+    return _draw_projection_map(kernel, method, n_components, gamma, int(n_features_in), rng, opts, params)
 
 
 def build_feature_map(
@@ -209,27 +252,34 @@ def build_feature_map(
     kernel: str,
     method: str,
     n_components: int,
-    gamma: float,
+    gamma,
     random_state,
     options: dict,
+    kernel_params: dict | None = None,
 ) -> FeatureMap:
     """Validate parameters and build the feature map of ``method`` for inputs like ``X``.
 
     Data-independent methods (every projection construction) read only ``X.shape[1]``
-    and draw a :class:`RandomFeatureMap` from the generator of ``random_state``.
+    and draw a :class:`RandomFeatureMap` from the generator of ``random_state``; the
+    polynomial sketches (:data:`SKETCH_METHODS`) draw their hashes and signs from it.
     ``method="nystroem"`` samples ``n_components`` landmark rows of ``X`` (a validated
     numpy array or row-chunked dask array; for dask only those rows are computed) with
     that generator and returns a :class:`~dkrr.features._nystroem.NystroemMap`.
+    ``kernel_params``: ``nu`` (matern), ``degree`` and ``coef0`` (polynomial).
 
     Raises
     ------
     InvalidParameterError
-        Unknown kernel or method, bad ``n_components``/``gamma``, an option that does not
-        apply to ``method``.
+        Unknown kernel or method, a method that does not approximate the kernel, bad
+        ``n_components``/``gamma``/kernel parameters, an option that does not apply to
+        ``method``.
     """
-    kernel, method, n_components, opts = _checked_auto(kernel, method, n_components, gamma, options,
-                                                       int(X.shape[1]))
+    d = int(X.shape[1])
+    kernel, method, n_components, opts, gamma, params = _checked_auto(
+        kernel, method, n_components, gamma, options, d, kernel_params or {})
     rng = check_random_state(random_state)
     if method == "nystroem":
-        return fit_nystroem_map(X, kernel=kernel, n_components=n_components, gamma=float(gamma), rng=rng)
-    return _draw_projection_map(kernel, method, n_components, gamma, X.shape[1], rng, opts)
+        return fit_nystroem_map(X, kernel=kernel, n_components=n_components, gamma=gamma, rng=rng, **params)
+    if method in SKETCH_METHODS:
+        return POLYNOMIAL_MAPS[method].draw(d, n_components, params["degree"], gamma, params["coef0"], rng)
+    return _draw_projection_map(kernel, method, n_components, gamma, d, rng, opts, params)

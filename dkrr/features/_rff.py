@@ -40,14 +40,17 @@ class DenseProjection(Projection):
 
 @dataclasses.dataclass(eq=False)
 class RFFProjection(DenseProjection):
-    """Random Fourier features: ``W = G * scale`` with G i.i.d. N(0, 1).
+    """Random Fourier features: ``W = G * scale`` with G i.i.d. N(0, 1) (or, with
+    ``law="cauchy"``, i.i.d. standard Cauchy: the laplacian kernel's frequencies).
 
-    Stores the D x d Gaussian matrix. Time O(n D d) per block (one GEMM).
+    Stores the D x d unit matrix. Time O(n D d) per block (one GEMM).
     """
 
     method = "rff"
+    laws = ("gaussian", "cauchy")
 
     @classmethod
-    def _draw(cls, n_features_in, n_components, scale, rng):
-        G = rng.standard_normal((n_components, n_features_in))
+    def _draw(cls, n_features_in, n_components, scale, rng, law="gaussian"):
+        shape = (n_components, n_features_in)
+        G = rng.standard_normal(shape) if law == "gaussian" else rng.standard_cauchy(shape)
         return cls(n_features_in, n_components, scale, G)

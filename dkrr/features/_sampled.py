@@ -29,7 +29,8 @@ class SampledFeatureMap(RandomFeatureMap):
     candidates, never drawn, so it is a map type of its own
     (``"sampled_random_features"``) rather than a projection method; its state is plain
     data (``W``, ``weights``, ``kernel`` and the candidates' construction
-    ``source_method``, for information).
+    ``source_method``, for information; ``nu`` for ``matern``, whose radial factors are
+    folded into ``W`` like the width).
     """
 
     map_type = "sampled_random_features"
@@ -45,6 +46,8 @@ class SampledFeatureMap(RandomFeatureMap):
         }
         if self.weights is not None:
             state["weights"] = np.asarray(self.weights, dtype=np.float64)
+        if self.nu is not None:
+            state["nu"] = self.nu
         return state
 
     @classmethod
@@ -55,4 +58,4 @@ class SampledFeatureMap(RandomFeatureMap):
         proj = DenseProjection(W.shape[1], W.shape[0], 1.0, W)
         weights = state.get("weights")
         return cls(state["kernel"], proj, None if weights is None else np.asarray(weights, dtype=np.float64),
-                   str(state.get("source_method", "")))
+                   nu=state.get("nu"), source_method=str(state.get("source_method", "")))

@@ -103,6 +103,7 @@ class CirculantProjection(PModelProjection):
 
     method = "circulant"
     options = {}
+    laws = ("gaussian", "cauchy")
 
     def block_matrix(self, b: int) -> np.ndarray:
         # scipy's circulant(c) has c as first COLUMN; its transpose has c as first row
@@ -135,6 +136,7 @@ class SkewCirculantProjection(PModelProjection):
 
     method = "skew_circulant"
     options = {}
+    laws = ("gaussian", "cauchy")
 
     def _first_column(self, b: int) -> np.ndarray:
         g = self.gen[b]
@@ -189,6 +191,7 @@ class ToeplitzProjection(_EmbeddedProjection):
 
     method = "toeplitz"
     options = {}
+    laws = ("gaussian", "cauchy")
 
     def block_matrix(self, b: int) -> np.ndarray:
         g = self.gen[b]
@@ -214,6 +217,7 @@ class HankelProjection(_EmbeddedProjection):
 
     method = "hankel"
     options = {}
+    laws = ("gaussian", "cauchy")
 
     def block_matrix(self, b: int) -> np.ndarray:
         g = self.gen[b]

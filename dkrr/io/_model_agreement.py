@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from ._model_agreement_bayes import agree_evidence_results, agree_noise_variance, agree_posterior
+
 __all__ = ["AGREEMENT"]
 
 
@@ -34,20 +36,39 @@ def _inner(fm):
     return fm.inner if isinstance(fm, StandardizedMap) else fm
 
 
-def _map_gamma(fm) -> float | None:
-    """The gaussian width a map was drawn for, or None when the map does not record one
-    (other kernels; a sampled map, whose W has the width folded in)."""
+def _map_gamma(fm):
+    """The width a map was drawn for (a float, or an array with ARD), or None when the map
+    does not record one (kernels without a width; a sampled map, whose W has the width
+    folded in)."""
     from ..features._map import RandomFeatureMap
+    from ..features._nonlinear import WIDTH_KERNELS
     from ..features._nystroem import NystroemMap
+    from ..features._polynomial import PolynomialSketchMap
 
     fm = _inner(fm)
-    if getattr(fm, "kernel", None) != "gaussian":
+    kernel = getattr(fm, "kernel", None)
+    if kernel not in WIDTH_KERNELS:
         return None
-    if isinstance(fm, NystroemMap):
+    if isinstance(fm, (NystroemMap, PolynomialSketchMap)):
         return fm.gamma
-    if type(fm) is RandomFeatureMap:  # W = sqrt(2 gamma) W_unit
-        return float(fm.projection.scale) ** 2 / 2
+    if type(fm) is RandomFeatureMap:  # W = s(gamma) W_unit: s = sqrt(2 gamma), or gamma (laplacian)
+        s = fm.column_scale if fm.column_scale is not None else float(fm.projection.scale)
+        return s if kernel == "laplacian" else s**2 / 2
     return None
+
+
+def _map_kernel_params(fm) -> dict | None:
+    """The kernel parameters a map records (``nu``; ``degree`` and ``coef0``), or None for a
+    map that records none."""
+    from ..features._nystroem import NystroemMap
+    from ..features._polynomial import PolynomialSketchMap
+
+    fm = _inner(fm)
+    if isinstance(fm, NystroemMap):
+        return dict(fm.kernel_params)
+    if isinstance(fm, PolynomialSketchMap):
+        return {"degree": fm.degree, "coef0": fm.coef0}
+    return {"nu": fm.nu} if getattr(fm, "nu", None) is not None else {}
 
 
 def _chosen(est) -> tuple[int | None, int]:
@@ -83,12 +104,16 @@ def _is_weighted_mean(fold_mse: np.ndarray, mean: np.ndarray, usable: np.ndarray
 
 
 def _agree_feature_map(est):
-    """The map is of the parameters' kernel, method (``"auto"`` resolved at its input
-    width) and n_components, standardized exactly when ``standardize`` is true."""
+    """The map is of the parameters' kernel and kernel parameters (``nu``, ``degree``,
+    ``coef0``), method (``"auto"`` resolved at its input width and kernel) and
+    n_components, standardized exactly when ``standardize`` is true."""
     from ..features._nystroem import NystroemMap
     from ..features._registry import resolve_method
     from ..features._sampled import SampledFeatureMap
     from ..features._standardize import StandardizedMap
+
+    from ..estimators._random_features import kernel_params_of
+    from ..features._polynomial import PolynomialSketchMap
 
     fm = est.feature_map_
     inner = _inner(fm)
@@ -96,9 +121,14 @@ def _agree_feature_map(est):
         return f"standardize={est.standardize!r}, but the map is{'' if isinstance(fm, StandardizedMap) else ' not'} standardized"
     if getattr(inner, "kernel", None) != est.kernel:
         return f"the map is of kernel {getattr(inner, 'kernel', None)!r}, the parameter kernel={est.kernel!r}"
-    method = resolve_method(est.method, inner.n_features_in)
+    params, recorded = kernel_params_of(est), _map_kernel_params(inner)
+    if recorded != params:
+        return f"the map is of the kernel parameters {recorded!r}, the parameters give {params!r}"
+    method = resolve_method(est.method, inner.n_features_in, est.kernel)
     if isinstance(inner, NystroemMap):
         found = "nystroem"
+    elif isinstance(inner, PolynomialSketchMap):
+        found = inner.method
     elif isinstance(inner, SampledFeatureMap):
         found = inner.source_method or method  # files before source_method lack it
     else:
@@ -206,7 +236,7 @@ def _agree_cv_results(est):
     if est.cv is None:
         return "is set, but cv=None scores no grid"
     if isinstance(est.cv, str):
-        return _agree_evidence_results(est)
+        return agree_evidence_results(est)
     K, A = int(est.cv), r["alphas"].shape[0]
     grid = () if "gammas" not in r else (r["gammas"].shape[0],)
     want = {"fold_mse": grid + (K, A), "mean_mse": grid + (A,), "std_mse": grid + (A,), "fold_sizes": (K,)}
@@ -226,8 +256,9 @@ def _agree_cv_results(est):
         if grid[0] != AUTO_GAMMA_FACTORS.size:
             return f"gammas {r['gammas'].tolist()} are not the {AUTO_GAMMA_FACTORS.size} widths of gammas='auto'"
         centre = float(r["gammas"][int(np.flatnonzero(AUTO_GAMMA_FACTORS == 1.0)[0])])
-        if not isinstance(est.gamma, str) and centre != float(est.gamma):
-            return f"gammas {r['gammas'].tolist()} are not centred on the parameter gamma={est.gamma!r}"
+        want = 1.0 if np.ndim(est.gamma) else None if isinstance(est.gamma, str) else float(est.gamma)
+        if want is not None and centre != want:  # ARD: multipliers of the gamma array, centred on 1
+            return f"gammas {r['gammas'].tolist()} are not centred on {'1 (ARD multipliers)' if np.ndim(est.gamma) else f'the parameter gamma={est.gamma!r}'}"
         if not np.allclose(r["gammas"], auto_gammas(centre), rtol=1e-12, atol=0):
             return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {AUTO_GAMMA_FACTORS.tolist()}"
     elif grid:
@@ -252,31 +283,6 @@ def _agree_cv_results(est):
     with np.errstate(invalid="ignore"):
         if not np.allclose(std, F.std(axis=-2), rtol=1e-9, atol=0.0, equal_nan=True):
             return "std_mse is not the standard deviation of fold_mse over the folds"
-    return None
-
-
-def _agree_evidence_results(est):
-    """cv="evidence": log_evidence (finite somewhere, -inf where unusable, never NaN or
-    +inf) and noise_variance over the alphas (and gammas) of the parameters."""
-    from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, check_alphas
-
-    r = est.cv_results_
-    if est.cv != "evidence":
-        return f"is stored for cv={est.cv!r}, which scores no grid"
-    A = r["alphas"].shape[0]
-    grid = () if "gammas" not in r else (r["gammas"].shape[0],)
-    if (est.gammas is not None) != bool(grid):
-        return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of gammas={est.gammas!r}"
-    ev, s2 = r["log_evidence"], r["noise_variance"]
-    if ev.shape != grid + (A,) or s2.shape[:-1] != grid + (A,):
-        return f"log_evidence {ev.shape} / noise_variance {s2.shape} do not match {A} alphas{' x %d gammas' % grid[0] if grid else ''}"
-    if est.alphas is not None:
-        if not np.array_equal(r["alphas"], check_alphas(est.alphas)):
-            return f"alphas {r['alphas'].tolist()} differ from the parameter alphas={est.alphas!r}"
-    elif A != DEFAULT_ALPHA_EXPONENTS.size or not (r["alphas"][7] > 0 and np.array_equal(r["alphas"], r["alphas"][7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
-        return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
-    if np.isnan(ev).any() or (ev == np.inf).any() or not np.isfinite(ev).any():
-        return "log_evidence must be finite for some alpha and never NaN or +inf"
     return None
 
 
@@ -308,19 +314,25 @@ def _agree_best_score(est):
 
 
 def _agree_gamma(est):
-    """The gamma of the least mean_mse with a gamma grid, else the parameter gamma when it
-    is a number; and the width the feature map is drawn for (where the map records one)."""
+    """The gamma of the least mean_mse with a gamma grid (with an ARD gamma array: that
+    multiplier times the array), else the parameter gamma when it is a number or an array;
+    and the width the feature map is drawn for (where the map records one)."""
     g, want, what = est.gamma_, None, ""
+    ard = not isinstance(est.gamma, str) and np.ndim(est.gamma) > 0
     results = vars(est).get("cv_results_")
     if results is not None and "gammas" in results:
         gi, _ = _chosen(est)
-        want, what = float(results["gammas"][gi]), "the gamma of the least mean_mse in cv_results_"
+        t = float(results["gammas"][gi])
+        want = t * np.asarray(est.gamma, dtype=np.float64) if ard else t
+        what = "the gamma of the least mean_mse in cv_results_" + (" times the parameter gamma (ARD)" if ard else "")
     elif getattr(est, "gammas", None) is None and not isinstance(est.gamma, str):
-        want, what = float(est.gamma), "the parameter gamma"
-    if want is not None and g != want:
+        want, what = (np.asarray(est.gamma, dtype=np.float64) if ard else float(est.gamma)), "the parameter gamma"
+    if np.ndim(g) != np.ndim(want if want is not None else g):
+        return f"is {g!r}, but {what} is {want!r}"
+    if want is not None and not np.array_equal(g, want):
         return f"is {g!r}, but {what} is {want!r}"
     drawn = _map_gamma(est.feature_map_)
-    if drawn is not None and not math.isclose(drawn, g, rel_tol=1e-12):
+    if drawn is not None and (np.shape(drawn) != np.shape(g) or not np.allclose(drawn, g, rtol=1e-12, atol=0)):
         return f"is {g!r}, but the feature map is drawn for gamma={drawn!r}"
     return None
 
@@ -424,29 +436,6 @@ def _agree_fold_seed(est):
     return None if 0 <= est.fold_seed_ < 2**63 - 1 else f"is {est.fold_seed_}, outside the range 0 <= seed < 2**63 - 1 it is drawn from"
 
 
-def _agree_noise_variance(est) -> str | None:
-    """One positive noise variance per target (a number for 1-D coefficients)."""
-    t = 1 if np.ndim(est.coef_) == 1 else np.shape(est.coef_)[0]
-    s2 = np.atleast_1d(np.asarray(est.noise_variance_, dtype=np.float64))
-    if s2.shape != (t,) or (np.ndim(est.coef_) == 1) != (np.ndim(est.noise_variance_) == 0):
-        return f"has shape {np.shape(est.noise_variance_)}, but the coefficients have {t} target(s)"
-    return None
-
-
-def _agree_posterior(est) -> str | None:
-    """The factor is p x p lower triangular with a positive diagonal, the means p long,
-    the inverse weight 0 exactly without intercept; noise_variance_ comes with it."""
-    post, p = est.posterior_, int(est.n_output_features_)
-    L, mu = post["factor"], post["mean"]
-    if L.shape != (p, p) or mu.shape != (p,):
-        return f"holds a factor {L.shape} and means {mu.shape}, but the model has {p} features"
-    if np.any(np.triu(L, 1) != 0) or not np.all(np.diag(L) > 0) or not np.isfinite(L).all():
-        return "holds a factor that is not lower triangular with a positive diagonal"
-    if (post["inv_weight"] == 0) == bool(est.fit_intercept) or ("noise_variance_" not in vars(est)):
-        return "disagrees with fit_intercept or lacks noise_variance_"
-    return None
-
-
 #: fitted attribute -> its agreement rule, in the order they are checked (a rule may use
 #: the fields before it). Every attribute of dkrr.io._model_reader.FITTED_ATTRIBUTES has one
 #: (tests/test_model_agreement.py checks this).
@@ -471,7 +460,7 @@ AGREEMENT = {
     "precision_": _agree_precision,
     "precision_error_": _agree_precision_error,
     "fold_seed_": _agree_fold_seed,
-    "noise_variance_": _agree_noise_variance,
+    "noise_variance_": agree_noise_variance,
     "log_marginal_likelihood_": lambda est: None if np.isfinite(est.log_marginal_likelihood_) else "is not finite",
-    "posterior_": _agree_posterior,
+    "posterior_": agree_posterior,
 }

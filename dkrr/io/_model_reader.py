@@ -25,11 +25,14 @@ from ._model_agreement import AGREEMENT
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
-#: 3: the ridge estimators' ``feature_map_`` is the map itself (``__feature_map__``), as on
-#: RandomFeatures; 1 and 2 nested a fitted RandomFeatures there (still read: its map is
-#: taken). 2: labels keep their type (``__labels__``); 1 stored non-numeric labels as text
-FORMAT_VERSION = 3
-_READABLE = (1, 2, 3)
+#: 4: the kernels matern, laplacian and polynomial (the parameters nu, degree, coef0;
+#: maps with radial factors, ARD column scales, the polynomial sketches) and ARD gammas
+#: (arrays); a version-3 file reads unchanged. 3: the ridge estimators' ``feature_map_`` is
+#: the map itself (``__feature_map__``), as on RandomFeatures; 1 and 2 nested a fitted
+#: RandomFeatures there (still read: its map is taken). 2: labels keep their type
+#: (``__labels__``); 1 stored non-numeric labels as text
+FORMAT_VERSION = 4
+_READABLE = (1, 2, 3, 4)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8
@@ -371,8 +374,13 @@ class _Reader:
         return v
 
     def _f_gamma(self, v, where):
+        if isinstance(v, dict):  # ARD: one width per input column
+            arr = self.array(v, where, ndim=(1,))
+            if arr.dtype.kind != "f" or arr.size == 0 or (arr <= 0).any():
+                raise self.bad(where, "must be a float array of widths > 0 (ARD)")
+            return arr
         if not _is_real(v) or not math.isfinite(v) or v <= 0:
-            raise self.bad(where, f"must be a finite real number > 0, got {v!r}")
+            raise self.bad(where, f"must be a finite real number > 0 or an array of them (ARD), got {v!r}")
         return v
 
     def _f_cv_results(self, v, where):

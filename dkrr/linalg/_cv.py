@@ -73,8 +73,11 @@ AUTO_GAMMA_FACTORS = 2.0 ** np.arange(-2, 3)
 def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | str | None:
     """The gamma grid of an estimator: None, ``"auto"`` (the grid ``gamma_ *``
     :data:`AUTO_GAMMA_FACTORS` around the resolved gamma, made by :func:`auto_gammas`), or
-    a non-empty 1-D float array of finite gaussian widths, each ``> 0``; only with the
-    gaussian kernel, ``cv`` (``n_folds > 1``) and no leverage ``sampling``."""
+    a non-empty 1-D float array of finite widths, each ``> 0`` (multipliers of an ARD
+    gamma); only with a kernel that has a width, ``cv`` (``n_folds > 1``) and no leverage
+    ``sampling``."""
+    from ..features._nonlinear import WIDTH_KERNELS
+
     if gammas is None:
         return None
     if isinstance(gammas, str) and gammas != "auto":
@@ -87,10 +90,10 @@ def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling
             f"gammas={gammas!r} is given but cv is None: a grid of gammas is scored by "
             "K-fold cross-validation, so pass cv (e.g. cv=5), or drop gammas and set gamma."
         )
-    if kernel != "gaussian":
+    if kernel not in WIDTH_KERNELS:
         raise InvalidParameterError(
-            f"gammas is a grid of widths of the gaussian kernel; kernel={kernel!r} has no "
-            "gamma. Drop gammas or use kernel='gaussian'."
+            f"gammas is a grid of kernel widths; kernel={kernel!r} has no gamma. Drop gammas or "
+            f"use one of the kernels {list(WIDTH_KERNELS)}."
         )
     if sampling is not None:
         raise InvalidParameterError(
@@ -107,7 +110,7 @@ def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling
         arr = arr.reshape(1)
     if arr.ndim != 1 or arr.size == 0 or not np.isfinite(arr).all() or (arr <= 0).any():
         raise InvalidParameterError(
-            f"gammas must be a non-empty 1-D sequence of finite positive numbers (gaussian "
+            f"gammas must be a non-empty 1-D sequence of finite positive numbers (kernel "
             f"widths), got {gammas!r}"
         )
     return arr

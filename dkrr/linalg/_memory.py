@@ -17,7 +17,9 @@ number of blocks):
   ``n`` (:func:`statistics_bytes`, exact); the pass's result, unpacked on the client, has
   ``L = p^2`` (``S_full``);
 * the feature map (:func:`feature_map_bytes`): ``8 D d`` for a dense ``W`` (rff, orf,
-  qmc, exact); ``8 D' (d + 4 + 2 r_d)`` for the structured maps, an upper bound of their
+  qmc, exact); the polynomial sketches at degree 3: ``96 (d + 1)`` (tensorsketch), three
+  one-HD SORF factors of ``d + 1`` columns (tensor_srht);
+  ``8 D' (d + 4 + 2 r_d)`` for the structured maps, an upper bound of their
   O(D) stored numbers plus the dense ``W`` a transform may cache (``D'`` is D rounded
   up to whole ``d' x d'`` blocks, ``d'`` the next power of two >= d, ``r_d`` the
   displacement rank); ``8 (D d + 3 D^2)`` for Nystroem (landmarks, ``K_CC``, its
@@ -126,6 +128,10 @@ def feature_map_bytes(method: str, n_features_in: int, n_components: int, *,
     d, D = int(n_features_in), int(n_components)
     if method in _DENSE_METHODS:
         return 8 * D * d
+    if method == "tensorsketch":  # hashes and signs, and the sparse sketches of each degree (3)
+        return 8 * 3 * 4 * (d + 1)
+    if method == "tensor_srht":  # a one-HD SORF of the d + 1 augmented columns per degree (3)
+        return 3 * 8 * _work_width("sorf", d + 1, D) * (d + 5)
     if method == "nystroem":
         return 8 * (D * d + 3 * D * D)
     r = int(displacement_rank or 1) if method == "toeplitz_like" else 0
@@ -387,7 +393,7 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
             part = (f"each of a worker's {T} thread(s) runs a chain step holding two of them (the "
                     "running sum and the block's), the feature buffer and the map")
             fixes = "fewer cv folds, fewer threads per worker, a smaller max_block_bytes, or workers with more memory"
-        per_d = 2 if kernel == "gaussian" or is_complex else 1
+        per_d = _output_width(kernel, 1, is_complex)
         d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
         name, value = "n_components", n_components
         if n_candidates is not None and p != _output_width(kernel, n_components, is_complex):

@@ -112,7 +112,8 @@ def resample_feature_map(
     if pi.shape[0] != l:
         raise InvalidParameterError(f"got {pi.shape[0]} scores for {l} candidate frequencies")
     idx = rng.choice(l, size=s, replace=True, p=pi)
-    W = candidate_map.projection.matrix()[idx]
+    W = candidate_map.matrix()[idx]  # radial factors and ARD column scales folded in
     proj = DenseProjection(candidate_map.n_features_in, s, 1.0, W)
     weights = importance_weights(pi[idx], l) if weighted else None
-    return SampledFeatureMap(candidate_map.kernel, proj, weights, candidate_map.projection.method), idx
+    return SampledFeatureMap(candidate_map.kernel, proj, weights, nu=candidate_map.nu,
+                             source_method=candidate_map.projection.method), idx

@@ -87,12 +87,15 @@ def target_products(stats: RidgeStatistics, *, center: bool = True, classes=None
 
 
 def frequency_totals(values: np.ndarray, kernel: str, n_components: int) -> np.ndarray:
-    """Per-frequency totals of per-column values: cos + sin columns for ``gaussian``."""
+    """Per-frequency totals of per-column values: cos + sin columns for the shift-invariant
+    kernels (``gaussian``, ``matern``, ``laplacian``)."""
+    from ..features._nonlinear import FOURIER_KERNELS
+
     values = np.asarray(values, dtype=np.float64)
-    if kernel == "gaussian":
+    if kernel in FOURIER_KERNELS:
         if values.shape[0] != 2 * n_components:
             raise InvalidParameterError(
-                f"expected {2 * n_components} column values for {n_components} gaussian "
+                f"expected {2 * n_components} column values for {n_components} {kernel} "
                 f"frequencies, got {values.shape[0]}"
             )
         return values[:n_components] + values[n_components:]

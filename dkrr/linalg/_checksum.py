@@ -1,0 +1,46 @@
+"""The PCG passes' guard against a source that changes between passes: every block task
+returns the CRC-32 of its rows as read, the client compares each pass's with pass 1's
+(ALGORITHMS.md 3.9)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+__all__ = ["block_checksum", "check_same_rows"]
+
+
+def block_checksum(*blocks) -> int:
+    """CRC-32 of one row block of X (and of its sample weights; None is skipped) as read:
+    the bytes, dtype and shape. What every PCG pass returns per block so that a source
+    changing between passes is detected. About 2 GB/s, a small part of a block task,
+    which computes p features of every row."""
+    crc = 0
+    for block in blocks:
+        if block is not None:
+            a = np.ascontiguousarray(block)
+            crc = zlib.crc32(a, zlib.crc32(f"{a.dtype.str}{a.shape}".encode(), crc))
+    return crc
+
+
+def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weighted: bool = False) -> None:
+    """Raise :class:`~dkrr.errors.SourceChangedError` unless every row block of ``X``
+    (and of the sample weights when ``weighted``) read in pass ``pass_number`` has the
+    checksum it had in pass 1 (``reference``: block index -> :func:`block_checksum`)."""
+    if checksums == reference:
+        return
+    from ..errors import SourceChangedError
+
+    changed = sorted(i for i in reference.keys() | checksums.keys() if checksums.get(i) != reference.get(i))
+    i = changed[0]
+    start = int(sum(X.chunks[0][:i]))
+    more = f" (and {len(changed) - 1} more of the {len(reference)} blocks)" if len(changed) > 1 else ""
+    raise SourceChangedError(
+        f"{'X or sample_weight' if weighted else 'X'} changed during the fit: row block {i} (rows {start} to {start + X.chunks[0][i] - 1}){more} read "
+        f"differently in pass {pass_number} than in pass 1 (CRC-32 {checksums.get(i, 0):#010x}, was "
+        f"{reference.get(i, 0):#010x}). solver='pcg' reads X once per CG iteration and needs the same rows every "
+        "time, so the fit was stopped rather than mix two data sets. Do not write to X's source (e.g. its Zarr "
+        "store) during a fit and make a dask source deterministic, or keep X in memory with pcg_persist=True "
+        "(read once; a worker lost with its blocks reads them again)."
+    )
