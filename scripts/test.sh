@@ -36,6 +36,7 @@ else
     .venv-uv/bin/python -m pip install --quiet uv
   fi
   venv=.venv-$deps
+  export DKRR_DEPS=$deps  # what tests that compare with the development environment read
   resolution=$([ "$deps" = oldest ] && echo lowest-direct || echo highest)
   # a new environment each time: nothing left from an earlier resolution survives
   .venv-uv/bin/uv venv --quiet --clear --python "$PY" "$venv"
