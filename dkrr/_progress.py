@@ -201,11 +201,15 @@ def _local_bar(label: str):
 
 
 def active_client():
-    """The default distributed Client if one is active, else ``None``."""
-    try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover
+    """The default distributed Client if one is active, else ``None``.
+
+    distributed is not imported for it: no Client exists before distributed is imported
+    (:func:`dkrr.io.ingest` on the threaded scheduler does not import it).
+    """
+    if "distributed" not in sys.modules:
         return None
+    from distributed import default_client
+
     try:
         return default_client()
     except ValueError:

@@ -343,12 +343,12 @@ def test_cli_fit_without_flags_cross_validates_the_gamma_grid(tmp_path, capsys, 
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
-from test_sklearn_checks import _expected_failed_checks  # noqa: E402
+from test_sklearn_checks import _STRICT, _expected_failed_checks  # noqa: E402
 
 
 @parametrize_with_checks([
     RandomFeatures(method="rff", n_components=16, standardize=True, gamma="median", random_state=0),
     RandomFeatureRidgeClassifier(method="rff", n_components=32, standardize=True, gamma="median", random_state=0),
-], expected_failed_checks=_expected_failed_checks, xfail_strict=True)
+], expected_failed_checks=_expected_failed_checks, **_STRICT)
 def test_sklearn_checks_with_standardize_and_gamma_rules(estimator, check):
     check(estimator)

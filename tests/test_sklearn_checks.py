@@ -6,6 +6,8 @@ checks the dkrr side of the same validation: messages that name the problem, the
 and the fix, and dask input that stays lazy.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -43,6 +45,11 @@ def _expected_failed_checks(estimator):
             "cv takes a fold count only (the one-pass CV hashes rows to folds), not the "
             "explicit splits this check sets; weights == repeats without cv: test_sample_weight.py"
         )
+    if "alpha" in params:  # the regressors; the transformer takes no weights
+        failed["check_sample_weight_equivalence_on_sparse_data"] = (
+            "sparse input is refused (random features are dense; the tags say so): "
+            "scikit-learn 1.6 runs this check on such estimators, later versions do not"
+        )
     if "max_iter" in params:
         failed["check_non_transformer_estimators_n_iter"] = (
             "max_iter bounds only solver='pcg'; the default direct solve has no iterations "
@@ -51,7 +58,12 @@ def _expected_failed_checks(estimator):
     return failed
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True)
+# an expected failure that passes is an error where scikit-learn can say so (xfail_strict,
+# newer than the 1.6 the range starts at; there the list is checked by the newest job)
+_STRICT = {"xfail_strict": True} if "xfail_strict" in inspect.signature(parametrize_with_checks).parameters else {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks, **_STRICT)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

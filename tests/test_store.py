@@ -12,7 +12,6 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-import zarr.errors
 
 from dkrr.errors import (
     InputValidationError,
@@ -31,12 +30,17 @@ def _make_store(path, X, y=None, *, x_chunks=None, y_chunks=None, zarr_format=3,
                 extra=()):
     group = zarr.open_group(str(path), mode="w", zarr_format=zarr_format,
                             attributes={"dkrr_layout": 1})
-    group.create_array("X", data=X, chunks=x_chunks or X.shape)
+    _filled(group, "X", X, x_chunks)
     if y is not None:
-        group.create_array("y", data=y, chunks=y_chunks or y.shape)
+        _filled(group, "y", y, y_chunks)
     for name in extra:
-        group.create_array(name, data=np.zeros(3))
+        _filled(group, name, np.zeros(3))
     return path
+
+
+def _filled(group, name, data, chunks=None):
+    # create, then write: Group.create_array(data=...) needs zarr >= 3.1, the range starts at 3.0
+    group.create_array(name, shape=data.shape, dtype=data.dtype, chunks=chunks or data.shape)[...] = data
 
 
 @pytest.fixture
@@ -190,8 +194,8 @@ def test_open_dataset_bad_shapes_and_dtypes(tmp_path, Xy):
     p = _make_store(tmp_path / "c.zarr", X, np.zeros((23, 2, 2)))
     with pytest.raises(InputValidationError, match=r"'y' .* has shape \(23, 2, 2\)"):
         open_dataset(p)
-    with warnings.catch_warnings():  # fixed-length strings have no stable v3 spec
-        warnings.simplefilter("ignore", zarr.errors.UnstableSpecificationWarning)
+    with warnings.catch_warnings():  # fixed-length strings have no stable v3 spec: zarr
+        warnings.simplefilter("ignore")  # warns (zarr.errors.UnstableSpecificationWarning from 3.1)
         p = _make_store(tmp_path / "d.zarr", X.astype(str), y)
     with pytest.raises(InputValidationError, match="'X' .* dtype .* not numeric"):
         open_dataset(p)

@@ -78,8 +78,8 @@ def test_dataset_never_replaces_predictions(tmp_path):
 
 def test_foreign_zarr_group_and_other_versions_are_refused(tmp_path):
     foreign = zarr.open_group(str(tmp_path / "foreign.zarr"), mode="w")
-    foreign.create_array("X", data=np.ones((4, 2)))
-    foreign.create_array("y", data=np.ones(4))
+    foreign.create_array("X", shape=(4, 2), dtype="f8")[...] = 1.0  # no data=: zarr 3.0
+    foreign.create_array("y", shape=(4,), dtype="f8")[...] = 1.0
     with pytest.raises(OutputExistsError, match="no dkrr_layout"):
         write_dataset(np.ones((4, 2)), np.ones(4), tmp_path / "foreign.zarr", overwrite=True)
     newer = _dataset(tmp_path / "newer.zarr")
@@ -116,7 +116,7 @@ def test_own_outputs_are_replaced(tmp_path):
     write_predictions(np.zeros(5), preds, overwrite=True)
     # predictions written before the marker existed are still recognised as ours
     old = zarr.open_group(str(tmp_path / "old.zarr"), mode="w", attributes={"dkrr_layout": 1})
-    old.create_array("y_pred", data=np.ones(4))
+    old.create_array("y_pred", shape=(4,), dtype="f8")[...] = 1.0
     write_predictions(np.zeros(4), tmp_path / "old.zarr", overwrite=True)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -376,8 +376,8 @@ def test_declared_shape_larger_than_written_is_refused(tmp_path, rows):
 def test_store_without_the_record_follows_zarr_rules(tmp_path):
     # another program's store (or an older dkrr's) may leave out chunks of zeros
     group = zarr.open_group(str(tmp_path / "foreign.zarr"), mode="w")
-    group.create_array("X", data=np.zeros((20, 3)), chunks=(7, 3))
-    group.create_array("y", data=np.zeros(20), chunks=(7,))
+    group.create_array("X", shape=(20, 3), dtype="f8", chunks=(7, 3))[...] = 0.0
+    group.create_array("y", shape=(20,), dtype="f8", chunks=(7,))[...] = 0.0
     assert not (tmp_path / "foreign.zarr" / "X" / "c").exists()
     assert float(open_dataset(tmp_path / "foreign.zarr").X.sum().compute()) == 0.0
 
@@ -425,8 +425,8 @@ def test_corrupt_array_metadata_is_one_store_error(tmp_path, capsys, edit, why):
 
 def test_corrupt_format_2_array_metadata_is_one_store_error(tmp_path):
     group = zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
-    group.create_array("X", data=np.ones((4, 2)))
-    group.create_array("y", data=np.ones(4))
+    group.create_array("X", shape=(4, 2), dtype="f8")[...] = 1.0
+    group.create_array("y", shape=(4,), dtype="f8")[...] = 1.0
     (tmp_path / "v2.zarr" / "y" / ".zarray").write_text('{"zarr_format": 2, "shape": ')
     with pytest.raises(StoreError, match=r"v2.zarr: the metadata of array 'y' is corrupted"):
         open_dataset(tmp_path / "v2.zarr")

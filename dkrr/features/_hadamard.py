@@ -20,7 +20,6 @@ from typing import Callable
 
 import numpy as np
 
-from .._jit import njit_cached
 from ..errors import InputValidationError, InvalidParameterError
 
 __all__ = [
@@ -39,11 +38,6 @@ try:  # optional SIMD kernel
 except Exception:  # pragma: no cover - depends on the environment
     _fht_cpu = None
 
-try:
-    import numba as _numba
-except Exception:  # pragma: no cover - depends on the environment
-    _numba = None
-
 
 # -- numpy butterfly ------------------------------------------------------------------
 def _fwht_numpy(a: np.ndarray) -> np.ndarray:
@@ -61,70 +55,6 @@ def _fwht_numpy(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# -- numba kernel ---------------------------------------------------------------------
-if _numba is not None:
-
-    @njit_cached(nogil=True, boundscheck=False)
-    def _fwht_numba_kernel(a):  # pragma: no cover - compiled, covered via fwht()
-        # Per row: one scalar radix-4 pass (stages h = 1, 2), then radix-4 passes on
-        # contiguous slices (two stages per sweep over the row, inner loops LLVM
-        # vectorizes), then a final radix-2 pass when log2(n) is odd. No fastmath:
-        # the additions happen in the same order as the radix-2 algorithm.
-        m, n = a.shape
-        for r in range(m):
-            x = a[r]
-            h = 1
-            if n >= 4:
-                for i in range(0, n, 4):
-                    x0 = x[i]
-                    x1 = x[i + 1]
-                    x2 = x[i + 2]
-                    x3 = x[i + 3]
-                    a0 = x0 + x1
-                    a1 = x0 - x1
-                    a2 = x2 + x3
-                    a3 = x2 - x3
-                    x[i] = a0 + a2
-                    x[i + 1] = a1 + a3
-                    x[i + 2] = a0 - a2
-                    x[i + 3] = a1 - a3
-                h = 4
-            while 4 * h <= n:
-                for i in range(0, n, 4 * h):
-                    q0 = x[i : i + h]
-                    q1 = x[i + h : i + 2 * h]
-                    q2 = x[i + 2 * h : i + 3 * h]
-                    q3 = x[i + 3 * h : i + 4 * h]
-                    for j in range(h):
-                        p0 = q0[j]
-                        p1 = q1[j]
-                        p2 = q2[j]
-                        p3 = q3[j]
-                        a0 = p0 + p1
-                        a1 = p0 - p1
-                        a2 = p2 + p3
-                        a3 = p2 - p3
-                        q0[j] = a0 + a2
-                        q1[j] = a1 + a3
-                        q2[j] = a0 - a2
-                        q3[j] = a1 - a3
-                h *= 4
-            if h < n:  # log2(n) odd: one radix-2 stage left, 2 * h == n
-                lo = x[:h]
-                hi = x[h:]
-                for j in range(h):
-                    u = lo[j]
-                    v = hi[j]
-                    lo[j] = u + v
-                    hi[j] = u - v
-        return a
-
-
-def _fwht_numba(a: np.ndarray) -> np.ndarray:
-    _fwht_numba_kernel(a)
-    return a
-
-
 # -- fht_cpu --------------------------------------------------------------------------
 def _fwht_fht_cpu(a: np.ndarray) -> np.ndarray:
     if a.dtype == np.float32:
@@ -135,12 +65,28 @@ def _fwht_fht_cpu(a: np.ndarray) -> np.ndarray:
 
 
 _KERNELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"numpy": _fwht_numpy}
-if _numba is not None:
-    _KERNELS["numba"] = _fwht_numba
-
+_numba_tried = False
+_numba_lock = threading.Lock()
 _lock = threading.Lock()
 _fht_cpu_verified: bool | None = None  # None: not checked yet
 _default: str | None = None
+
+
+def _kernels() -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """The kernels of this process; the numba kernel joins them on the first call, when
+    numba imports (``import dkrr`` and its estimators do not import numba)."""
+    global _numba_tried
+    if not _numba_tried:
+        with _numba_lock:
+            if not _numba_tried:
+                try:
+                    from ._hadamard_numba import fwht_numba
+                except Exception:  # pragma: no cover - depends on the environment
+                    pass
+                else:
+                    _KERNELS["numba"] = fwht_numba
+                _numba_tried = True
+    return _KERNELS
 
 
 def _verify_fht_cpu() -> bool:
@@ -150,7 +96,7 @@ def _verify_fht_cpu() -> bool:
         if _fht_cpu_verified is None:
             ok = _fht_cpu is not None
             if ok:
-                reference = _KERNELS.get("numba", _fwht_numpy)
+                reference = _kernels().get("numba", _fwht_numpy)
                 rng = np.random.default_rng(0)
                 try:
                     for dtype in (np.float32, np.float64):
@@ -176,7 +122,7 @@ def available_fwht_backends() -> tuple[str, ...]:
     numba kernel.
     """
     _verify_fht_cpu()
-    return tuple(b for b in FWHT_BACKENDS if b in _KERNELS)
+    return tuple(b for b in FWHT_BACKENDS if b in _kernels())
 
 
 def default_fwht_backend() -> str:
@@ -247,7 +193,7 @@ def fwht(a: np.ndarray, *, backend: str | None = None) -> np.ndarray:
         backend = default_fwht_backend()
     elif backend == "fht_cpu":
         _verify_fht_cpu()
-    kernel = _KERNELS.get(backend)
+    kernel = _kernels().get(backend)
     if kernel is None:
         if backend in FWHT_BACKENDS:
             raise InvalidParameterError(

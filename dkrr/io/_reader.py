@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,22 +65,36 @@ def array_names(group: zarr.Group, path: Path) -> list[str]:
     """Names of the arrays in `group`; metadata that does not parse (bad JSON, an
     unknown dtype or codec) is a :class:`StoreError` naming the array and the store."""
     try:
-        return sorted(group.array_keys())
+        with warnings.catch_warnings():
+            # zarr < 3.1 leaves a node whose metadata does not parse (an unknown codec) out
+            # of the listing, with a warning: it is found below and named in a StoreError
+            warnings.simplefilter("ignore", UserWarning)
+            names = sorted(group.array_keys())
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad metadata
-        for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if entry.is_dir():
-                try:
-                    group[entry.name]
-                except KeyError:
-                    continue  # not a Zarr node
-                except Exception as inner:  # noqa: BLE001
-                    raise _bad_metadata(path, entry.name, inner) from None
+        _refuse_unreadable_nodes(group, path, listed=())
         raise StoreError(
             f"store {path}: cannot list its arrays ({_one_line(exc)}); the store is "
             "corrupted: re-create it with `dkrr ingest` or restore it from a copy"
         ) from None
+    _refuse_unreadable_nodes(group, path, listed=names)
+    return names
+
+
+def _refuse_unreadable_nodes(group: zarr.Group, path: Path, listed) -> None:
+    """A :class:`StoreError` for the first folder of `path` not in `listed` that holds
+    Zarr metadata of the group's format but does not open; other folders are passed over
+    (zarr < 3.1 raises a bare KeyError for an unknown codec, as for a missing node)."""
+    files = ("zarr.json",) if group.metadata.zarr_format == 3 else (".zarray", ".zgroup")
+    for entry in sorted(os.scandir(path), key=lambda e: e.name):
+        if entry.is_dir() and entry.name not in listed:
+            if not any(os.path.isfile(os.path.join(entry.path, f)) for f in files):
+                continue  # not a Zarr node
+            try:
+                group[entry.name]
+            except Exception as inner:  # noqa: BLE001 - zarr raises many types for bad metadata
+                raise _bad_metadata(path, entry.name, inner) from None
 
 
 def manifest(arrays: Mapping[str, Any]) -> dict[str, dict[str, list[int]]]:
