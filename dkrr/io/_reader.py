@@ -10,6 +10,15 @@ read a missing one as zeros. Every block is read through :class:`_BlockReader`,
 which turns a corrupted or unreadable chunk into a StoreError naming the array and the
 store. Keys are tokens of the path, the array's metadata and the identity (inode,
 modification time) of the metadata files, so a replaced store gets new keys.
+
+A store given as a URL (:class:`~dkrr.io._paths.Remote`) is read the same way through a
+Zarr ``FsspecStore``: the chunks present are found by one listing instead of a ``stat``
+each, the identity of the metadata is its ETag (or modification time), a store whose commit
+marker says it is incomplete is refused (:func:`~dkrr.io._remote.check_committed`), and
+each block is read by the dask worker that runs its task, straight from the object store
+(the store, with its storage options, travels in the task). A failure of the object store
+(unreachable, credentials refused, a connection broken off) is an
+:class:`~dkrr.errors.ObjectStoreError` naming the store and the cause.
 """
 
 from __future__ import annotations
@@ -28,7 +37,9 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
-from ..errors import InputValidationError, StoreError, StoreNotFoundError
+from ..errors import InputValidationError, ObjectStoreError, StoreError, StoreNotFoundError
+from ._paths import Remote, describe, is_storage_failure, within_remote, zarr_location
+from ._remote import check_committed, missing, remote_keys
 
 __all__ = [
     "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "check_numeric", "manifest",
@@ -68,18 +79,39 @@ def array_names(group: zarr.Group, path: Path) -> list[str]:
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad metadata
-        for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if entry.is_dir():
-                try:
-                    group[entry.name]
-                except KeyError:
-                    continue  # not a Zarr node
-                except Exception as inner:  # noqa: BLE001
-                    raise _bad_metadata(path, entry.name, inner) from None
+        if isinstance(path, Remote) and is_storage_failure(exc):
+            raise ObjectStoreError(f"cannot read {path}: {describe(exc)}") from None
+        for name in _folders(path):
+            try:
+                group[name]
+            except KeyError:
+                continue  # not a Zarr node
+            except Exception as inner:  # noqa: BLE001
+                raise _bad_metadata(path, name, inner) from None
         raise StoreError(
             f"store {path}: cannot list its arrays ({_one_line(exc)}); the store is "
             "corrupted: re-create it with `dkrr ingest` or restore it from a copy"
         ) from None
+
+
+def _folders(path: Path | Remote) -> list[str]:
+    """Names of the sub-folders of a store, sorted."""
+    if isinstance(path, Remote):
+        return sorted({k.split("/")[0] for k in remote_keys(path) or [] if "/" in k})
+    return sorted(e.name for e in os.scandir(path) if e.is_dir())
+
+
+def _missing_chunks(path: Path | Remote, name: str, arr: Any, chunks: list[tuple]) -> list[tuple]:
+    """The chunks of `chunks` that are not stored: one ``stat`` each on a local disk (a
+    listing costs a directory read per row chunk there: several times slower), one
+    listing of the array in an object store (a request per 1,000 keys instead of one per
+    chunk)."""
+    encode = arr.metadata.encode_chunk_key
+    if isinstance(path, Remote):
+        present = set(remote_keys(path.child(name)) or [])
+        return [c for c in chunks if encode(c) not in present]
+    root = os.path.join(path, name)
+    return [c for c in chunks if not os.path.exists(os.path.join(root, encode(c)))]
 
 
 def manifest(arrays: Mapping[str, Any]) -> dict[str, dict[str, list[int]]]:
@@ -120,11 +152,8 @@ def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
             "it from a copy"
         )
     grid = tuple(-(-s // c) for s, c in zip(shape, getattr(arr, "shards", None) or chunks))
-    root = os.path.join(path, name)
-    # one stat per chunk (a listing costs a directory read per row chunk: several
-    # times slower); the key encoding ("c/0/0", or "0.0" for format 2) is the array's
-    missing = [c for c in itertools.product(*(range(g) for g in grid))
-               if not os.path.exists(os.path.join(root, arr.metadata.encode_chunk_key(c)))]
+    # the key encoding ("c/0/0", or "0.0" for format 2) is the array's
+    missing = _missing_chunks(path, name, arr, list(itertools.product(*(range(g) for g in grid))))
     if missing:
         blocks = sorted({c[0] for c in missing})
         raise StoreError(
@@ -164,12 +193,21 @@ def _check_declared(name: str, arr: Any, path: Path) -> None:
         )
 
 
-def _metadata_identity(path: Path, name: str) -> tuple:
-    """Inode and modification time of the metadata files: a replaced store (dkrr writes
-    stores whole, then renames) gets new keys, so a scheduler that still holds blocks of
-    the old one never serves them for the new one."""
+def _metadata_identity(path: Path | Remote, name: str) -> tuple:
+    """Inode and modification time of the metadata files (in an object store: their ETag,
+    modification time and size, and the storage options): a replaced store (dkrr writes
+    stores whole, then renames or commits) gets new keys, so a scheduler that still holds
+    blocks of the old one never serves them for the new one."""
     ident = []
-    for rel in ("zarr.json", ".zgroup", f"{name}/zarr.json", f"{name}/.zarray"):
+    rels = ("zarr.json", ".zgroup", f"{name}/zarr.json", f"{name}/.zarray")
+    if isinstance(path, Remote):
+        for rel in rels:
+            with contextlib.suppress(FileNotFoundError):
+                info = path.fs.info(path.key(rel))
+                ident.append((rel, str(info.get("ETag") or info.get("etag") or ""),
+                              str(info.get("LastModified") or info.get("mtime") or ""), info.get("size")))
+        return (tokenize(sorted(path.storage_options.items(), key=str)),) + tuple(ident)
+    for rel in rels:
         with contextlib.suppress(OSError):
             st = os.stat(path / rel)
             ident.append((rel, st.st_ino, st.st_mtime_ns, st.st_size))
@@ -181,8 +219,9 @@ class _BlockReader:
     errors (a corrupted or unreadable chunk) turned into a :class:`StoreError` naming the
     array and the store."""
 
-    def __init__(self, array: Any, name: str, path: Path):
+    def __init__(self, array: Any, name: str, path: Path | Remote):
         self.array, self.name, self.path = array, name, str(path)
+        self.remote = isinstance(path, Remote)
         self.shape, self.dtype, self.ndim = array.shape, np.dtype(array.dtype), array.ndim
 
     def __getitem__(self, key):
@@ -193,6 +232,10 @@ class _BlockReader:
         except Exception as exc:  # noqa: BLE001 - codecs raise many types
             rows = key[0] if isinstance(key, tuple) else key
             where = f"rows {rows.start}..{rows.stop} " if isinstance(rows, slice) else ""
+            if self.remote and is_storage_failure(exc):
+                raise ObjectStoreError(
+                    f"cannot read {where}of array {self.name!r} of {self.path}: {describe(exc)}"
+                ) from None
             raise StoreError(
                 f"cannot read {where}of array {self.name!r} of {self.path}: the store is "
                 f"corrupted or unreadable ({type(exc).__name__}: {exc}); re-create it with "
@@ -200,32 +243,59 @@ class _BlockReader:
             ) from None
 
 
-def open_array(group: zarr.Group, name: str, path: Path) -> Any:
+def open_array(group: zarr.Group, name: str, path: Path | Remote) -> Any:
     """The Zarr array `name` of `group`; metadata that does not parse is a StoreError."""
     try:
         return group[name]
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - zarr raises many types for bad metadata
+        if isinstance(path, Remote) and is_storage_failure(exc) and not isinstance(exc, KeyError):
+            raise ObjectStoreError(f"cannot read array {name!r} of {path}: {describe(exc)}") from None
         raise _bad_metadata(path, name, exc) from None
 
 
-def read_array(group: zarr.Group, name: str, path: Path) -> da.Array:
+def read_array(group: zarr.Group, name: str, path: Path | Remote) -> da.Array:
     """Array `name` of `group` as a dask array chunked like the store (checked first:
     plausible metadata, and for a store dkrr wrote, the recorded shape and every chunk)."""
     arr = open_array(group, name, path)
     _check_declared(name, arr, path)
-    _check_complete(group, name, arr, path)
+    with within_remote("read", str(path)):
+        _check_complete(group, name, arr, path)
+        identity = _metadata_identity(path, name)
     meta = json.dumps(arr.metadata.to_dict(), sort_keys=True, default=str)
-    token = tokenize(str(path), name, meta, _metadata_identity(path, name))
+    token = tokenize(str(path), name, meta, identity)
     return da.from_array(
         _BlockReader(arr, name, path), chunks=arr.chunks, name=f"dkrr-read-{name}-{token}",
         asarray=True, fancy=False,
     )
 
 
-def open_group(path: Path) -> zarr.Group:
-    """The Zarr group at ``path``, or a one-line error saying what is there instead."""
+def _check_remote_node(path: Remote) -> None:
+    """The checks :func:`open_group` makes on a local path, for a URL (and the commit
+    marker: a store still being written, or whose writer failed, is refused)."""
+    fs = path.fs
+    with within_remote("read", path.url):
+        fs.invalidate_cache(path.path)
+        if not fs.exists(path.path):
+            raise missing(path, "Zarr store", StoreNotFoundError,
+                          "; create one with `dkrr ingest` (dkrr.io.ingest) from a CSV, LIBSVM or .npy file")
+        if fs.isfile(path.path):
+            raise StoreError(
+                f"{path} is an object (a file), not a Zarr store (a folder holding zarr.json); "
+                "convert a CSV, LIBSVM or .npy file with `dkrr ingest` first"
+            )
+        check_committed(path, "Zarr store", StoreError)
+        if not any(fs.exists(path.key(m)) for m in ("zarr.json", ".zgroup", ".zarray")):
+            entries = sorted({k.split("/")[0] for k in remote_keys(path) or []})
+            shown = ", ".join(entries[:10]) + (", ..." if len(entries) > 10 else "")
+            raise StoreError(
+                f"{path} is a folder but not a Zarr store: it has no zarr.json "
+                f"(found: {shown or 'nothing'})"
+            )
+
+
+def _check_local_node(path: Path) -> None:
     if not os.path.lexists(path):
         raise StoreNotFoundError(
             f"Zarr store {path} does not exist; create one with `dkrr ingest` "
@@ -245,11 +315,23 @@ def open_group(path: Path) -> zarr.Group:
             f"{path} is a directory but not a Zarr store: it has no zarr.json "
             f"(found: {shown or 'nothing'})"
         )
+
+
+def open_group(path: Path | Remote) -> zarr.Group:
+    """The Zarr group at ``path`` (a local path or a URL), or a one-line error saying what
+    is there instead."""
+    remote = isinstance(path, Remote)
+    if remote:
+        _check_remote_node(path)
+    else:
+        _check_local_node(path)
     try:
-        node = zarr.open(str(path), mode="r")
+        node = zarr.open(store=zarr_location(path, read_only=True), mode="r")
     except json.JSONDecodeError as exc:
         raise StoreError(f"{path}: the Zarr metadata file is corrupted ({exc})") from exc
     except Exception as exc:  # zarr raises many types for broken metadata
+        if remote and is_storage_failure(exc):
+            raise ObjectStoreError(f"cannot read {path}: {describe(exc)}") from None
         raise StoreError(
             f"cannot open {path} as a Zarr group: {type(exc).__name__}: {exc}"
         ) from exc
