@@ -132,7 +132,7 @@ def _csv(tmp_path, n=400):
 
 
 def _estimator():
-    return RandomFeatureRidge(n_components=64, alpha=1.0, random_state=0)
+    return RandomFeatureRidge(n_components=32, alpha=1.0, random_state=0)
 
 
 # ------------------------------------------------------------------ round trips
@@ -193,8 +193,8 @@ def test_cli_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path, ca
     for paths, options in ((remote, ["--storage-options", so]), (local, [])):
         assert main(["ingest", str(csv), "--out", paths["data"], "--target", "t", "--chunk-rows", "100",
                      "-q", *options]) == 0
-        assert main(["fit", paths["data"], "--out", paths["model"], "--n-components", "64",
-                     "--json", *run, *options]) == 0
+        assert main(["fit", paths["data"], "--out", paths["model"], "--n-components", "32", "--cv", "2",
+                     "--gammas", "none", "--json", *run, *options]) == 0
         fit = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert main(["predict", paths["model"], paths["data"], "--out", paths["pred"], *run, *options]) == 0
         assert main(["evaluate", paths["model"], paths["data"], "--json", *run, *options]) == 0
@@ -239,6 +239,25 @@ def test_memory_and_file_urls(tmp_path):
     # file:// names a local path, handled as one (atomic rename, flock)
     out = write_dataset(X, y, f"file://{tmp_path}/f.zarr")
     assert out == str(tmp_path / "f.zarr") and open_dataset(tmp_path / "f.zarr").n_samples == 20
+
+
+def test_a_memory_store_is_refused_where_worker_processes_would_miss_it(local_cluster):
+    import dask.array as da
+    import distributed
+
+    url = f"memory://dkrr-{secrets.token_hex(4)}/d.zarr"
+    write_dataset(np.arange(40.0).reshape(20, 2), np.ones(20), url)
+    ds = open_dataset(url)
+    with distributed.Client(local_cluster):
+        # each worker process has its own (empty) memory: never zeros read, never a
+        # store committed without its blocks
+        with pytest.raises(StoreError, match=r"is a memory:// store, which lives in the process"):
+            ds.X.sum().compute()
+        with pytest.raises(StoreError, match=r"blocks written to memory://.* are not all there \(a memory"):
+            write_predictions(da.ones(20, chunks=5), url.replace("d.zarr", "p.zarr"))
+    import fsspec
+
+    assert not fsspec.filesystem("memory").exists(url.replace("d.zarr", "p.zarr"))
 
 
 @pytest.mark.parametrize("url, message", [

@@ -106,6 +106,13 @@ class Remote:
         parts = self.path.split("/")
         return [self._at("/".join(parts[:i])) for i in range(len(parts) - 1, 0, -1)]
 
+    @property
+    def process_local(self) -> bool:
+        """Whether the filesystem lives in this process's memory (``memory://``): other
+        processes, dask workers among them, see their own, empty one."""
+        protocol = self.fs.protocol
+        return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+
     def _at(self, path: str) -> Remote:
         return Remote(url=self.fs.unstrip_protocol(path), fs=self.fs, path=path,
                       storage_options=self.storage_options)

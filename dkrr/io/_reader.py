@@ -39,10 +39,11 @@ from dask.base import tokenize
 
 from ..errors import InputValidationError, ObjectStoreError, StoreError, StoreNotFoundError
 from ._paths import Remote, describe, is_storage_failure, within_remote, zarr_location
-from ._remote import check_committed, missing, remote_keys
+from ._remote import check_committed, missing, remote_keys, remote_listing
 
 __all__ = [
-    "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "check_numeric", "manifest",
+    "MANIFEST", "MAX_BLOCKS", "MAX_BLOCK_BYTES", "array_names", "check_numeric", "check_written",
+    "manifest",
     "open_array", "open_group", "read_array",
 ]
 
@@ -101,15 +102,15 @@ def _folders(path: Path | Remote) -> list[str]:
     return sorted(e.name for e in os.scandir(path) if e.is_dir())
 
 
-def _missing_chunks(path: Path | Remote, name: str, arr: Any, chunks: list[tuple]) -> list[tuple]:
+def _missing_chunks(path: Path | Remote, name: str, arr: Any, chunks: list[tuple],
+                    listing: dict | None) -> list[tuple]:
     """The chunks of `chunks` that are not stored: one ``stat`` each on a local disk (a
-    listing costs a directory read per row chunk there: several times slower), one
-    listing of the array in an object store (a request per 1,000 keys instead of one per
-    chunk)."""
+    listing costs a directory read per row chunk there: several times slower); in an
+    object store, those absent from the array's `listing` (one request per 1,000 keys
+    instead of one per chunk)."""
     encode = arr.metadata.encode_chunk_key
-    if isinstance(path, Remote):
-        present = set(remote_keys(path.child(name)) or [])
-        return [c for c in chunks if encode(c) not in present]
+    if listing is not None:
+        return [c for c in chunks if encode(c) not in listing]
     root = os.path.join(path, name)
     return [c for c in chunks if not os.path.exists(os.path.join(root, encode(c)))]
 
@@ -128,7 +129,8 @@ def _row_ranges(blocks: list[int], rows: int, n: int) -> str:
     return ", ".join(shown) + more
 
 
-def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
+def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path | Remote,
+                    listing: dict | None = None) -> None:
     """Refuse a dkrr store whose array `name` differs from what dkrr recorded writing
     or lacks chunks of its grid. A store without the record (older dkrr, another
     program) is read by Zarr's rules: a missing chunk is the fill value."""
@@ -153,7 +155,7 @@ def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
         )
     grid = tuple(-(-s // c) for s, c in zip(shape, getattr(arr, "shards", None) or chunks))
     # the key encoding ("c/0/0", or "0.0" for format 2) is the array's
-    missing = _missing_chunks(path, name, arr, list(itertools.product(*(range(g) for g in grid))))
+    missing = _missing_chunks(path, name, arr, list(itertools.product(*(range(g) for g in grid))), listing)
     if missing:
         blocks = sorted({c[0] for c in missing})
         raise StoreError(
@@ -164,6 +166,21 @@ def _check_complete(group: zarr.Group, name: str, arr: Any, path: Path) -> None:
             "zeros; the store is incomplete or corrupted: re-create it with `dkrr ingest` "
             "or restore it from a copy"
         )
+
+
+def check_written(group: zarr.Group, name: str, arr: Any, where: Remote) -> None:
+    """Before an object store's output is committed: every chunk of the array `name` the
+    workers wrote is in the store (one listing). A memory:// store written by worker
+    processes (each has its own memory) fails here instead of committing empty arrays."""
+    with within_remote("check", where.url):
+        listing = remote_listing(where.child(name)) or {}
+    try:
+        _check_complete(group, name, arr, where, listing)
+    except StoreError as exc:
+        hint = (" (a memory:// store lives in one process: the dask workers wrote into their "
+                "own; use the threaded scheduler, or a store the workers reach)"
+                if where.process_local else "")
+        raise StoreError(f"the blocks written to {where.url} are not all there{hint}: {exc}") from None
 
 
 def _gib(nbytes: float) -> str:
@@ -193,25 +210,30 @@ def _check_declared(name: str, arr: Any, path: Path) -> None:
         )
 
 
-def _metadata_identity(path: Path | Remote, name: str) -> tuple:
-    """Inode and modification time of the metadata files (in an object store: their ETag,
-    modification time and size, and the storage options): a replaced store (dkrr writes
-    stores whole, then renames or commits) gets new keys, so a scheduler that still holds
-    blocks of the old one never serves them for the new one."""
+def _metadata_identity(path: Path, name: str) -> tuple:
+    """Inode and modification time of the metadata files: a replaced store (dkrr writes
+    stores whole, then renames) gets new keys, so a scheduler that still holds blocks of
+    the old one never serves them for the new one."""
     ident = []
-    rels = ("zarr.json", ".zgroup", f"{name}/zarr.json", f"{name}/.zarray")
-    if isinstance(path, Remote):
-        for rel in rels:
-            with contextlib.suppress(FileNotFoundError):
-                info = path.fs.info(path.key(rel))
-                ident.append((rel, str(info.get("ETag") or info.get("etag") or ""),
-                              str(info.get("LastModified") or info.get("mtime") or ""), info.get("size")))
-        return (tokenize(sorted(path.storage_options.items(), key=str)),) + tuple(ident)
-    for rel in rels:
+    for rel in ("zarr.json", ".zgroup", f"{name}/zarr.json", f"{name}/.zarray"):
         with contextlib.suppress(OSError):
             st = os.stat(path / rel)
             ident.append((rel, st.st_ino, st.st_mtime_ns, st.st_size))
     return tuple(ident)
+
+
+def _remote_identity(path: Remote, listing: dict[str, dict]) -> tuple:
+    """:func:`_metadata_identity` in an object store: the root metadata and every object of
+    the array (`listing`) by ETag (a digest of the content on S3), size and modification
+    time, and the storage options (another endpoint is another store). A store rewritten
+    with other values gets new keys even within the same second."""
+    top = [i for i in path.fs.ls(path.path, detail=True)
+           if i["name"].rsplit("/", 1)[-1] in ("zarr.json", ".zgroup", ".zattrs")]
+    objects = [(i["name"].rsplit("/", 1)[-1], i) for i in top] + sorted(listing.items())
+    ident = [(rel, str(i.get("ETag") or i.get("etag") or ""),
+              str(i.get("LastModified") or i.get("mtime") or ""), i.get("size"))
+             for rel, i in objects]
+    return (tokenize(sorted(path.storage_options.items(), key=str), ident),)
 
 
 class _BlockReader:
@@ -222,9 +244,17 @@ class _BlockReader:
     def __init__(self, array: Any, name: str, path: Path | Remote):
         self.array, self.name, self.path = array, name, str(path)
         self.remote = isinstance(path, Remote)
+        # a memory:// store lives in this process: another one would read its own, empty
+        self.pid = os.getpid() if self.remote and path.process_local else None
         self.shape, self.dtype, self.ndim = array.shape, np.dtype(array.dtype), array.ndim
 
     def __getitem__(self, key):
+        if self.pid is not None and os.getpid() != self.pid:
+            raise StoreError(
+                f"{self.path} is a memory:// store, which lives in the process that opened it; "
+                "this block is read by another process (a dask worker): use the threaded "
+                "scheduler, or a store the workers reach (a shared path, s3://, gs://...)"
+            )
         try:
             return self.array[key]
         except MemoryError:
@@ -260,7 +290,12 @@ def read_array(group: zarr.Group, name: str, path: Path | Remote) -> da.Array:
     plausible metadata, and for a store dkrr wrote, the recorded shape and every chunk)."""
     arr = open_array(group, name, path)
     _check_declared(name, arr, path)
-    with within_remote("read", str(path)):
+    if isinstance(path, Remote):
+        with within_remote("read", path.url):
+            listing = remote_listing(path.child(name)) or {}
+            _check_complete(group, name, arr, path, listing)
+            identity = _remote_identity(path, listing)
+    else:
         _check_complete(group, name, arr, path)
         identity = _metadata_identity(path, name)
     meta = json.dumps(arr.metadata.to_dict(), sort_keys=True, default=str)

@@ -53,7 +53,7 @@ from ._paths import Remote, is_storage_failure, locate, store_error, within_remo
 
 __all__ = [
     "check_committed", "check_remote_output", "is_incomplete", "marker_of", "missing",
-    "remote_keys", "remote_output",
+    "remote_keys", "remote_listing", "remote_output",
 ]
 
 #: Zarr metadata objects whose presence in a folder makes it a Zarr node.
@@ -65,21 +65,29 @@ def _exists(fs, path: str) -> bool:
     return bool(fs.exists(path))
 
 
-def remote_keys(where: Remote) -> list[str] | None:
-    """The keys below `where`, relative to it (sorted); ``None`` when `where` is itself an
-    object (a file), ``[]`` when nothing is there."""
+def remote_listing(where: Remote) -> dict[str, dict] | None:
+    """Every object below `where` with its details (size, ETag, modification time), by
+    key relative to `where` (one listing request per 1,000 objects); ``None`` when `where`
+    is itself an object (a file), ``{}`` when nothing is there."""
     fs = where.fs
     fs.invalidate_cache(where.path)
     with within_remote("list", where.url):
         try:
             info = fs.info(where.path)
         except FileNotFoundError:
-            return []
+            return {}
         if info.get("type") == "file":
             return None
-        found = fs.find(where.path)
+        found = fs.find(where.path, detail=True)
     prefix = where.path.rstrip("/") + "/"
-    return sorted(k[len(prefix):] for k in found if k.startswith(prefix))
+    return {k[len(prefix):]: v for k, v in found.items() if k.startswith(prefix)}
+
+
+def remote_keys(where: Remote) -> list[str] | None:
+    """The keys below `where`, relative to it (sorted); ``None`` when `where` is itself an
+    object (a file), ``[]`` when nothing is there."""
+    listing = remote_listing(where)
+    return None if listing is None else sorted(listing)
 
 
 def _holder_started() -> float:

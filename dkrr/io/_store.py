@@ -80,7 +80,16 @@ from ._kinds import (
 )
 from ._labels import checked_class_codes, store_classes
 from ._paths import Remote, locate, zarr_location
-from ._reader import MANIFEST, array_names, check_numeric, manifest, open_array, open_group, read_array
+from ._reader import (
+    MANIFEST,
+    array_names,
+    check_numeric,
+    check_written,
+    manifest,
+    open_array,
+    open_group,
+    read_array,
+)
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -396,6 +405,9 @@ def _write_group(out, sources: Mapping[str, da.Array], attrs: Mapping[str, Any],
             da.store(list(sources.values()), list(targets.values()), lock=False, compute=False),
             compute,
         )
+        if isinstance(tmp, Remote):  # before the commit: every chunk the workers wrote is there
+            for name, arr in targets.items():
+                check_written(group, name, arr, tmp)
     return str(final)
 
 
