@@ -470,7 +470,7 @@ def test_a_second_writer_is_refused_or_detected(s3, bucket, tmp_path, capsys):
         code = main(["predict", str(tmp_path / "m"), str(tmp_path / "d.zarr"), "--out", url,
                      "--storage-options", json.dumps(so), "--scheduler", "tcp://127.0.0.1:9"])
         err = capsys.readouterr().err
-        assert code == 1 and "is writing" in err and f".p.zarr.lock" in err, err
+        assert code == 1 and "is writing" in err and ".p.zarr.lock" in err, err
         # a reader refuses the output while it is written
         with pytest.raises(StoreError, match="is incomplete"):
             open_dataset(url, storage_options=so)

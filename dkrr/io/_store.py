@@ -80,16 +80,8 @@ from ._kinds import (
 )
 from ._labels import checked_class_codes, store_classes
 from ._paths import Remote, locate, zarr_location
-from ._reader import (
-    MANIFEST,
-    array_names,
-    check_numeric,
-    check_written,
-    manifest,
-    open_array,
-    open_group,
-    read_array,
-)
+from ._reader import (MANIFEST, array_names, check_numeric, check_written, manifest, open_array,
+                      open_group, read_array)
 
 __all__ = [
     "LAYOUT_VERSION",
