@@ -130,7 +130,7 @@ def _read_doc(meta, files=None) -> dict:
     if size > _MAX_JSON_BYTES:
         raise ModelFormatError(f"{meta} has {size} bytes; a model.json is at most {_MAX_JSON_BYTES}")
     try:
-        text = files.read(meta, _MAX_JSON_BYTES + 1).decode("utf-8")
+        text = files.read(meta, size + 1).decode("utf-8")  # (a limit allocates its size)
     except UnicodeDecodeError as exc:
         raise ModelFormatError(f"{meta} is corrupted: not UTF-8 text ({exc})") from None
     try:
