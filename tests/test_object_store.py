@@ -66,7 +66,9 @@ class S3:
                 "config_kwargs": {"retries": {"max_attempts": 1}}, **extra}
 
     def fs(self, endpoint: str | None = None):
-        return s3fs.S3FileSystem(skip_instance_cache=True, **self.options(endpoint))
+        fs = s3fs.S3FileSystem(**self.options(endpoint))
+        fs.invalidate_cache()
+        return fs
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +154,9 @@ def test_python_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path,
     local = open_dataset(tmp_path / "data.zarr")
     assert remote.path == url and remote.X.chunks == local.X.chunks
     assert remote.feature_names == ["a", "b", "c", "d", "e"]
+    # a test file read the way the store in the bucket was (--like a URL)
+    like = ingest(_csv(tmp_path, 30), f"s3://{bucket}/test.zarr", like=url, storage_options=so)
+    assert like.feature_names == summary.feature_names and like.n_rows == 30
     with distributed.Client(local_cluster) as client:
         # the workers read their blocks from S3 themselves: the task carries the store
         est = _estimator().fit(remote.X, remote.y)
@@ -177,7 +182,7 @@ def test_python_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path,
     # nothing but the outputs: no lock, marker or temporary objects left
     keys = _keys(s3, bucket)
     assert not [k for k in keys if k.split("/")[0].startswith(".")], keys
-    assert sorted({k.split("/")[0] for k in keys}) == ["data.zarr", "models", "pred.zarr"]
+    assert sorted({k.split("/")[0] for k in keys}) == ["data.zarr", "models", "pred.zarr", "test.zarr"]
 
 
 def test_cli_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path, capsys, local_cluster):
@@ -216,7 +221,7 @@ def test_environment_credentials_are_used(s3, bucket, tmp_path, monkeypatch):
     # no key in the storage options: the usual AWS_* variables (passed through to s3fs)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret)
-    so = json.dumps({"endpoint_url": s3.endpoint, "skip_instance_cache": True})
+    so = json.dumps({"endpoint_url": s3.endpoint})
     url = f"s3://{bucket}/env.zarr"
     assert main(["ingest", str(_csv(tmp_path, 50)), "--out", url, "--target", "t", "-q",
                  "--storage-options", so]) == 0

@@ -165,8 +165,7 @@ def locate(path: str | os.PathLike | bytes | Remote, storage_options: Mapping[st
         For a scheme fsspec does not know, one whose implementation is not installed
         (naming the package to install), HTTP(S), a URL without a bucket or key, or
         `storage_options` that is not a dict.
-    ObjectStoreError
-        If the filesystem cannot be created with these options.
+        It is also raised when the filesystem refuses the storage options.
     """
     if isinstance(path, Remote):
         return path
@@ -205,9 +204,9 @@ def locate(path: str | os.PathLike | bytes | Remote, storage_options: Mapping[st
     try:
         fs = cls(**options)
     except Exception as exc:  # noqa: BLE001 - any filesystem's own refusal of its options
-        raise ObjectStoreError(
-            f"cannot open {text}: its filesystem refused the storage options "
-            f"({_one_line(exc)})"
+        raise InvalidParameterError(
+            f"{what} {text!r}: the {scheme}:// filesystem refused the storage options "
+            f"({_one_line(exc)}); see its documentation (s3fs for s3://) for the options"
         ) from None
     inner = cls._strip_protocol(text).rstrip("/")
     if not inner.strip("/") or ("/" not in inner.strip("/") and scheme != "memory"):

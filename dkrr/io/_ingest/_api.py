@@ -74,7 +74,7 @@ class IngestSummary:
     classes : list of str or None
         Sorted original labels when the target was encoded to integer codes.
     path : str
-        Absolute path of the store.
+        Absolute path of the store, or its URL.
     index_base : int or None
         LIBSVM: the index of the first column, 0 or 1, as read (None for CSV/``.npy``).
     index_base_guessed : bool
