@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -500,4 +501,43 @@ def test_a_second_writer_is_refused_or_detected(s3, bucket, tmp_path, capsys):
     fs.pipe_file(f"{bucket}/.q.zarr.lock", json.dumps(
         {"pid": int(done.stdout), "host": socket.gethostname(), "started": 0.0, "token": "dead"}).encode())
     write_predictions(np.ones(4), f"s3://{bucket}/q.zarr", storage_options=so)
+    assert not [k for k in _keys(s3, bucket) if k.startswith(".")]
+
+
+@pytest.mark.slow
+def test_cli_predict_whose_server_dies_mid_run(s3, bucket, dying):
+    # end to end: `dkrr predict` with its own LocalCluster, the input and the output on a
+    # server that is stopped once the first output chunk is stored
+    import time
+
+    import dask.array as da
+
+    server, endpoint = dying
+    so = s3.options()
+    rng = np.random.default_rng(2)
+    data, model, out = (f"s3://{bucket}/{n}" for n in ("d.zarr", "m", "p.zarr"))
+    write_dataset(da.from_array(rng.normal(size=(40_000, 4)), chunks=(100, 4)), None, data,
+                  storage_options=so)
+    save_model(_estimator().fit(rng.normal(size=(64, 4)), rng.normal(size=64)), model, storage_options=so)
+    env = {k: v for k, v in os.environ.items() if k != "DASK_LOGGING"}
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", "predict", model, data, "--out", out,
+                             "--storage-options", json.dumps(s3.options(endpoint)), "--workers", "1",
+                             "--threads-per-worker", "1", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    fs = s3.fs()
+    deadline = time.monotonic() + 300
+    while not any(k.startswith("p.zarr/y_pred/c/") for k in _keys(s3, bucket)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    server.stop()
+    _, err = proc.communicate(timeout=300)
+    lines = err.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, err
+    assert re.match(rf"dkrr predict: error: cannot (read|write) .*{bucket}/.*: the object store cannot be "
+                    r"reached", lines[0]), lines
+    # the output could not be cleaned up (its store was gone): refused, then replaced
+    with pytest.raises(StoreError, match="is incomplete"):
+        open_dataset(out, require_y=False, storage_options=so)
+    assert fs.exists(f"{bucket}/.p.zarr.lock")  # the killed-off writer's lock: its pid has ended
+    write_predictions(np.ones(10), out, overwrite=True, storage_options=so)
     assert not [k for k in _keys(s3, bucket) if k.startswith(".")]
