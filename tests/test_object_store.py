@@ -389,7 +389,7 @@ def test_a_server_that_dies_mid_write_leaves_an_output_readers_refuse(s3, bucket
     assert not [k for k in _keys(s3, bucket) if k.startswith(".")], _keys(s3, bucket)
 
 
-def test_a_failed_write_leaves_nothing_and_a_failed_replacement_the_old_output(s3, bucket):
+def test_a_failed_write_leaves_nothing_and_a_failed_replacement_the_old_output(s3, bucket, tmp_path):
     import dask
     import dask.array as da
 
@@ -402,6 +402,13 @@ def test_a_failed_write_leaves_nothing_and_a_failed_replacement_the_old_output(s
         return block
 
     X = da.from_array(np.arange(800.0).reshape(400, 2), chunks=(100, 2)).map_blocks(failing)
+    bad = tmp_path / "bad.csv"  # ingest writes from this process: a bad cell in the third chunk
+    bad.write_text("a,t\n" + "".join(f"{i},{i}\n" for i in range(250)) + "x,1\n")
+    from dkrr.errors import InputValidationError
+
+    with pytest.raises(InputValidationError, match="line 252"):
+        ingest(bad, url, target="t", chunk_rows=100, storage_options=so)
+    assert _keys(s3, bucket) == []
     with dask.config.set(scheduler="threads"):
         with pytest.raises(RuntimeError, match="boom"):
             write_dataset(X, np.ones(400), url, storage_options=so)
