@@ -143,9 +143,9 @@ def _parse_storage_options(text: str) -> dict:
 def _add_storage_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-options", metavar="JSON", type=_parse_storage_options, default=None,
                    help="fsspec options for every URL of the command (s3://, gs://, az://...), as "
-                        "a JSON object, e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}'; "
-                        "credentials may come from the usual environment instead (AWS_ACCESS_KEY_ID, "
-                        "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...)")
+                        "a JSON object, e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}' (default: "
+                        "none, fsspec's defaults); credentials may come from the usual environment "
+                        "instead (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...)")
 
 
 #: options whose value is a comma-separated grid, and their parsers
