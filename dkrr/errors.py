@@ -64,6 +64,7 @@ __all__ = [
     "MissingValueError",
     "ModelFormatError",
     "NonFiniteInputError",
+    "ObjectStoreError",
     "OutputBusyError",
     "OutputExistsError",
     "OutputNotWritableError",
@@ -154,6 +155,12 @@ class StoreError(DkrrError, OSError):
 
 class StoreNotFoundError(StoreError, FileNotFoundError):
     """A Zarr store (or an array inside it) does not exist."""
+
+
+class ObjectStoreError(DkrrError, OSError):
+    """An object store (an fsspec URL such as ``s3://bucket/key``) failed a request: it
+    cannot be reached, refuses the credentials, has no such bucket, or broke off a read or
+    a write. The message names the URL and the cause."""
 
 
 class ModelFormatError(DkrrError, OSError):

@@ -5,7 +5,8 @@ the README, except:
 
 * the setup block at the top (``bash scripts/demo.sh`` / ``bash scripts/test.sh``): the
   test suite is what ``scripts/test.sh`` runs, and the demo has its own test;
-* blocks carrying the visible comment ``# not run by tests: <reason>`` (a remote cluster).
+* blocks carrying the visible comment ``# not run by tests: <reason>`` (a remote cluster,
+  an S3 endpoint).
 
 They run in a fresh temporary folder holding only a copy of what the README reads from
 the checkout (``dkrr/data/magic04.csv.gz``), so the README's output folder (``work/``)
@@ -71,10 +72,12 @@ def runnable_blocks():
 def test_exclusions_stay_minimal():
     run, left = runnable_blocks()
     assert [lang for lang, _ in run].count("bash") >= 1 and [lang for lang, _ in run].count("python") >= 1
-    # the setup block, and the connect() example that needs a real remote scheduler
-    assert len(left) == 2, [code for _, code in left]
-    (marked,) = [code for _, code in left if SKIP_MARK in code]
-    assert "connect(" in marked and "local_cluster" not in marked
+    # the setup block, the connect() example that needs a real remote scheduler, and the
+    # object store commands that need an S3 endpoint (tests/test_object_store.py runs them)
+    assert len(left) == 3, [code for _, code in left]
+    connect, s3 = [code for _, code in left if SKIP_MARK in code]
+    assert "connect(" in connect and "local_cluster" not in connect
+    assert "s3://" in s3 and "--storage-options" in s3
 
 
 def test_output_folder_is_ignored_by_git():

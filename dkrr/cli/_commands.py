@@ -62,7 +62,16 @@ def _preflight(args, *, can_replace, inputs) -> None:
     work (a fit that runs for hours must not end in "cannot write the model")."""
     from ..io._atomic import check_output
 
-    check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs)
+    check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs,
+                 storage_options=args.storage_options)
+
+
+def _where(path, args) -> str:
+    """An input or output as the command reports it: a URL as given, a local path resolved."""
+    from ..io._paths import Remote, locate
+
+    where = locate(path, args.storage_options)
+    return where.url if isinstance(where, Remote) else str(Path(where).resolve())
 
 
 @contextlib.contextmanager
@@ -160,6 +169,7 @@ def _ingest(ingest, args, target, features, progress):
         overwrite=args.overwrite,
         blocksize=args.blocksize,
         progress=None if args.quiet else progress,
+        storage_options=args.storage_options,
     )
 
 
@@ -308,9 +318,9 @@ def cmd_fit(args) -> int:
 
     est = estimator_from_options(args)
     est._check_params()  # bad values (alpha < 0, ...) are refused before a cluster starts
-    out = Path(args.out)
+    out = args.out
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
-    data = open_dataset(args.store, require_y=True)
+    data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
     check_regression_target(est, data)
     y = data.y
     with _client(args), _warnings_as_lines("fit"):
@@ -319,7 +329,7 @@ def cmd_fit(args) -> int:
         elapsed = time.perf_counter() - t0
     if "classes" in data.attrs and hasattr(est, "classes_"):
         est.store_classes_ = np.asarray(data.attrs["classes"])
-    save_model(est, out, overwrite=args.overwrite)
+    save_model(est, out, overwrite=args.overwrite, storage_options=args.storage_options)
     shape = {"n_rows": int(data.X.shape[0]), "n_features": int(data.X.shape[1])}
     if getattr(args, "json", False):
         print(json.dumps(fit_json(est, out=out, seconds=elapsed, **shape), allow_nan=False))
@@ -360,10 +370,10 @@ def _warnings_as_lines(command: str):
         print(f"dkrr {command}: warning: {text}", file=sys.stderr, flush=True)
 
 
-def _load(model_dir):
+def _load(args):
     from ..io._model import load_model
 
-    return load_model(model_dir)
+    return load_model(args.model, storage_options=args.storage_options)
 
 
 def cmd_predict(args) -> int:
@@ -373,17 +383,18 @@ def cmd_predict(args) -> int:
 
     inputs = [args.store, args.model]
     _preflight(args, can_replace=predictions_replace_check, inputs=inputs)
-    est = _load(args.model)
-    data = open_dataset(args.store, require_y=False)
+    est = _load(args)
+    data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
     with _client(args):
         y_pred = est.predict(data.X)
-        attrs = {"model": str(Path(args.model).resolve()), "source": str(Path(args.store).resolve())}
+        attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
         if hasattr(est, "classes_"):  # text labels: codes, and the model's labels in 'classes'
             y_pred, classes = prediction_output(est, y_pred)
             if classes is not None:
                 attrs["classes"] = classes
         write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
-                          compute=lambda tasks: compute(*tasks, label="predicting"))
+                          compute=lambda tasks: compute(*tasks, label="predicting"),
+                          storage_options=args.storage_options)
     if args.json:
         print(json.dumps({"predictions": str(args.out), "n_rows": int(data.X.shape[0])}))
     else:
@@ -405,8 +416,8 @@ def cmd_evaluate(args) -> int:
     from ..errors import InputValidationError
     from ..io import open_dataset
 
-    est = _load(args.model)
-    data = open_dataset(args.store, require_y=True)
+    est = _load(args)
+    data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
     check_regression_target(est, data)
     with _client(args):
         y_pred = est.predict(data.X)

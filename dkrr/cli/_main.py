@@ -44,10 +44,14 @@ def _drop_interrupted_sync(record) -> bool:
 
 
 def _quiet_interrupted_distributed() -> None:
-    """Keep distributed's logs of a computation cut short by Ctrl-C or SIGTERM off stderr."""
+    """Keep distributed's logs of a computation cut short by Ctrl-C or SIGTERM off stderr
+    (and an object store client's unclosed session at exit)."""
     import logging
 
+    from .._worker_setup import drop_unclosed_session
+
     logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
+    logging.getLogger("asyncio").addFilter(drop_unclosed_session)
     logging.getLogger("tornado.application").addFilter(_drop_interrupted_sync)
 
 

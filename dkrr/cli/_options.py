@@ -134,6 +134,32 @@ def _parse_persist(text):
     raise argparse.ArgumentTypeError(f"--pcg-persist must be auto, true or false, got {text!r}")
 
 
+def _parse_storage_options(text: str) -> dict:
+    """``--storage-options``: a JSON object of fsspec options for the command's URLs."""
+    import json
+
+    try:
+        options = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--storage-options must be a JSON object such as "
+            f"'{{\"endpoint_url\": \"http://127.0.0.1:9000\"}}', got {text!r} ({exc})"
+        ) from None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(
+            f"--storage-options must be a JSON object ({{...}}), got {text!r}"
+        )
+    return options
+
+
+def _add_storage_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage-options", metavar="JSON", type=_parse_storage_options, default=None,
+                   help="fsspec options for every URL of the command (s3://, gs://, az://...), as "
+                        "a JSON object, e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}' (default: "
+                        "none, fsspec's defaults); credentials may come from the usual environment "
+                        "instead (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...)")
+
+
 #: options whose value is a comma-separated grid, and their parsers
 GRID_PARSERS = {"alphas": _parse_alphas, "gammas": _parse_gammas}
 
@@ -170,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="convert CSV, LIBSVM/svmlight, .npy or Parquet into a dkrr Zarr store")
     p.add_argument("input", help="input file (.csv, .txt/.svm/.libsvm[.gz|.bz2], .npy, .parquet) or a "
                                  "directory of Parquet files")
-    p.add_argument("--out", required=True, help="output Zarr store (directory)")
+    p.add_argument("--out", required=True,
+                   help="output Zarr store: a directory, or a URL (s3://bucket/data.zarr)")
     p.add_argument("--target", help="target column: header name or 0-based index (default: last; libsvm: labels)")
     p.add_argument("--features", metavar="COL,...",
                    help="feature columns, by name or 0-based index, comma-separated (default: every "
@@ -216,11 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", action="store_true",
                    help="CSV: the target column holds class labels, even if they are numbers")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_storage_options(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
     p = sub.add_parser("fit", help="fit a model on a Zarr store and save it")
-    p.add_argument("store", help="Zarr store with arrays X and y")
-    p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("store", help="Zarr store with arrays X and y (a directory or a URL)")
+    p.add_argument("--out", required=True, help="model directory to write (a directory or a URL)")
     p.add_argument("--config", help="TOML file with estimator options (command-line flags win)")
     p.add_argument("--classifier", action="store_true", default=None, help="fit RandomFeatureRidgeClassifier")
     p.add_argument("--no-intercept", dest="fit_intercept", action="store_false", default=None,
@@ -239,20 +267,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print the summary and the cross-validation results as JSON, at full "
                         "precision (default: a table rounded for reading)")
+    _add_storage_options(p)
     _add_cluster_options(p)
 
     p = sub.add_parser("predict", help="predict a store with a saved model, write a Zarr store")
-    p.add_argument("model", help="model directory written by `dkrr fit`")
-    p.add_argument("store", help="Zarr store with array X")
-    p.add_argument("--out", required=True, help="output Zarr store holding y_pred")
+    p.add_argument("model", help="model directory written by `dkrr fit` (a directory or a URL)")
+    p.add_argument("store", help="Zarr store with array X (a directory or a URL)")
+    p.add_argument("--out", required=True, help="output Zarr store holding y_pred (a directory or a URL)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--json", action="store_true", help="print the output path and row count as JSON")
+    _add_storage_options(p)
     _add_cluster_options(p)
 
     p = sub.add_parser("evaluate", help="score a saved model on a store with X and y")
-    p.add_argument("model", help="model directory written by `dkrr fit`")
-    p.add_argument("store", help="Zarr store with arrays X and y")
+    p.add_argument("model", help="model directory written by `dkrr fit` (a directory or a URL)")
+    p.add_argument("store", help="Zarr store with arrays X and y (a directory or a URL)")
     p.add_argument("--json", action="store_true",
                    help="print the metrics as JSON, at full precision (default: rounded for reading)")
+    _add_storage_options(p)
     _add_cluster_options(p)
     return parser

@@ -5,6 +5,10 @@ predictions) goes through :func:`atomic_output`, so an interrupted or failed run
 leaves something at the final path that looks complete, and two runs writing one output
 at the same time never both report success: the writer holds an exclusive lock on the
 output (see :func:`output_lock`) from before its work until its output is in place.
+
+An output given as a URL (``s3://bucket/key``; see :mod:`dkrr.io._paths`) goes through
+:mod:`dkrr.io._remote` instead: an object store has neither rename nor ``flock``, so a
+commit marker and a lock object keep these promises there (said precisely in SECURITY.md).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
     fcntl = None
 
 from ..errors import OutputBusyError, OutputExistsError, OutputNotWritableError
-from ._paths import refuse_url
+from ._paths import Remote, locate
+from ._remote import check_remote_output, remote_output
 
 __all__ = ["atomic_output", "check_output", "interrupts_deferred", "output_lock"]
 
@@ -248,25 +253,29 @@ def check_output(
     overwrite: bool = False,
     can_replace: Callable[[Path], str | None] | None = None,
     inputs: Iterable[str | os.PathLike] = (),
-) -> Path:
+    storage_options: dict | None = None,
+) -> Path | Remote:
     """Check, before any work, that an output may be written at `path`.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        Final location of the output (it need not exist; missing parents are fine).
+    path : str, os.PathLike or Remote
+        Final location of the output (it need not exist; missing parents are fine): a
+        local path or an fsspec URL (``s3://bucket/key``).
     overwrite : bool, default=False
         Whether an existing `path` may be replaced.
     can_replace : callable, optional
         ``can_replace(path)`` returns ``None`` when the existing `path` is an output
         of the same kind that may be replaced, else a short reason why not.
     inputs : iterable of path-like, default=()
-        Paths the command reads. Real paths are compared (symbolic links resolved).
+        Paths (or URLs) the command reads. Real paths are compared (symbolic links resolved).
+    storage_options : dict, optional
+        fsspec options for URLs (``endpoint_url``, credentials...); unused for local paths.
 
     Returns
     -------
-    path : pathlib.Path
-        The absolute path.
+    path : pathlib.Path or Remote
+        The absolute path, or the location of a URL.
 
     Raises
     ------
@@ -280,12 +289,15 @@ def check_output(
     OutputBusyError
         If another process is writing `path` right now (it holds its lock).
     InvalidParameterError
-        If `path` is a URL (``s3://...``; see :func:`~dkrr.io._paths.refuse_url`).
+        If `path` is a URL whose scheme is unknown or not installed (see
+        :func:`~dkrr.io._paths.locate`).
     """
-    refuse_url(path, "output")
-    for item in inputs:
-        refuse_url(item, "input")
-    path = Path(os.path.abspath(os.fspath(path)))
+    where = locate(path, storage_options, what="output")
+    inputs = [locate(item, storage_options, what="input") for item in inputs]
+    if isinstance(where, Remote):
+        return check_remote_output(where, overwrite=overwrite, can_replace=can_replace, inputs=inputs)
+    inputs = [item for item in inputs if not isinstance(item, Remote)]
+    path = Path(os.path.abspath(os.fspath(where)))
     _check_writable(path)
     _check_inputs(path, inputs)
     _check_not_in_zarr(path)
@@ -301,7 +313,8 @@ def atomic_output(
     *,
     can_replace: Callable[[Path], str | None] | None = None,
     inputs: Iterable[str | os.PathLike] = (),
-) -> Iterator[Path]:
+    storage_options: dict | None = None,
+) -> Iterator[Path | Remote]:
     """Context manager that yields a temporary path and moves it to `path` on success.
 
     The body of the ``with`` statement creates a file or a directory at the yielded
@@ -328,11 +341,18 @@ def atomic_output(
     inputs : iterable of path-like, default=()
         Paths the work reads; an output that is, contains or lies inside one of them
         is refused (see :func:`check_output`).
+    storage_options : dict, optional
+        fsspec options when `path` is a URL. A URL is written by
+        :func:`~dkrr.io._remote.remote_output`: the yielded
+        :class:`~dkrr.io._paths.Remote` is the output itself (a new output) or a
+        temporary sibling prefix (a replacement), committed on success with a marker
+        instead of a rename (see that module and SECURITY.md).
 
     Yields
     ------
-    tmp : pathlib.Path
-        The temporary path to write to. Nothing exists there yet.
+    tmp : pathlib.Path or Remote
+        The temporary path to write to. Nothing exists there yet (for a URL: nothing but
+        the commit marker).
 
     Raises
     ------
@@ -362,7 +382,13 @@ def atomic_output(
     'done'
     """
     inputs = list(inputs)
-    path = check_output(path, overwrite=overwrite, can_replace=can_replace, inputs=inputs)
+    where = locate(path, storage_options, what="output")
+    if isinstance(where, Remote):
+        with remote_output(where, overwrite, can_replace=can_replace,
+                           inputs=[locate(i, storage_options, what="input") for i in inputs]) as tmp:
+            yield tmp
+        return
+    path = check_output(where, overwrite=overwrite, can_replace=can_replace, inputs=inputs)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -20,6 +20,11 @@ so a changed field is refused even when its checksums were recomputed. An array 
 the model directory, have the size its recorded shape and dtype imply (checked before it
 is read), its recorded checksum, and a little-endian bool/int/float dtype. Every problem
 is a :class:`~dkrr.errors.ModelFormatError` naming the field. No pickle anywhere.
+
+A model may live in an object store (``s3://bucket/models/m``): it is written to a local
+temporary directory, validated there, and uploaded inside
+:func:`~dkrr.io._remote.remote_output` (commit marker, lock object; ``model.json`` is
+uploaded after the arrays); it is read with the same checks, key by key.
 """
 
 from __future__ import annotations
@@ -42,10 +47,11 @@ from ._model_reader import (
     FORMAT_VERSION,
     _array_refs,
     _model_classes,
+    RemoteFiles,
     _read_doc,
     _Reader,
 )
-from ._paths import refuse_url
+from ._paths import Remote, locate, within_remote
 
 __all__ = ["FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION", "check_replaceable_model", "load_model", "save_model"]
 
@@ -164,11 +170,28 @@ def _label_type(v: Any) -> str | None:
     return None
 
 
-def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False,
+               storage_options: dict | None = None) -> Path | str:
     """Save a fitted dkrr estimator to the directory ``path`` (atomically).
 
     The directory is read back and validated as :func:`load_model` would before it is
     moved into place, so what is saved loads.
+
+    Parameters
+    ----------
+    estimator : RandomFeatureRidge, RandomFeatureRidgeClassifier or RandomFeatures
+        A fitted dkrr estimator.
+    path : str or os.PathLike
+        The model directory to create, or its fsspec URL (``s3://bucket/models/m``).
+    overwrite : bool, default=False
+        Replace an existing dkrr model directory at `path` (nothing else).
+    storage_options : dict, optional
+        fsspec options when `path` is a URL (``endpoint_url``, credentials...).
+
+    Returns
+    -------
+    path : pathlib.Path or str
+        `path` as given (a URL: as a string).
 
     Raises
     ------
@@ -181,10 +204,12 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
         than int/float/bool/str, non-finite floats, bytes, dates).
     NotFittedError
         The estimator is not fitted.
+    ObjectStoreError
+        The object store of a URL failed while the model was uploaded (what was written is
+        deleted, or left marked incomplete when the store cannot be reached).
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from .._version import __version__
     from ._atomic import atomic_output
 
     if type(estimator).__name__ not in _model_classes():
@@ -193,23 +218,46 @@ def save_model(estimator, path: str | os.PathLike, *, overwrite: bool = False) -
             f"supported: {sorted(_model_classes())}"
         )
     check_is_fitted(estimator)
-    refuse_url(path, "model directory")
-    path = Path(path)
+    where = locate(path, storage_options, what="model directory")
+    if isinstance(where, Remote):
+        import tempfile
+
+        with atomic_output(where, overwrite=overwrite, can_replace=check_replaceable_model) as tmp, \
+                tempfile.TemporaryDirectory(prefix="dkrr-model-") as local:
+            _write_model(estimator, Path(local) / "model")
+            _upload(Path(local) / "model", tmp)
+        return where.url
+    path = Path(where)
     with atomic_output(path, overwrite=overwrite, can_replace=check_replaceable_model) as tmp:
-        writer = _Writer(tmp)
-        doc = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "dkrr_version": __version__,
-            "numpy_version": np.__version__,
-            "estimator": {"__estimator__": writer.estimator(estimator, "model")},
-        }
-        (tmp / "model.json").write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
-        try:
-            load_model(tmp)
-        except ModelFormatError as exc:
-            raise ModelFormatError(f"cannot save {type(estimator).__name__}: it does not load back: {exc}") from None
+        _write_model(estimator, tmp)
     return path
+
+
+def _upload(local: Path, dest: Remote) -> None:
+    """Upload a model directory: the arrays, then ``model.json``."""
+    with within_remote("write", dest.url):
+        for file in sorted((local / "arrays").iterdir()):
+            dest.fs.put_file(str(file), dest.key(f"arrays/{file.name}"))
+        dest.fs.put_file(str(local / "model.json"), dest.key("model.json"))
+
+
+def _write_model(estimator, tmp: Path) -> None:
+    """Write the model directory `tmp` and check that it loads back."""
+    from .._version import __version__
+
+    writer = _Writer(tmp)
+    doc = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "dkrr_version": __version__,
+        "numpy_version": np.__version__,
+        "estimator": {"__estimator__": writer.estimator(estimator, "model")},
+    }
+    (tmp / "model.json").write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
+    try:
+        load_model(tmp)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"cannot save {type(estimator).__name__}: it does not load back: {exc}") from None
 
 
 
@@ -219,8 +267,12 @@ def check_replaceable_model(path: str | os.PathLike) -> str | None:
     Used as the ``can_replace`` check of :func:`~dkrr.io._atomic.atomic_output` (and of
     ``check_output`` before a fit): ``overwrite`` replaces only a directory with a
     ``model.json`` carrying the dkrr-model format marker and a known version, plus an
-    ``arrays/`` folder of regular files that ``model.json`` refers to.
+    ``arrays/`` folder of regular files that ``model.json`` refers to. In an object store,
+    the remains of a dkrr upload that did not commit (its marker is there) are replaceable
+    when they hold nothing but ``model.json`` and ``arrays/*.npy``.
     """
+    if isinstance(path, Remote):
+        return _remote_replaceable(path)
     p = Path(path)
     if p.is_symlink():
         return "it is a symbolic link; give the directory it points to, or another path"
@@ -252,8 +304,42 @@ def check_replaceable_model(path: str | os.PathLike) -> str | None:
     return None
 
 
-def load_model(path: str | os.PathLike):
+def _remote_replaceable(where: Remote) -> str | None:
+    from ._remote import is_incomplete, remote_keys
+
+    keys = remote_keys(where)
+    if keys is None:
+        return "it is not a dkrr model directory (an object, not a folder)"
+    if is_incomplete(where):
+        others = [k for k in keys if k != "model.json"
+                  and not re.fullmatch(r"arrays/[^/]+\.npy", k)]
+    else:
+        if "model.json" not in keys:
+            return "it is not a dkrr model directory (no model.json)"
+        files = RemoteFiles(where)
+        try:
+            with within_remote("read", where.url):
+                doc = _read_doc(files.meta(), files)
+        except ModelFormatError as exc:
+            return f"it is not a dkrr model directory ({exc})"
+        others = sorted(set(keys) - {"model.json"} - _array_refs(doc))
+    if others:
+        return (
+            f"it holds files that are not part of the dkrr model: {others[:5]}; move them "
+            "away or choose another path"
+        )
+    return None
+
+
+def load_model(path: str | os.PathLike, *, storage_options: dict | None = None):
     """Load a model saved by :func:`save_model`; executes no code from the directory.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model directory, or its fsspec URL (``s3://bucket/models/m``).
+    storage_options : dict, optional
+        fsspec options when `path` is a URL (``endpoint_url``, credentials...).
 
     Raises
     ------
@@ -264,10 +350,17 @@ def load_model(path: str | os.PathLike):
         unknown estimator class, parameter or fitted attribute; a value of the wrong type,
         shape, dtype or not finite; an array file outside the model directory, missing,
         of the wrong size (checked before reading), corrupted, or inconsistent with the
-        others. The message names the field.
+        others. The message names the field. In an object store also a model whose upload
+        has not committed (still writing, or failed).
+    ObjectStoreError
+        The object store of a URL cannot be reached, refuses the credentials or breaks
+        off a read.
     """
-    refuse_url(path, "model directory")
-    root = Path(path)
+    where = locate(path, storage_options, what="model directory")
+    if isinstance(where, Remote):
+        with within_remote("read the model", where.url):
+            return _load_remote(where)
+    root = Path(where)
     meta = root / "model.json"
     if not root.exists():
         raise ModelFormatError(f"model directory {str(root)!r} does not exist")
@@ -282,7 +375,34 @@ def load_model(path: str | os.PathLike):
             f"{str(root)!r} is a directory but not a dkrr model directory: it holds no model.json; "
             "give the directory that save_model or dkrr fit wrote"
         )
-    doc = _read_doc(meta)
+    return _estimator(root, meta, _read_doc(meta))
+
+
+def _load_remote(root: Remote):
+    from ._remote import check_committed, missing
+
+    fs = root.fs
+    fs.invalidate_cache(root.path)
+    if not fs.exists(root.path):
+        raise missing(root, "model directory", ModelFormatError)
+    if fs.isfile(root.path):
+        raise ModelFormatError(
+            f"{root.url!r} is an object (a file), not a dkrr model directory (a folder holding "
+            "model.json and arrays/, written by save_model or dkrr fit)"
+        )
+    check_committed(root, "model directory", ModelFormatError)
+    files = RemoteFiles(root)
+    meta = files.meta()
+    if files.size(meta) is None:
+        raise ModelFormatError(
+            f"{root.url!r} is a folder but not a dkrr model directory: it holds no model.json; "
+            "give the folder that save_model or dkrr fit wrote"
+        )
+    return _estimator(root, meta, _read_doc(meta, files), files)
+
+
+def _estimator(root, meta, doc: dict, files=None):
+    """The estimator of a parsed model.json, every field checked."""
     for key in _TOP_KEYS - {"estimator"}:
         if key not in doc:
             raise ModelFormatError(f"{meta} is incomplete: missing key {key!r}")
@@ -291,4 +411,4 @@ def load_model(path: str | os.PathLike):
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise ModelFormatError(f"{meta} is invalid: unknown top-level key(s) {unknown}")
-    return _Reader(root, meta, doc["format_version"]).estimator(doc["estimator"], "model")
+    return _Reader(root, meta, doc["format_version"], files).estimator(doc["estimator"], "model")

@@ -75,13 +75,72 @@ def _model_classes() -> dict[str, type]:
     return dict(MODEL_CLASSES)
 
 
-def _read_doc(meta: Path) -> dict:
-    """The parsed model.json: a dict with the format marker and a readable version."""
-    size = os.path.getsize(meta)
+class _LocalFiles:
+    """The files of a model directory on a local path, as the reader sees them."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.arrays_dir = (root / "arrays").resolve()
+
+    def meta(self) -> Path:
+        return self.root / "model.json"
+
+    def array_file(self, rel: str) -> Path | None:
+        """The file `rel` names, or None when it is not a file inside ``arrays/``."""
+        file = (self.root / rel).resolve()
+        if file.parent != self.arrays_dir or self.arrays_dir.parent != self.root.resolve():
+            return None
+        return file
+
+    def size(self, file: Path) -> int | None:
+        """Bytes of `file`, or None when it is not a regular file."""
+        return os.path.getsize(file) if file.is_file() else None
+
+    def read(self, file: Path, limit: int) -> bytes:
+        """At most `limit` bytes of `file` (never more, even if it grew)."""
+        with open(file, "rb") as fh:
+            return fh.read(limit)
+
+
+class RemoteFiles:
+    """The files of a model directory in an object store (a :class:`~dkrr.io._paths.Remote`
+    prefix): the same checks, with keys for paths. An array reference must name a plain
+    ``arrays/<name>`` key (no ``..``, no deeper folder)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def meta(self):
+        return self.root.child("model.json")
+
+    def array_file(self, rel: str):
+        parts = rel.split("/")
+        if len(parts) != 2 or parts[0] != "arrays" or parts[1] in ("", ".", ".."):
+            return None
+        return self.root.child(rel)
+
+    def size(self, file) -> int | None:
+        try:
+            info = file.fs.info(file.path)
+        except FileNotFoundError:
+            return None
+        return int(info["size"]) if info.get("type") == "file" else None
+
+    def read(self, file, limit: int) -> bytes:
+        return file.fs.cat_file(file.path, start=0, end=limit)
+
+
+def _read_doc(meta, files=None) -> dict:
+    """The parsed model.json (a local path, or the location of `files`' meta): a dict
+    with the format marker and a readable version."""
+    files = files or _LocalFiles(Path(meta).parent)
+    size = files.size(meta)
+    if size is None:
+        raise ModelFormatError(f"{meta} is not a file")
     if size > _MAX_JSON_BYTES:
         raise ModelFormatError(f"{meta} has {size} bytes; a model.json is at most {_MAX_JSON_BYTES}")
     try:
-        text = meta.read_bytes().decode("utf-8")
+        text = files.read(meta, size + 1).decode("utf-8")  # (a limit allocates its size)
     except UnicodeDecodeError as exc:
         raise ModelFormatError(f"{meta} is corrupted: not UTF-8 text ({exc})") from None
     try:
@@ -115,20 +174,20 @@ def _is_real(v: Any) -> bool:
 
 
 class _Reader:
-    def __init__(self, root: Path, meta: Path, version: int):
+    def __init__(self, root: Path, meta: Path, version: int, files=None):
         self.root, self.meta, self.version = root, meta, version
-        self.arrays_dir = (root / "arrays").resolve()
+        self.files = files or _LocalFiles(root)
 
     def bad(self, where: str, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.meta} is invalid: {where} {msg}")
 
     # ------------------------------------------------------------ arrays
-    def array_path(self, rel: Any, where: str) -> Path:
+    def array_path(self, rel: Any, where: str):
         """The file of an array reference; anything not a file inside arrays/ is refused."""
         if not isinstance(rel, str):
             raise self.bad(where, f"must name an array file, got {rel!r}")
-        file = (self.root / rel).resolve()
-        if file.parent != self.arrays_dir or self.arrays_dir.parent != self.root.resolve():
+        file = self.files.array_file(rel)
+        if file is None:
             raise self.bad(where, f"refers to {rel!r}, which points outside the model directory's arrays/")
         return file
 
@@ -150,14 +209,14 @@ class _Reader:
             raise self.bad(where, f"has an invalid sha256 {digest!r}")
         rel = ref["__ndarray__"]
         file = self.array_path(rel, where)
-        if not file.is_file():
+        size = self.files.size(file)
+        if size is None:
             raise self.bad(where, f"refers to the file {rel}, which is missing")
         nbytes = math.prod(shape) * dtype.itemsize
-        size = os.path.getsize(file)
         if not nbytes + 10 <= size <= nbytes + _NPY_HEADER_MAX:  # checked before reading
             raise self.bad(where, f"file {rel} has {size} bytes; shape {tuple(shape)} dtype {dtype_str} needs {nbytes} bytes plus a header")
-        with open(file, "rb") as fh:  # never more than the size allows, even if it grew
-            data = fh.read(nbytes + _NPY_HEADER_MAX + 1)
+        # never more than the size allows, even if it grew
+        data = self.files.read(file, nbytes + _NPY_HEADER_MAX + 1)
         if len(data) > nbytes + _NPY_HEADER_MAX:
             raise self.bad(where, f"file {rel} is longer than shape {tuple(shape)} dtype {dtype_str} allows")
         if hashlib.sha256(data).hexdigest() != digest:

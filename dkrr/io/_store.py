@@ -80,8 +80,9 @@ from ._kinds import (
     zarr_replace_check,
 )
 from ._labels import checked_class_codes, store_classes
-from ._paths import refuse_url
-from ._reader import MANIFEST, array_names, check_numeric, manifest, open_array, open_group, read_array
+from ._paths import Remote, locate, zarr_location
+from ._reader import (MANIFEST, array_names, check_numeric, check_written, manifest, open_array,
+                      open_group, read_array)
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -115,7 +116,7 @@ class ZarrDataset:
     attrs : dict
         The group attributes (see the layout in this module's docstring).
     path : str
-        Absolute path of the store.
+        Absolute path of the store, or its URL (``s3://bucket/key``).
     """
 
     X: da.Array
@@ -152,20 +153,27 @@ class ZarrDataset:
         return list(classes) if classes is not None else None
 
 
-def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrDataset:
+def open_dataset(path: str | os.PathLike, *, require_y: bool = True,
+                 storage_options: Mapping[str, Any] | None = None) -> ZarrDataset:
     """Open a Zarr store laid out as a dkrr dataset, lazily.
 
     Nothing is read but metadata: `X` and `y` are dask arrays backed by the store, so
-    the dataset can be far larger than memory.
+    the dataset can be far larger than memory. With a URL, each block is read by the dask
+    worker that computes it, straight from the object store.
 
     Parameters
     ----------
     path : str or os.PathLike
         Directory of a Zarr group holding the arrays ``X`` and ``y`` (see the module
-        docstring for the layout).
+        docstring for the layout), or its fsspec URL (``s3://bucket/data.zarr``,
+        ``gs://...``, ``az://...``, ``file://...``).
     require_y : bool, default=True
         Whether a missing ``y`` is an error. With ``False`` (for prediction), `y` of
         the result is ``None`` when the store has no ``y``.
+    storage_options : dict, optional
+        fsspec options of a URL's filesystem (``endpoint_url``, ``key``, ``secret``,
+        ``anon``...; for S3 see s3fs). Without them fsspec's defaults apply (for S3 the
+        AWS_* environment variables, ``~/.aws``, an instance role). Unused for a local path.
 
     Returns
     -------
@@ -184,17 +192,23 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True) -> ZarrData
         written by dkrr differs from its ``dkrr_arrays`` record or lacks chunks, or
         its ``classes`` attribute is not a list of distinct strings, or ``y`` of a store
         with ``classes`` is not an integer array; when a block of such a ``y`` is
-        computed, if it holds a code outside ``0 .. len(classes) - 1``.
+        computed, if it holds a code outside ``0 .. len(classes) - 1``; a store in an
+        object store whose writer has not committed it (still writing, or failed).
+    ObjectStoreError
+        If the object store cannot be reached, refuses the credentials, or breaks off a
+        read (also when a block is computed).
     InvalidParameterError
-        If `path` is a URL (``s3://...``): only local paths are supported.
+        If `path` is a URL whose scheme fsspec does not know or whose package is not
+        installed (the message names it: ``pip install 'dkrr[s3]'`` for ``s3://``).
     InputValidationError
         If ``X`` is not 2-D, ``y`` is not 1-D or 2-D, their lengths differ, or either
         has a non-numeric dtype.
     """
     from .._rows import rechunk_rows
 
-    refuse_url(path, "input store")
-    path = Path(os.path.abspath(os.fspath(path)))
+    path = locate(path, storage_options, what="input store")
+    if not isinstance(path, Remote):
+        path = Path(os.path.abspath(os.fspath(path)))
     group = open_group(path)
     arrays = array_names(group, path)
     wanted = ["X", "y"] if require_y else ["X"]
@@ -270,14 +284,16 @@ def write_predictions(
     attrs: Mapping[str, Any] | None = None,
     compute: Callable[[Any], Any] | None = None,
     inputs: Sequence[str | os.PathLike] = (),
+    storage_options: Mapping[str, Any] | None = None,
 ) -> str:
     """Write predictions to a new Zarr group, block by block, atomically.
 
     Each block of `y_pred` is computed where the scheduler runs it and written to the
     store by that worker (:func:`dkrr.io._drain.store_tasks`); nothing is gathered on the
     client. With a ``distributed`` cluster the workers must share the filesystem that
-    holds `out`. The group is written under a temporary name and renamed to `out`
-    only when every block is stored.
+    holds `out`, or `out` is a URL they can reach. The group is written under a
+    temporary name and renamed to `out` only when every block is stored (for a URL:
+    committed by removing its marker; see :mod:`dkrr.io._remote`).
 
     Parameters
     ----------
@@ -305,11 +321,13 @@ def write_predictions(
     inputs : sequence of path-like, default=()
         Paths the predictions are computed from (the store of ``X``, the model); an
         `out` that is, contains or lies inside one of them is refused.
+    storage_options : dict, optional
+        fsspec options when `out` (or an input) is a URL (see :func:`open_dataset`).
 
     Returns
     -------
     path : str
-        Absolute path of the written store.
+        Absolute path (or URL) of the written store.
 
     Raises
     ------
@@ -320,8 +338,11 @@ def write_predictions(
         If `out` cannot be created (checked before anything is computed).
     OutputBusyError
         If another process is writing `out` right now.
+    ObjectStoreError
+        If the object store of a URL fails while the store is written (what was written
+        is deleted, or left marked incomplete when the store cannot be reached).
     InvalidParameterError
-        If `out` is a URL (``s3://...``): only local paths are supported.
+        If `out` is a URL whose scheme is unknown or whose package is not installed.
     InputValidationError
         If `y_pred` is not 1-D or 2-D or has unknown chunk sizes.
     """
@@ -334,7 +355,8 @@ def write_predictions(
     y_pred = _regular_rows(y_pred, "y_pred")
     group_attrs = {**dict(attrs or {}), "dkrr_layout": LAYOUT_VERSION, PREDICTIONS_MARKER: 1}
     return _write_group(out, {"y_pred": y_pred}, group_attrs, overwrite=overwrite,
-                        can_replace=predictions_replace_check, inputs=inputs, compute=compute)
+                        can_replace=predictions_replace_check, inputs=inputs, compute=compute,
+                        storage_options=storage_options)
 
 
 def create_arrays(group: zarr.Group, specs: Mapping[str, tuple], attrs: Mapping[str, Any]) -> dict:
@@ -357,17 +379,22 @@ def create_arrays(group: zarr.Group, specs: Mapping[str, tuple], attrs: Mapping[
 
 
 def _write_group(out, sources: Mapping[str, da.Array], attrs: Mapping[str, Any], *,
-                 overwrite: bool, can_replace, inputs, compute) -> str:
+                 overwrite: bool, can_replace, inputs, compute, storage_options=None) -> str:
     """Write dask arrays as a new group at `out`, block by block, atomically."""
-    refuse_url(out, "output")
-    final = Path(os.path.abspath(os.fspath(out)))
-    with atomic_output(final, overwrite, can_replace=can_replace, inputs=inputs) as tmp:
+    final = locate(out, storage_options, what="output")
+    if not isinstance(final, Remote):
+        final = Path(os.path.abspath(os.fspath(final)))
+    with atomic_output(final, overwrite, can_replace=can_replace, inputs=inputs,
+                       storage_options=storage_options) as tmp:
         with interrupts_deferred():  # metadata: written whole or not at all
-            group = zarr.open_group(str(tmp), mode="w-")
+            group = zarr.open_group(store=zarr_location(tmp), mode="w-")
             specs = {name: (src.shape, src.dtype, tuple(max(c[0], 1) for c in src.chunks))
                      for name, src in sources.items()}
             targets = create_arrays(group, specs, attrs)
         run_store_tasks(store_tasks(list(sources.values()), list(targets.values())), compute)
+        if isinstance(tmp, Remote):  # before the commit: every chunk the workers wrote is there
+            for name, arr in targets.items():
+                check_written(group, name, arr, tmp)
     return str(final)
 
 
@@ -383,6 +410,7 @@ def write_dataset(
     overwrite: bool = False,
     compute: Callable[[Any], Any] | None = None,
     inputs: Sequence[str | os.PathLike] = (),
+    storage_options: Mapping[str, Any] | None = None,
 ) -> str:
     """Write dask arrays `X` and `y` as a dkrr Zarr store, block by block, atomically.
 
@@ -397,7 +425,7 @@ def write_dataset(
     y : dask.array.Array of shape (n_samples,) or (n_samples, n_targets), or None
         Targets, rechunked to the row chunks of `X`. ``None`` writes only ``X``.
     out : str or os.PathLike
-        Directory of the Zarr group to create.
+        Directory of the Zarr group to create, or its URL (``s3://bucket/data.zarr``).
     feature_names, target_names : sequence of str, optional
         Column names; default ``column_{j}`` and ``target`` (``target_{j}``).
     classes : sequence of str, optional
@@ -411,11 +439,13 @@ def write_dataset(
         Runs the store tasks, as in :func:`write_predictions`.
     inputs : sequence of path-like, default=()
         Paths `X` and `y` are read from; an `out` overlapping one is refused.
+    storage_options : dict, optional
+        fsspec options when `out` is a URL (see :func:`open_dataset`).
 
     Returns
     -------
     path : str
-        Absolute path of the written store.
+        Absolute path (or URL) of the written store.
     """
     X = _as_dask(X, "X")
     if X.ndim != 2:
@@ -454,4 +484,5 @@ def write_dataset(
     if classes is not None:
         group_attrs["classes"] = [str(c) for c in classes]
     return _write_group(out, dict(zip(names, sources)), group_attrs, overwrite=overwrite,
-                        can_replace=zarr_replace_check, inputs=inputs, compute=compute)
+                        can_replace=zarr_replace_check, inputs=inputs, compute=compute,
+                        storage_options=storage_options)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...errors import InputNotFoundError, InputValidationError, InvalidParameterError
 from .._atomic import atomic_output
-from .._paths import refuse_url
+from .._paths import Remote, locate
 from .._store import zarr_replace_check
 from ._csv import read_csv
 from ._like import UNKNOWN, read_layout, take
@@ -82,7 +82,7 @@ class IngestSummary:
     classes : list of str or None
         Sorted original labels when the target was encoded to integer codes.
     path : str
-        Absolute path of the store.
+        Absolute path of the store, or its URL.
     index_base : int or None
         LIBSVM: the index of the first column, 0 or 1, as read (None for CSV/``.npy``).
     index_base_guessed : bool
@@ -135,6 +135,7 @@ def ingest(
     like: str | os.PathLike | None = None,
     overwrite: bool = False,
     progress: ProgressCallback | None = None,
+    storage_options: dict | None = None,
 ) -> IngestSummary:
     """Convert a CSV, LIBSVM/svmlight, ``.npy`` or Parquet input into a dkrr Zarr store.
 
@@ -159,7 +160,8 @@ def ingest(
         file, or a directory of Parquet files such as ``dask.dataframe.to_parquet``
         writes, read in natural order of their names).
     out : str or os.PathLike
-        Directory of the Zarr store to create (layout: see :mod:`dkrr.io._store`).
+        Directory of the Zarr store to create (layout: see :mod:`dkrr.io._store`), or
+        its fsspec URL (``s3://bucket/data.zarr``; see `storage_options`).
     target : str, int or list of these, optional
         CSV, ``.npy`` and Parquet: the target column(s), by name or 0-based index
         (negative counts from the end; ``.npy`` and header-less CSV columns are also
@@ -240,6 +242,9 @@ def ingest(
         Called as ``progress(rows_done, bytes_read, total_bytes)`` after each chunk.
         The byte counts cover every pass over the (compressed) file: LIBSVM is read
         twice, so its ``total_bytes`` is twice the file size.
+    storage_options : dict, optional
+        fsspec options when `out` or `like` is a URL (``endpoint_url``, credentials...;
+        see :func:`dkrr.io.open_dataset`). The input file itself is local.
 
     Returns
     -------
@@ -298,10 +303,17 @@ def ingest(
     >>> s.n_rows, s.feature_names, s.classes
     (2, ['a', 'b'], ['g', 'h'])
     """
-    refuse_url(path, "input file")
-    refuse_url(out, "output")
-    src = Path(os.path.abspath(os.fspath(path)))
-    layout = None if like is None else read_layout(like)
+    src = locate(path, what="input file")
+    if isinstance(src, Remote):
+        raise InvalidParameterError(
+            f"input file {src.url!r} is a URL: ingest reads a local file (copy it here first); "
+            "its output (--out) may be a URL"
+        )
+    src = Path(os.path.abspath(os.fspath(src)))
+    final = locate(out, storage_options, what="output")
+    if not isinstance(final, Remote):
+        final = Path(os.path.abspath(os.fspath(final)))
+    layout = None if like is None else read_layout(like, storage_options)
     block_bytes = _blocksize(blocksize)
     if format is None and src.is_dir():
         if not is_parquet_dir(src):
@@ -393,8 +405,8 @@ def ingest(
     if fmt == "npy" and src.name.lower().endswith(COMPRESSIONS):
         raise InputValidationError(f"{src}: compressed .npy files are not supported")
 
-    final = Path(os.path.abspath(os.fspath(out)))
-    with atomic_output(final, overwrite, can_replace=zarr_replace_check) as tmp:
+    with atomic_output(final, overwrite, can_replace=zarr_replace_check,
+                       storage_options=storage_options) as tmp:
         info = _READERS[fmt](
             src,
             tmp,

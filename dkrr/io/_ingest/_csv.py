@@ -312,7 +312,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     else:
         segments = iter([Segment(0, start, None, first_line, 0, None)])
     combiner = Combiner(layout)
-    results = run_segments(convert_segment, (layout, str(tmp)), segments, combiner, report,
+    results = run_segments(convert_segment, (layout, tmp), segments, combiner, report,
                            parallel=parallel)
     n = sum(r.rows for r in results)
     if parallel and found[0] >= 0 and n != found[0]:  # pragma: no cover - a bug

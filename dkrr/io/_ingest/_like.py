@@ -46,15 +46,16 @@ class Layout:
     target_names: Any = UNKNOWN
 
 
-def read_layout(like: str | os.PathLike) -> Layout:
-    """The layout recorded in the store at `like` (a dkrr dataset with ``X`` and ``y``).
+def read_layout(like: str | os.PathLike, storage_options: dict | None = None) -> Layout:
+    """The layout recorded in the store at `like` (a dkrr dataset with ``X`` and ``y``;
+    a URL is opened with `storage_options`).
 
     Raises StoreNotFoundError / StoreError / InputValidationError as
     :func:`dkrr.io.open_dataset` does for a store that is missing or not a dataset.
     """
     from .._store import open_dataset
 
-    ds = open_dataset(like)
+    ds = open_dataset(like, storage_options=storage_options)
     attrs = ds.attrs
     classes = attrs.get("classes")
     fmt = attrs.get("format")

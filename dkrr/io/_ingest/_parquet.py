@@ -308,7 +308,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
         done[1] += nbytes
         call_progress(progress, done[0], done[1], total)
 
-    results = run_segments(convert_segment, (layout, str(tmp), parts, bytes_per_row),
+    results = run_segments(convert_segment, (layout, tmp, parts, bytes_per_row),
                            segments, Combiner(layout), report, parallel=parallel)
     n = sum(r.rows for r in results)
     dropped = sum(r.dropped for r in results)

@@ -23,6 +23,7 @@ import zarr
 from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
 from .._atomic import interrupts_deferred
 from .._reader import MANIFEST, manifest
+from .._paths import zarr_location
 from .._store import LAYOUT_VERSION, create_arrays
 from ._text import format_bytes
 
@@ -79,7 +80,7 @@ class StoreWriter:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | Any,
         *,
         n_features: int,
         y_tail: tuple[int, ...],
@@ -101,7 +102,7 @@ class StoreWriter:
         self.n = n
 
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
-        self.group = zarr.open_group(str(path), mode="w-")
+        self.group = zarr.open_group(store=zarr_location(path), mode="w-")
         arrays = create_arrays(self.group, {
             "X": ((n_rows, n_features), x_dtype, (rows, n_features)),
             "y": ((n_rows,) + y_tail, y_dtype, (rows,) + y_tail),
@@ -172,7 +173,7 @@ def open_arrays(path: Any) -> tuple[Any, Any]:
     """The arrays ``X`` and ``y`` of a store being written (by :class:`StoreWriter`), for
     a task that writes some of their chunks; all-zero chunks are written too, as the
     manifest promises."""
-    group = zarr.open_group(str(path), mode="r+")
+    group = zarr.open_group(store=zarr_location(path), mode="r+")  # a local path or a URL's store
     config = {"write_empty_chunks": True}
     return group["X"].with_config(config), group["y"].with_config(config)
 
