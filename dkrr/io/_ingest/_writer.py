@@ -173,9 +173,10 @@ def open_arrays(path: Any) -> tuple[Any, Any]:
     """The arrays ``X`` and ``y`` of a store being written (by :class:`StoreWriter`), for
     a task that writes some of their chunks; all-zero chunks are written too, as the
     manifest promises."""
-    group = zarr.open_group(store=zarr_location(path), mode="r+")  # a local path or a URL's store
-    config = {"write_empty_chunks": True}
-    return group["X"].with_config(config), group["y"].with_config(config)
+    # an array reads zarr's configuration when it is opened (Array.with_config: zarr >= 3.1.6)
+    with zarr.config.set({"array.write_empty_chunks": True}):
+        group = zarr.open_group(store=zarr_location(path), mode="r+")  # a local path or a URL's store
+        return group["X"], group["y"]
 
 
 class ChunkSink:
