@@ -192,7 +192,7 @@ def graph_seconds(n_blocks: int, d: int, fmap, V, repeats: int = 3) -> dict:
     import dask.array as da
 
     from dkrr.io import open_dataset, write_dataset
-    from dkrr.linalg._pcg import _matvec_block, _sum_arrays
+    from dkrr.linalg._pcg import _matvec_block, _sum_checked
     from dkrr.linalg._reduce import reduce_row_blocks
 
     rows = 16
@@ -200,7 +200,7 @@ def graph_seconds(n_blocks: int, d: int, fmap, V, repeats: int = 3) -> dict:
     consts = (fmap, V, None, 1, 0, 64 * 2**20)
 
     def build(Xd):
-        return lambda: reduce_row_blocks([Xd], _matvec_block, _sum_arrays, constants=consts, compute=False,
+        return lambda: reduce_row_blocks([Xd], _matvec_block, _sum_checked, constants=consts, compute=False,
                                          n_chains=16)
 
     out = {"blocks": n_blocks, "memory_s": _best(build(da.from_array(X, chunks=(rows, d))), repeats)}

@@ -128,7 +128,7 @@ def test_unwritable_output_is_refused_before_the_fit(tmp_path, capsys, where):
 @pytest.mark.parametrize("text, named", [
     ('n-components = "12"\n', "n-components"),
     ("alpha = true\n", "alpha"),
-    ("[fit]\ngamma = [1, 2]\n", "gamma"),
+    ("[fit]\ngamma = [1, \"x\"]\n", "gamma"),  # a list is ARD widths (numbers only)
     ('alphas = [1, "x"]\n', "alphas"),
     ("cv = 2.5\n", "cv"),
     ("nonsense = 1\n", "nonsense"),

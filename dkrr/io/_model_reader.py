@@ -22,6 +22,8 @@ import numpy as np
 from ..errors import ModelFormatError
 from ._model_agreement import AGREEMENT
 
+from ._model_kinds import RecordKinds
+
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
@@ -173,7 +175,7 @@ def _is_real(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-class _Reader:
+class _Reader(RecordKinds):
     def __init__(self, root: Path, meta: Path, version: int, files=None):
         self.root, self.meta, self.version = root, meta, version
         self.files = files or _LocalFiles(root)
@@ -380,52 +382,6 @@ class _Reader:
 
     def _f_columns(self, v, where):
         return None if v is None else self.array(v, where, ndim=(1,))
-
-    def _f_noise(self, v, where):
-        if isinstance(v, dict):
-            arr = self.array(v, where, ndim=(1,))
-            if arr.dtype.kind != "f" or not (arr > 0).all():
-                raise self.bad(where, "must hold positive float noise variances")
-            return arr
-        if not _is_real(v) or not math.isfinite(v) or v <= 0:
-            raise self.bad(where, f"must be a positive finite real number or a float array, got {v!r}")
-        return v
-
-    def _f_posterior(self, v, where):
-        if not isinstance(v, dict) or set(v) != {"factor", "mean", "inv_weight"}:
-            raise self.bad(where, "must be the posterior record with exactly the keys ['factor', 'inv_weight', 'mean']")
-        factor = self.array(v["factor"], f"{where}.factor", ndim=(2,))
-        mean = self.array(v["mean"], f"{where}.mean", ndim=(1,))
-        w = v["inv_weight"]
-        if not _is_real(w) or not math.isfinite(w) or w < 0:
-            raise self.bad(f"{where}.inv_weight", f"must be a finite real number >= 0, got {w!r}")
-        return {"factor": factor, "mean": mean, "inv_weight": float(w)}
-
-    def _f_solver(self, v, where):
-        if v not in ("cholesky", "eigh", "pcg"):
-            raise self.bad(where, f"must be 'cholesky', 'eigh' or 'pcg', got {v!r}")
-        return v
-
-    def _f_reason(self, v, where):
-        if not isinstance(v, str) or not 0 < len(v) <= _MAX_REASON or not v.isprintable():
-            raise self.bad(where, f"must be a sentence of at most {_MAX_REASON} printable characters, got "
-                                  f"{v if not isinstance(v, str) else v[:80]!r}")
-        return v
-
-    def _f_solver_info(self, v, where):
-        keys = {"solver", "n_iter", "converged", "residuals", "tol", "rank", "passes"}
-        # "persisted" (whether X was kept in memory) since pcg_persist; older files lack it
-        if not isinstance(v, dict) or set(v) - {"persisted"} != keys or v["solver"] != "pcg":
-            raise self.bad(where, f"must be the pcg solver's record with exactly the keys {sorted(keys)} "
-                                  "(and 'persisted')")
-        if not isinstance(v.get("persisted", False), bool):
-            raise self.bad(f"{where}.persisted", f"must be true or false, got {v['persisted']!r}")
-        for k in ("n_iter", "rank", "passes"):
-            if not _is_int(v[k]) or not 0 <= v[k] <= 2**40:
-                raise self.bad(f"{where}.{k}", f"must be a non-negative integer, got {v[k]!r}")
-        if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
-            raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
-        return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,), finite=False)}
 
     def _f_precision(self, v, where):
         if v not in ("float64", "float32"):
