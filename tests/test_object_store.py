@@ -208,8 +208,12 @@ def test_cli_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path, ca
         outputs[paths is remote] = (fit, metrics)
     (fit_r, metrics_r), (fit_l, metrics_l) = outputs[True], outputs[False]
     assert fit_r["model"] == remote["model"]
-    assert {k: v for k, v in fit_r.items() if k not in ("model", "fit_seconds")} == \
-        {k: v for k, v in fit_l.items() if k not in ("model", "fit_seconds")}
+    # solver_reason quotes this machine's free memory at the moment of each fit: compare it
+    # without its numbers
+    varying = ("model", "fit_seconds", "solver_reason")
+    assert {k: v for k, v in fit_r.items() if k not in varying} == \
+        {k: v for k, v in fit_l.items() if k not in varying}
+    assert re.sub(r"[0-9.]+", "#", fit_r["solver_reason"]) == re.sub(r"[0-9.]+", "#", fit_l["solver_reason"])
     assert metrics_r == metrics_l
     group = zarr.open_group(remote["pred"], mode="r", storage_options=s3.options())
     np.testing.assert_array_equal(group["y_pred"][:], zarr.open_group(local["pred"], mode="r")["y_pred"][:])
