@@ -205,6 +205,12 @@ def script_end(start: dict[str, Any]) -> dict[str, Any]:
     v = validity_meta(start["load_average_at_start"], start["dkrr_commit"], start["cpu_start"],
                       max_load_per_core=start["max_load_per_core"])
     v.update({k: val for k, val in start.items() if k != "cpu_start"})
-    print("Publishable: quiet at start and during the run, committed tree." if v["publishable"] else
-          "NOT FOR PUBLICATION: " + "; ".join(v["problems"]))
+    print(verdict_line(v))
     return v
+
+
+def verdict_line(validity: dict[str, Any]) -> str:
+    """The one line a report carries about its validity (``Publishable: ...`` or
+    ``NOT FOR PUBLICATION: ...``), which the README's link check looks for."""
+    return ("Publishable: quiet at start and during the run, committed tree." if validity["publishable"]
+            else "NOT FOR PUBLICATION: " + "; ".join(validity["problems"]))

@@ -49,9 +49,9 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
 except ImportError:  # run as a script from benchmarks/
-    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
 
 __all__ = ["main"]
 
@@ -269,7 +269,7 @@ def main(argv=None):
                       ""] + heldout_tables(heldout_rows)
     validity = script_end(run_start)
     lines += ["the errors are deterministic; timings indicative only" + ("" if validity.get("publishable") else
-              " (the machine is shared, see validity)"), f"validity: {json.dumps(validity, default=str)}"]
+              " (the machine is shared, see validity)"), f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(lines))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

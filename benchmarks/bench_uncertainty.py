@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
 except ImportError:  # run as a script from benchmarks/
-    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
 
 __all__ = ["main", "calibration"]
 
@@ -161,7 +161,7 @@ def main(argv=None):
         summary.append(f"{'':<12} evidence vs CV: test RMSE {100 * np.mean(ev):+.2f}% [{100 * min(ev):+.2f}, "
                        f"{100 * max(ev):+.2f}], fit time {np.median(tr):.2f}x (median over seeds)")
     validity = script_end(run_start)
-    summary += ["", f"validity: {json.dumps(validity, default=str)}"]
+    summary += ["", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(summary))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
