@@ -385,9 +385,8 @@ def _check_posterior(est, args, command: str) -> None:
     """``--std`` needs a regression model with the posterior of ALGORITHMS.md 3.11:
     refused before a cluster starts, with how to get one."""
     if hasattr(est, "classes_"):
-        raise InvalidParameterError(
-            f"dkrr {command} --std: {args.model} is a classifier, which has no predictive standard "
-            "deviation; --std is for regression models")
+        raise InvalidParameterError(f"dkrr {command} --std: {args.model} is a classifier, which has no "
+                                    "predictive standard deviation; --std is for regression models")
     if getattr(est, "posterior_", None) is None:
         why = ("it was fitted with --solver pcg, which forms no p x p factor of the posterior"
                if getattr(est, "solver_", None) == "pcg" else
@@ -412,9 +411,8 @@ def cmd_predict(args) -> int:
     data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
     with _client(args):
         attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
-        y_std = None
         if std is None:
-            y_pred = est.predict(data.X)
+            y_pred, y_std = est.predict(data.X), None
         else:  # one task per block computes both (dkrr.estimators._models)
             y_pred, y_std = est.predict(data.X, return_std=True if std == "observation" else "latent")
             attrs["y_std"] = std
@@ -428,9 +426,7 @@ def cmd_predict(args) -> int:
     arrays = ["y_pred"] + ([] if std is None else ["y_std"])
     if args.json:
         doc = {"predictions": str(args.out), "n_rows": int(data.X.shape[0])}
-        if std is not None:
-            doc.update(arrays=arrays, std=std)
-        print(json.dumps(doc))
+        print(json.dumps(doc if std is None else {**doc, "arrays": arrays, "std": std}))
     else:
         print(predict_line(args.out, int(data.X.shape[0]), arrays))
     return 0
@@ -457,11 +453,7 @@ def cmd_evaluate(args) -> int:
     data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
     check_regression_target(est, data)
     with _client(args):
-        y_std = None
-        if std:
-            y_pred, y_std = est.predict(data.X, return_std=True)
-        else:
-            y_pred = est.predict(data.X)
+        y_pred, y_std = est.predict(data.X, return_std=True) if std else (est.predict(data.X), None)
         y = data.y
         n_pred, n_true = _n_columns(y_pred), _n_columns(y)
         if n_pred != n_true:

@@ -43,14 +43,12 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
 
 Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
-read). Predictions are written as a group holding the array ``y_pred`` (``(n_samples,)``
-or ``(n_samples, n_outputs)``), chunked along rows like the input, and with
-``dkrr predict --std`` the array ``y_std`` of the same shape and chunks (the predictive
-standard deviation of each prediction; the attribute ``y_std`` says which:
-``"observation"``, a new noisy target, or ``"latent"``, the noise-free function), with
-the attributes ``dkrr_layout``, ``dkrr_arrays`` (recording every array written) and
-``dkrr_predictions = 1`` plus those the caller passes (``dkrr predict`` with a classifier of text labels: int32 codes in ``y_pred`` and
-the model's labels in ``classes``, laid out as ``y`` and ``classes`` of a dataset).
+read). Predictions are written as a group holding ``y_pred`` (``(n_samples,)`` or
+``(n_samples, n_outputs)``), chunked along rows like the input (with ``dkrr predict --std``
+also ``y_std``, same shape: the predictive std of a new ``"observation"`` or of the
+``"latent"`` function, as the attribute ``y_std`` says), the attributes ``dkrr_layout``,
+``dkrr_arrays`` and ``dkrr_predictions = 1`` and those the caller passes (a classifier of
+text labels: int32 codes in ``y_pred``, the labels in ``classes``, as in a dataset).
 
 A store is refused when opened if an array's metadata does not parse, if its
 metadata declares a block over
@@ -307,10 +305,8 @@ def write_predictions(
     out : str or os.PathLike
         Directory of the Zarr group to create; it will hold the array ``y_pred``.
     y_std : dask.array.Array or ndarray, optional
-        Predictive standard deviations of the same shape as `y_pred`
-        (``RandomFeatureRidge.predict(X, return_std=...)``), written as the array ``y_std``
-        with `y_pred`'s chunks in the same atomic write; the ``dkrr_arrays`` record covers
-        both. Default None: ``y_pred`` alone.
+        Predictive standard deviations, `y_pred`'s shape (``predict(X, return_std=...)``):
+        the array ``y_std``, `y_pred`'s chunks, same atomic write and ``dkrr_arrays`` record.
     overwrite : bool, default=False
         Replace an existing store of dkrr predictions at `out` (only once the new one
         is complete). Anything else at `out` is refused (see
@@ -353,8 +349,7 @@ def write_predictions(
     InvalidParameterError
         If `out` is a URL whose scheme is unknown or whose package is not installed.
     InputValidationError
-        If `y_pred` is not 1-D or 2-D or has unknown chunk sizes, or `y_std` has another
-        shape than `y_pred`.
+        If `y_pred` is not 1-D or 2-D or has unknown chunk sizes, or `y_std` another shape.
     """
     y_pred = _as_dask(y_pred, "y_pred")
     if y_pred.ndim not in (1, 2):
@@ -367,11 +362,9 @@ def write_predictions(
     if y_std is not None:
         y_std = _as_dask(y_std, "y_std")
         if y_std.shape != y_pred.shape:
-            raise InputValidationError(
-                f"y_std has shape {y_std.shape} but y_pred has shape {y_pred.shape}; the "
-                "standard deviations need one value per prediction"
-            )
-        sources["y_std"] = _regular_rows(y_std, "y_std").rechunk(y_pred.chunks)
+            raise InputValidationError(f"y_std has shape {y_std.shape} but y_pred has shape {y_pred.shape}; the "
+                                       "standard deviations need one value per prediction")
+        sources["y_std"] = y_std.rechunk(y_pred.chunks)
     group_attrs = {**dict(attrs or {}), "dkrr_layout": LAYOUT_VERSION, PREDICTIONS_MARKER: 1}
     return _write_group(out, sources, group_attrs, overwrite=overwrite,
                         can_replace=predictions_replace_check, inputs=inputs, compute=compute,
