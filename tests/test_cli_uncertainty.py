@@ -146,8 +146,8 @@ def test_evaluate_std_scores_nlpd_and_coverage(store, model, capsys, local_clust
                                  f"coverage_95: {m['coverage_95']:.4f}", "n_rows: 700"]
 
 
-EVIDENCE = ["--method", "rff", "--n-components", 32, "--gamma", 0.1, "--gammas", "0.05,0.1,0.2",
-            "--alphas", "0.001,0.01,0.1,1", "--cv", "evidence", "--random-state", 4]
+EVIDENCE = ["--method", "rff", "--n-components", 32, "--gamma", 0.1, "--gammas", "0.05,0.2,0.8",
+            "--alphas", "0.01,0.1,1,10,100", "--cv", "evidence", "--random-state", 4]
 
 
 @pytest.mark.parametrize("quiet", ["-q", None], ids=["quiet", "progress"])
@@ -157,24 +157,24 @@ def test_fit_cv_evidence_prints_the_evidence_table_and_choice(store, tmp_path, c
     code, out, err = _main(capsys, "fit", path, "--out", tmp_path / "m", *EVIDENCE, *addr)
     assert code == 0, err
     est = _reference(*EVIDENCE).fit(X, y)
-    assert est.cv == "evidence" and est.gammas == [0.05, 0.1, 0.2]
+    assert est.cv == "evidence" and est.gammas == [0.05, 0.2, 0.8]
     saved = load_model(tmp_path / "m")
     assert saved.cv == "evidence" and saved.alpha_ == est.alpha_ and saved.gamma_ == est.gamma_
     lines = out.splitlines()
     head = lines.index("log marginal likelihood (evidence) of y, * = chosen (the largest):")
-    table = [line.split() for line in lines[head + 1:head + 6]]
-    assert table[0] == ["alpha", "gamma=0.05", "gamma=0.1", "gamma=0.2"]
+    table = [line.split() for line in lines[head + 1:head + 7]]
+    assert table[0] == ["alpha", "gamma=0.05", "gamma=0.2", "gamma=0.8"]
     marked = [(r, c) for r, row in enumerate(table[1:]) for c, cell in enumerate(row[1:]) if cell == "*"]
     assert len(marked) == 1  # "*" follows its cell: its column is the count of numbers before it
     r, c = marked[0]
     row = table[1 + r][1:]
-    assert [0.001, 0.01, 0.1, 1].index(saved.alpha_) == r
-    assert [0.05, 0.1, 0.2].index(saved.gamma_) == len([x for x in row[:c] if x != "*"]) - 1
+    assert [0.01, 0.1, 1, 10, 100].index(saved.alpha_) == r
+    assert [0.05, 0.2, 0.8].index(saved.gamma_) == len([x for x in row[:c] if x != "*"]) - 1
     logev = saved.cv_results_["log_evidence"]
     for rr, line in enumerate(table[1:]):
         cells = [float(x) for x in line[1:] if x != "*"]
         np.testing.assert_allclose(cells, logev[:, rr], rtol=1e-6)
-    assert lines[head + 6] == (f"chosen: alpha_ = {saved.alpha_:.4g}, gamma_ = {saved.gamma_:.4g} "
+    assert lines[head + 7] == (f"chosen: alpha_ = {saved.alpha_:.4g}, gamma_ = {saved.gamma_:.4g} "
                                f"(log evidence {saved.best_score_:.7g}, noise variance {saved.noise_variance_:.4g})")
     np.testing.assert_allclose(saved.best_score_, est.best_score_, rtol=1e-9)
 
@@ -186,7 +186,7 @@ def test_fit_cv_evidence_prints_the_evidence_table_and_choice(store, tmp_path, c
     assert doc["log_evidence"] == saved.best_score_ and doc["noise_variance"] == saved.noise_variance_
     assert doc["log_marginal_likelihood"] == saved.log_marginal_likelihood_
     np.testing.assert_array_equal(np.array(doc["cv_results"]["log_evidence"]), logev)
-    assert doc["cv_results"]["gammas"] == [0.05, 0.1, 0.2]
+    assert doc["cv_results"]["gammas"] == [0.05, 0.2, 0.8]
 
 
 def test_cv_option_and_config_accept_evidence(tmp_path):

@@ -14,6 +14,9 @@ from dkrr.linalg import fold_ids
 
 ALPHAS = [0.01, 0.1, 1.0, 10.0]
 
+# the grids are small on purpose; where their choice lies is not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore::dkrr.errors.GridEdgeWarning")
+
 
 def _data(n=240, d=3, seed=0):
     rng = np.random.default_rng(seed)
