@@ -10,6 +10,7 @@ from sklearn.model_selection import (GroupKFold, KFold, LeaveOneGroupOut, Predef
 
 from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier, load_model, save_model
 from dkrr.errors import InvalidParameterError, InputValidationError
+from dkrr.estimators._folds import fold_plan
 from dkrr.linalg import fold_ids
 
 ALPHAS = [0.01, 0.1, 1.0, 10.0]
@@ -81,6 +82,9 @@ def test_dask_groups_are_hashed_to_folds_whole():
     X, y, groups = _data(seed=1)
     Xd, yd, gd = da.from_array(X, chunks=(50, 3)), da.from_array(y, chunks=50), da.from_array(groups, chunks=50)
     est = _ridge(GroupKFold(n_splits=3)).fit(Xd, yd, groups=gd)
+    # the groups stay the user's lazy array, streamed into the pass (not gathered on the client)
+    plan = fold_plan(GroupKFold(n_splits=3), Xd, yd, gd)
+    assert plan.hashed and plan.n_folds == 3 and plan.keys.name == gd.name
     fold = fold_ids(groups, 3, est.fold_seed_)  # the documented hash of each group
     assert all(np.unique(fold[groups == g]).size == 1 for g in np.unique(groups))
     splits = [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(3)]
