@@ -40,11 +40,6 @@ ESTIMATORS = [
 def _expected_failed_checks(estimator):
     params = estimator.get_params()
     failed = {}
-    if "cv" in params:
-        failed["check_sample_weight_equivalence_on_dense_data"] = (
-            "cv takes a fold count only (the one-pass CV hashes rows to folds), not the "
-            "explicit splits this check sets; weights == repeats without cv: test_sample_weight.py"
-        )
     if "alpha" in params:  # the regressors; the transformer takes no weights
         failed["check_sample_weight_equivalence_on_sparse_data"] = (
             "sparse input is refused (random features are dense; the tags say so): "

@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
-from ._report import fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line
+from ._report import (fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line, predictive_metrics,
+                      predictive_sums)
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -186,6 +187,10 @@ def _expected(dest: str, typ) -> tuple[str, callable]:
                 return v if v and all(number(a) is not None for a in v) else None
             return v if v in ("median", "scale") else number(v)
         return "a positive number, a list of them (ARD), 'median' or 'scale'", gamma
+    if dest == "cv":
+        def cv(v):
+            return v if v == "evidence" or (isinstance(v, int) and not isinstance(v, bool)) else None
+        return "an integer (the folds; 0 for none) or 'evidence'", cv
     if dest == "pcg_persist":
         return "true, false or 'auto'", lambda v: v if isinstance(v, bool) or v == "auto" else None
     if dest in GRID_PARSERS:
@@ -376,6 +381,22 @@ def _load(args):
     return load_model(args.model, storage_options=args.storage_options)
 
 
+def _check_posterior(est, args, command: str) -> None:
+    """``--std`` needs a regression model with the posterior of ALGORITHMS.md 3.11:
+    refused before a cluster starts, with how to get one."""
+    if hasattr(est, "classes_"):
+        raise InvalidParameterError(f"dkrr {command} --std: {args.model} is a classifier, which has no "
+                                    "predictive standard deviation; --std is for regression models")
+    if getattr(est, "posterior_", None) is None:
+        why = ("it was fitted with --solver pcg, which forms no p x p factor of the posterior"
+               if getattr(est, "solver_", None) == "pcg" else
+               "the fit found no positive noise variance at the chosen alpha, or the model file was "
+               "written without it (by an older dkrr)")
+        raise InvalidParameterError(
+            f"dkrr {command} --std needs the model's posterior, which {args.model} lacks: {why}. Refit "
+            "it with `dkrr fit --solver cholesky` (the Gram path) to get predictive standard deviations")
+
+
 def cmd_predict(args) -> int:
     from .._progress import compute
     from ..io import open_dataset, write_predictions
@@ -384,21 +405,30 @@ def cmd_predict(args) -> int:
     inputs = [args.store, args.model]
     _preflight(args, can_replace=predictions_replace_check, inputs=inputs)
     est = _load(args)
+    std = getattr(args, "std", None)
+    if std is not None:
+        _check_posterior(est, args, "predict")
     data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
     with _client(args):
-        y_pred = est.predict(data.X)
         attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
+        if std is None:
+            y_pred, y_std = est.predict(data.X), None
+        else:  # one task per block computes both (dkrr.estimators._models)
+            y_pred, y_std = est.predict(data.X, return_std=True if std == "observation" else "latent")
+            attrs["y_std"] = std
         if hasattr(est, "classes_"):  # text labels: codes, and the model's labels in 'classes'
             y_pred, classes = prediction_output(est, y_pred)
             if classes is not None:
                 attrs["classes"] = classes
-        write_predictions(y_pred, args.out, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
+        write_predictions(y_pred, args.out, y_std=y_std, overwrite=args.overwrite, attrs=attrs, inputs=inputs,
                           compute=lambda tasks: compute(*tasks, label="predicting"),
                           storage_options=args.storage_options)
+    arrays = ["y_pred"] + ([] if std is None else ["y_std"])
     if args.json:
-        print(json.dumps({"predictions": str(args.out), "n_rows": int(data.X.shape[0])}))
+        doc = {"predictions": str(args.out), "n_rows": int(data.X.shape[0])}
+        print(json.dumps(doc if std is None else {**doc, "arrays": arrays, "std": std}))
     else:
-        print(predict_line(args.out, int(data.X.shape[0])))
+        print(predict_line(args.out, int(data.X.shape[0]), arrays))
     return 0
 
 
@@ -417,10 +447,13 @@ def cmd_evaluate(args) -> int:
     from ..io import open_dataset
 
     est = _load(args)
+    std = bool(getattr(args, "std", False))
+    if std:
+        _check_posterior(est, args, "evaluate")
     data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
     check_regression_target(est, data)
     with _client(args):
-        y_pred = est.predict(data.X)
+        y_pred, y_std = est.predict(data.X, return_std=True) if std else (est.predict(data.X), None)
         y = data.y
         n_pred, n_true = _n_columns(y_pred), _n_columns(y)
         if n_pred != n_true:
@@ -440,14 +473,17 @@ def cmd_evaluate(args) -> int:
             # lost every digit to cancellation (r2 = -inf was printed)
             shift = first_block_mean(y)
             ys = y - (shift if y.ndim > 1 else shift[0])
-            sse, ysum, yy = compute(
-                (resid**2).sum(axis=0), ys.sum(axis=0), (ys**2).sum(axis=0), label="evaluating"
-            )
+            sums = [(resid**2).sum(axis=0), ys.sum(axis=0), (ys**2).sum(axis=0)]
+            if y_std is not None:
+                sums += predictive_sums(resid, y_std.reshape(y.shape))
+            sse, ysum, yy, *scored = compute(*sums, label="evaluating")
             n = int(y.shape[0])
             with np.errstate(divide="ignore", invalid="ignore"):
                 sst = yy - ysum**2 / n
                 metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
                            "mse": float(np.mean(sse) / n)}
+            if scored:
+                metrics.update(predictive_metrics(scored, n))
     metrics["n_rows"] = int(data.X.shape[0])
     if note is not None:
         print(f"dkrr evaluate: note: {note}", file=sys.stderr, flush=True)

@@ -38,8 +38,11 @@ ESTIMATOR_OPTIONS = [
                                  "and 5x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
                                  "a kernel with a width and CV (not with --solver pcg or --sampling); none "
                                  "with a numeric --gamma"),
-    ("--cv", "cv", int, "folds of the one-pass cross-validation that chooses alpha (and gamma) "
-                        "(default 5; 0 or --no-cv: fit the single --alpha, default 1.0)"),
+    ("--cv", "cv", "cv", "folds of the one-pass cross-validation that chooses alpha (and gamma) "
+                         "(default 5; 0 or --no-cv: fit the single --alpha, default 1.0), or 'evidence': "
+                         "the (alpha, gamma) of the largest log marginal likelihood of y, from one pass "
+                         "without folds (one eigendecomposition per gamma; not with --solver pcg or "
+                         "--sampling; ALGORITHMS.md 3.11)"),
     ("--random-state", "random_state", int, "seed that determines every random draw (default 0: the "
                                             "same command on the same store gives the same model)"),
     ("--sampling", "sampling", str, "surrogate_leverage or ridge_leverage (data-dependent features; default none: "
@@ -118,6 +121,17 @@ def _parse_gamma(text):
             f"ARD), 'median' or 'scale', got {text!r}"
         )
     return values if len(parts) > 1 else values[0]
+
+
+def _parse_cv(text):
+    """``--cv``: a number of folds (an integer, 0 for none) or ``evidence``."""
+    if str(text).strip().lower() == "evidence":
+        return "evidence"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--cv must be a number of folds (e.g. 5; 0 for none) or 'evidence', got {text!r}") from None
 
 
 def _parse_persist(text):
@@ -259,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     std.add_argument("--no-standardize", dest="standardize", action="store_false",
                      help="use the columns as stored")
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
-        typ = {"gamma": _parse_gamma, "persist": _parse_persist}.get(typ, GRID_PARSERS.get(dest, typ))
+        typ = {"gamma": _parse_gamma, "persist": _parse_persist, "cv": _parse_cv}.get(typ, GRID_PARSERS.get(dest, typ))
         p.add_argument(flag, dest=dest, type=typ, help=help_)
     p.add_argument("--no-cv", dest="cv", action="store_const", const=0,
                    help="no cross-validation: fit the single --alpha (the same as --cv 0)")
@@ -274,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="model directory written by `dkrr fit` (a directory or a URL)")
     p.add_argument("store", help="Zarr store with array X (a directory or a URL)")
     p.add_argument("--out", required=True, help="output Zarr store holding y_pred (a directory or a URL)")
+    p.add_argument("--std", nargs="?", const="observation", choices=["observation", "latent"], default=None,
+                   help="also write y_std, the predictive standard deviation of each prediction "
+                        "(the model read as Bayesian linear regression on its features, ALGORITHMS.md "
+                        "3.11): of a new noisy observation (--std or --std observation) or of the "
+                        "noise-free function (--std latent). Regression models fitted on the Gram "
+                        "path only (not --solver pcg). Default: y_pred alone")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--json", action="store_true", help="print the output path and row count as JSON")
     _add_storage_options(p)
@@ -282,6 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="score a saved model on a store with X and y")
     p.add_argument("model", help="model directory written by `dkrr fit` (a directory or a URL)")
     p.add_argument("store", help="Zarr store with arrays X and y (a directory or a URL)")
+    p.add_argument("--std", action="store_true",
+                   help="also score the predictive standard deviation (models that have one, as "
+                        "dkrr predict --std): the mean negative log predictive density (nlpd) and the "
+                        "coverage of the central 68%% and 95%% predictive intervals")
     p.add_argument("--json", action="store_true",
                    help="print the metrics as JSON, at full precision (default: rounded for reading)")
     _add_storage_options(p)

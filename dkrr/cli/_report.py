@@ -12,7 +12,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["cv_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "predict_line", "significant"]
+__all__ = ["cv_table", "evidence_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "predict_line",
+           "predictive_metrics", "predictive_sums", "significant"]
 
 #: significant digits of a CV error (mean) and of its spread (std) in the table
 MEAN_DIGITS, STD_DIGITS = 4, 3
@@ -115,17 +116,45 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±", ard: bool = False
     alphas = np.asarray(cv_results["alphas"], dtype=np.float64)
     mean = np.asarray(cv_results["mean_mse"], dtype=np.float64)
     std = np.asarray(cv_results["std_mse"], dtype=np.float64)
-    if "gammas" in cv_results:
-        gammas = np.asarray(cv_results["gammas"], dtype=np.float64)
-        gi = _chosen_index(gammas, gamma)
-        headers = [f"gamma x{significant(g)}" if ard else f"gamma={significant(g)}" for g in gammas]
-    else:
-        mean, std, gi = mean[None, :], std[None, :], 0
-        headers = ["CV error" if gamma is None or ard else f"gamma={significant(gamma)}"]
+    headers, gi = _gamma_columns(cv_results, gamma, ard, "CV error")
+    mean, std = mean.reshape(len(headers), -1), std.reshape(len(headers), -1)
     ai = _chosen_index(alphas, alpha)
     cells = [[f"{_cell_number(mean[g, a], MEAN_DIGITS)} {pm} {_cell_number(std[g, a], STD_DIGITS)}"
               + (" *" if (g, a) == (gi, ai) else "  ")
               for g in range(mean.shape[0])] for a in range(alphas.size)]
+    return _grid_lines(alphas, headers, cells)
+
+
+def _gamma_columns(cv_results, gamma, ard: bool, single: str) -> tuple[list[str], int]:
+    """The column headers of a grid table (one per gamma of the grid, else one column
+    named after the gamma used, or ``single``) and the chosen column."""
+    if "gammas" in cv_results:
+        gammas = np.asarray(cv_results["gammas"], dtype=np.float64)
+        headers = [f"gamma x{significant(g)}" if ard else f"gamma={significant(g)}" for g in gammas]
+        return headers, _chosen_index(gammas, gamma)
+    return [single if gamma is None or ard else f"gamma={significant(gamma)}"], 0
+
+
+#: significant digits of a log evidence in the table
+EVIDENCE_DIGITS = 7
+
+
+def evidence_table(cv_results, *, alpha, gamma=None, ard: bool = False) -> list[str]:
+    """The log evidence of ``cv="evidence"`` as a table laid out like :func:`cv_table`:
+    one row per alpha, one column per gamma, the chosen (largest) cell marked ``*``;
+    ``cv_results`` holds ``alphas``, ``log_evidence`` ((n_alphas,) or (n_gammas, n_alphas))
+    and with a gamma grid ``gammas``."""
+    alphas = np.asarray(cv_results["alphas"], dtype=np.float64)
+    headers, gi = _gamma_columns(cv_results, gamma, ard, "log evidence")
+    logev = np.asarray(cv_results["log_evidence"], dtype=np.float64).reshape(len(headers), -1)
+    ai = _chosen_index(alphas, alpha)
+    cells = [[_cell_number(logev[g, a], EVIDENCE_DIGITS) + (" *" if (g, a) == (gi, ai) else "  ")
+              for g in range(logev.shape[0])] for a in range(alphas.size)]
+    return _grid_lines(alphas, headers, cells)
+
+
+def _grid_lines(alphas, headers, cells) -> list[str]:
+    """A header line and one line per alpha, the cells right-aligned in their columns."""
     labels = [significant(a) for a in alphas]
     lw = max(len("alpha"), *(len(s) for s in labels))
     widths = [max(len(h), *(len(row[g]) for row in cells)) for g, h in enumerate(headers)]
@@ -144,7 +173,15 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
         chosen += f", gamma_ = {_gamma_text(gamma)}"
     lines = []
     results = getattr(est, "cv_results_", None)
-    if results is not None:
+    if results is not None and "log_evidence" in results:
+        lines.append("log marginal likelihood (evidence) of y, * = chosen (the largest):")
+        lines += ["  " + line for line in evidence_table(results, alpha=est.alpha_, gamma=_grid_gamma(est, gamma),
+                                                         ard=bool(np.ndim(gamma)))]
+        s2 = noise_variance(est)
+        noise = _gamma_text(s2) if np.ndim(s2) else significant(s2)
+        lines.append(f"chosen: {chosen} (log evidence {significant(est.best_score_, EVIDENCE_DIGITS)}, "
+                     f"noise variance {noise})")
+    elif results is not None:
         k = np.asarray(results["fold_mse"]).shape[-2]
         lines.append(f"{k}-fold cross-validated {error_name(est)}; mean {pm} std over the "
                      "folds, * = chosen:")
@@ -167,6 +204,22 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
     lines.append(f"wrote {out} ({what}; {n_rows:,} rows x {n_features} features; "
                  f"fit {seconds:.1f} s)")
     return lines
+
+
+def noise_variance(est):
+    """The noise variance of the chosen (gamma, alpha): ``noise_variance_``, or with
+    ``cv="evidence"`` and no posterior its ``cv_results_`` entry; a float, or a list with
+    several targets."""
+    s2 = getattr(est, "noise_variance_", None)
+    if s2 is None:
+        res = est.cv_results_
+        ai = _chosen_index(res["alphas"], est.alpha_)
+        table = np.asarray(res["noise_variance"], dtype=np.float64)
+        if "gammas" in res:
+            table = table[_chosen_index(res["gammas"], _grid_gamma(est, gamma_used(est)))]
+        s2 = table[ai]
+        s2 = s2[0] if np.size(s2) == 1 else s2
+    return [float(v) for v in s2] if np.ndim(s2) else float(s2)
 
 
 def solver_text(est) -> str:
@@ -204,11 +257,23 @@ def fit_json(est, *, out, n_rows: int, n_features: int, seconds: float) -> dict:
            "gamma": gamma_used(est), "solver": getattr(est, "solver_", None) or est.solver,
            "solver_reason": getattr(est, "solver_reason_", None)}
     results = getattr(est, "cv_results_", None)
-    if results is not None:
+    if results is not None and "log_evidence" in results:  # cv="evidence"
+        doc["selection"] = "evidence"
+        doc["log_evidence"] = float(est.best_score_)
+        doc["noise_variance"] = noise_variance(est)
+        doc["cv_results"] = json_ready(results)
+    elif results is not None:
         doc["cv_error"] = error_name(est)
         doc["best_score"] = float(est.best_score_)
         doc["cv_results"] = json_ready(results)
+    if getattr(est, "noise_variance_", None) is not None:  # the posterior (ALGORITHMS.md 3.11)
+        doc["noise_variance"] = noise_variance(est)
+        doc["log_marginal_likelihood"] = float(est.log_marginal_likelihood_)
     return json_ready(doc)
+
+
+#: the central predictive intervals ``dkrr evaluate --std`` scores: (name, probability)
+INTERVALS = (("coverage_68", 0.68), ("coverage_95", 0.95))
 
 
 #: how each metric of ``dkrr evaluate`` is rounded for reading
@@ -217,12 +282,14 @@ _METRIC_FORMATS = {
     "r2": lambda v: f"{v:.4f}",
     "rmse": lambda v: significant(v, 4),
     "mse": lambda v: significant(v, 4),
+    "nlpd": lambda v: significant(v, 4),
+    **{name: (lambda v: f"{v:.4f}") for name, _ in INTERVALS},
 }
 
 
 def metric_lines(metrics: dict) -> list[str]:
-    """``key: value`` lines of ``dkrr evaluate``: accuracy and R^2 to 4 decimals, RMSE and
-    MSE to 4 significant digits, counts as integers."""
+    """``key: value`` lines of ``dkrr evaluate``: accuracy, R^2 and coverages to 4 decimals,
+    RMSE, MSE and NLPD to 4 significant digits, counts as integers."""
     lines = []
     for key, value in metrics.items():
         if isinstance(value, float) and math.isfinite(value) and key in _METRIC_FORMATS:
@@ -231,6 +298,29 @@ def metric_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def predict_line(out, n_rows: int) -> str:
-    """What ``dkrr predict`` prints."""
-    return f"wrote {out}: y_pred for {n_rows:,} rows"
+def predict_line(out, n_rows: int, arrays=("y_pred",)) -> str:
+    """What ``dkrr predict`` prints (``arrays``: those written, ``y_pred`` and maybe ``y_std``)."""
+    return f"wrote {out}: {' and '.join(arrays)} for {n_rows:,} rows"
+
+
+def predictive_sums(resid, std) -> list:
+    """The column sums (lazy with dask inputs) that score a predictive std on held-out rows:
+    the negative log predictive density ``0.5 log(2 pi s^2) + r^2 / (2 s^2)`` of the
+    Gaussian ``N(y_pred, s^2)``, then for each of :data:`INTERVALS` the rows with
+    ``|r| <= z s``, ``z`` the interval's normal quantile. ``resid = y - y_pred``."""
+    from scipy.stats import norm
+
+    sums = [(0.5 * np.log(2 * np.pi * std**2) + resid**2 / (2 * std**2)).sum(axis=0)]
+    for _, prob in INTERVALS:
+        z = float(norm.ppf(0.5 + prob / 2))
+        sums.append((abs(resid) <= z * std).sum(axis=0))
+    return sums
+
+
+def predictive_metrics(sums, n_rows: int) -> dict:
+    """``nlpd`` (mean over rows and targets) and the coverages (fractions of rows inside the
+    interval, averaged over targets) from the computed :func:`predictive_sums`."""
+    metrics = {"nlpd": float(np.mean(sums[0]) / n_rows)}
+    for (name, _), inside in zip(INTERVALS, sums[1:]):
+        metrics[name] = float(np.mean(inside) / n_rows)
+    return metrics

@@ -126,7 +126,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
 
     _labels_mode = True
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Fit from numpy, dask or zarr ``X`` (n, d) and 1-D labels ``y`` in one pass.
 
         Parameters
@@ -137,6 +137,8 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
             Row weights on the ``+-1`` targets (as ``RidgeClassifier``): see
             :meth:`RandomFeatureRidge.fit`.
+        groups : array-like or dask array of shape (n,), default=None
+            Group labels for a group splitter ``cv``: see :meth:`RandomFeatureRidge.fit`.
 
         Raises
         ------
@@ -154,7 +156,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         """
         X, y, sample_weight, names = frame_inputs(X, y, sample_weight, labels=True)
         y = _check_label_kind(y)
-        self._set_fitted(self._fit_streamed(X, y, sample_weight), 1, names)
+        self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), 1, names)
         return self
 
     def _targets_fn(self):

@@ -12,7 +12,7 @@ from .._validation import is_dask
 from ..features._map import FeatureMap
 from ..linalg._stats import feature_sub_blocks
 
-__all__ = ["posterior_model", "predict_mean_std"]
+__all__ = ["posterior_model", "predict_decision", "predict_mean_std"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -99,6 +99,29 @@ def predict_mean_std(model: _PosteriorModel, Xv):
             name=f"dkrr-mean-std-{tokenize(_mean_std_block, tokenize(model), Xv.name)}",
         )
     return both[:, :t], both[:, t:]
+
+
+def predict_decision(model: _LinearModel, Xv, squeeze: bool):
+    """``phi(X) W + b`` of checked rows ``Xv``: numpy, or a lazy dask array whose keys name
+    the model's content and X (column 0 alone with ``squeeze``)."""
+    t = model.W.shape[1]
+    if not is_dask(Xv):
+        out = model.decision(Xv)
+        return out[:, 0] if squeeze else out
+    from dask.base import tokenize
+
+    from ..features._blockwise import shared_object
+
+    # the key is the identity of the result: the model's content (map, coefficients,
+    # intercept) and X's name; the same model on the same input shares its tasks
+    token = tokenize(model)
+    chunks = (Xv.chunks[0],) if squeeze else (Xv.chunks[0], (t,))
+    return Xv.map_blocks(
+        _decision_block, shared_object(model, "dkrr-model"), squeeze,
+        dtype=np.float64, chunks=chunks, drop_axis=1 if squeeze else None,
+        meta=np.empty((0,) * len(chunks), dtype=np.float64),
+        name=f"dkrr-decision-{tokenize(_decision_block, token, squeeze, Xv.name)}",
+    )
 
 
 def posterior_model(est, observation: bool) -> _PosteriorModel:

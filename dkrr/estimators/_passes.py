@@ -39,19 +39,22 @@ class Passes:
     best_score: float | None = None
 
 
-def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn) -> RidgeFit:
+def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn,
+                        folds=None) -> RidgeFit:
     """The Gram path of ``est`` (``sampling`` None) or its leverage-sampled path: the
     standardisation pass when asked, the map's draws, the statistics pass(es), the CV
     choice and the ``solver`` ("cholesky" or "eigh") solve. ``relative``: ``gammas`` is
     the factor grid of ``gammas="auto"``; ``targets_fn`` converts labels-mode statistics
-    (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None."""
+    (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None.
+    ``folds``: the :class:`~dkrr.estimators._folds.FoldPlan` of a splitter or explicit
+    splits (the Gram path only), or None (folds from the row-index hash)."""
     Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
     fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
     if relative:  # with ARD (an array gamma) the grid multiplies the whole array
         gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)
     args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)
     path = sampled_statistics_and_alpha if est.sampling is not None else statistics_and_alpha
-    passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p))
+    passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p, folds=folds))
     try:
         beta, intercept = ridge_coefficients(passes.stats.total(), passes.alpha, bool(est.fit_intercept), solver)
     except SingularSystemError as exc:
@@ -119,10 +122,10 @@ def _converted(stats, targets_fn):
 
 
 def sampled_statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed,
-                                 targets_fn, precision) -> Passes:
+                                 targets_fn, precision, folds=None) -> Passes:
     """The leverage-sampled path's two passes (candidate scores, then the statistics of
     the resampled map) and, with ``cv``, the alpha grid's scores (ALGORITHMS.md section 4).
-    ``wd`` and ``gammas`` are None (refused with ``sampling`` before), ``precision`` float64."""
+    ``wd``, ``gammas`` and ``folds`` are None (refused with ``sampling`` before), ``precision`` float64."""
     from ..sampling import fit_sampled_ridge_statistics
 
     if K > 1 and alphas is None:  # the Gram is not known yet: s = n / p (section 3.6)
@@ -139,12 +142,15 @@ def sampled_statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha,
 
 
 def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed,
-                         targets_fn, precision) -> Passes:
+                         targets_fn, precision, folds=None) -> Passes:
     """The Gram path's statistics pass in ``precision`` (one map, or every map of the
-    gamma grid, weighted or not) and, with ``cv``, the grid's scores."""
+    gamma grid, weighted or not, folds from the row hash or ``folds``' keys) and, with
+    ``cv``, the grid's scores."""
     common = dict(n_folds=K, fold_seed=fold_seed, max_block_bytes=int(est.max_block_bytes),
                   split_every=est.split_every, labels_mode=est._labels_mode, precision=precision)
-    if gammas is None and wd is None:
+    if folds is not None:  # per-row fold keys, streamed with the rows
+        common.update(fold_keys=folds.keys, hashed_keys=folds.hashed)
+    if gammas is None and wd is None and folds is None:
         stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
         if uses_evidence(est):
             return _choose_by_evidence(est, [stats], [fmap], alpha, gamma, alphas, None)

@@ -15,12 +15,13 @@ from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked
 from ..linalg._cv import AUTO_GAMMA_FACTORS, check_gammas, check_rows_for_folds
 from ..linalg._weighted import check_sample_weight
 from ._fitted import RidgeFit, replace_fitted_state
+from ._folds import fold_plan
 from ._passes import fit_statistics_path
 from ._pcg_fit import fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
 from ._inputs import frame_inputs, frame_to_predict, names_state
-from ._models import _decision_block, _LinearModel, posterior_model, predict_mean_std
+from ._models import _LinearModel, posterior_model, predict_decision, predict_mean_std
 from ._ridge_params import check_ridge_params, uses_evidence
 
 __all__ = ["RandomFeatureRidge"]
@@ -96,26 +97,22 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         return check_ridge_params(self)
 
     # ---------------------------------------------------------------- fitting
-    def _fit_streamed(self, X, y, sample_weight=None) -> RidgeFit:
+    def _fit_streamed(self, X, y, sample_weight=None, groups=None) -> RidgeFit:
         """Validate, make the pass(es), cross-validate and solve: the fit's
         :class:`~dkrr.estimators._fitted.RidgeFit`. Sets no attribute."""
         if y is None:
-            raise InputValidationError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None"
-            )
+            raise InputValidationError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
+        Xd, yd = as_row_chunked(X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric")
+        folds = fold_plan(self.cv, Xd, y, groups)  # a splitter's or explicit splits' folds, else None
+        K = K if folds is None else folds.n_folds
         gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=max(K, 2 * uses_evidence(self)),
                               sampling=self.sampling)
-        Xd, yd = as_row_chunked(
-            X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric"
-        )
         wd = check_sample_weight(sample_weight, Xd)
         if wd is not None and self.sampling is not None:
-            raise InvalidParameterError(
-                f"sample_weight cannot be combined with sampling={self.sampling!r} (the leverage "
-                "scores are unweighted); drop one of them."
-            )
+            raise InvalidParameterError(f"sample_weight cannot be combined with sampling={self.sampling!r} (the "
+                                        "leverage scores are unweighted); drop one of them.")
         n = Xd.shape[0]
         check_rows_for_folds(n, K)
         yd, shift = _shifted_target(yd, not self._labels_mode and bool(self.fit_intercept), y)
@@ -127,12 +124,14 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         # "auto": the Gram path when its memory estimate fits (checked here, before any task), else pcg
         solver, solver_reason = choose_solver(self, Xd, yd, wd, K, alpha, alphas, gammas)
         targets_fn = self._targets_fn()
-        if solver == "pcg" and uses_evidence(self):
-            raise InvalidParameterError(f"cv='evidence' needs the Gram path, but {solver_reason} Lower n_components.")
+        if solver == "pcg" and (uses_evidence(self) or folds is not None):
+            what = "cv='evidence'" if folds is None else "cv as a splitter or explicit splits"
+            raise InvalidParameterError(f"{what} needs the Gram path, but {solver_reason} Lower n_components.")
         if solver == "pcg":  # matrix-free: one streamed pass per CG iteration
             fit = fit_pcg(self, Xd, yd, wd, K, gammas, alpha, alphas, targets_fn)
         else:
-            fit = fit_statistics_path(self, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn)
+            fit = fit_statistics_path(self, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, solver, targets_fn,
+                                      folds=folds)
         return dataclasses.replace(fit, intercept=fit.intercept + shift, solver_reason=solver_reason)
 
     def _targets_fn(self):
@@ -182,25 +181,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         _refuse_sparse(X)
         Xv = check_input(frame_to_predict(self, X), name="X")
         check_n_features(Xv.shape, self.n_features_in_, estimator=self)
-        model = self._model()
-        t = model.W.shape[1]
-        if not is_dask(Xv):
-            out = model.decision(Xv)
-            return out[:, 0] if squeeze else out
-        from dask.base import tokenize
-
-        from ..features._blockwise import shared_object
-
-        # the key is the identity of the result: the model's content (map, coefficients,
-        # intercept) and X's name; the same model on the same input shares its tasks
-        token = tokenize(model)
-        chunks = (Xv.chunks[0],) if squeeze else (Xv.chunks[0], (t,))
-        return Xv.map_blocks(
-            _decision_block, shared_object(model, "dkrr-model"), squeeze,
-            dtype=np.float64, chunks=chunks, drop_axis=1 if squeeze else None,
-            meta=np.empty((0,) * len(chunks), dtype=np.float64),
-            name=f"dkrr-decision-{tokenize(_decision_block, token, squeeze, Xv.name)}",
-        )
+        return predict_decision(self._model(), Xv, squeeze)
 
 
 class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
@@ -241,15 +222,17 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     alphas : array-like of float, default=None
         Grid (each ``>= 0``) scored by cross-validation; requires ``cv`` (a grid without ``cv`` is an
         error rather than a silent choice of folds).
-    cv : int or "evidence", default=None
-        ``"evidence"`` (regression, Gram path): choose (gamma, alpha) by the log marginal
-        likelihood instead (ALGORITHMS.md 3.11; one eigendecomposition per gamma, no fold
-        statistics). An int: the number of folds K of the one-pass cross-validation. With ``cv`` and no ``alphas``
-        the default grid ``s * 10**(-7, ..., 1)`` is scored, ``s`` the mean diagonal of the
-        (centred) Gram (docs/ALGORITHMS.md 3.6; ``alpha`` is then not used; before issue 13
-        the grid was ``[alpha]``). A chosen alpha on the edge of its grid warns
-        (:class:`~dkrr.errors.GridEdgeWarning`). Rows go to folds by a seeded hash of their
-        global index (independent of the chunking).
+    cv : int, "evidence", splitter or iterable of (train, test), default=None
+        An int: the folds K of the one-pass cross-validation, rows hashed to folds by their global index
+        (independent of the chunking). A scikit-learn splitter (``KFold``, ``StratifiedKFold``,
+        ``GroupKFold`` with ``fit(..., groups=...)``, ``PredefinedSplit``, ...) or ``(train, test)`` index
+        arrays, as ``RidgeCV`` takes (Gram path): their test sets must partition the rows (the one pass trains
+        fold k on every other row); ``TimeSeriesSplit``, ``ShuffleSplit`` are refused with the reason
+        (ALGORITHMS.md 3.3). ``"evidence"`` (regression, Gram path): (gamma, alpha) by the log marginal
+        likelihood instead (ALGORITHMS.md 3.11; one eigendecomposition per gamma, no fold statistics). With
+        ``cv`` and no ``alphas`` the grid ``s * 10**(-7, ..., 1)`` is scored, ``s`` the mean diagonal of the
+        (centred) Gram (ALGORITHMS.md 3.6; ``alpha`` is then not used). A chosen alpha on the edge of its
+        grid warns (:class:`~dkrr.errors.GridEdgeWarning`).
     fit_intercept : bool, default=True
     random_state : int, numpy Generator or None, default=None
         One generator is made from it; the feature map is drawn first (exactly as
@@ -406,7 +389,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     ((128,), True)
     """
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Fit from numpy, dask or zarr ``X`` (n, d) and ``y`` (n,) or (n, t) in one pass.
 
         Parameters
@@ -423,6 +406,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with
             ``cv`` the fold errors are weighted MSEs). Finite and ``>= 0``, not all zero;
             streamed with X (dask/zarr weights are checked block by block).
+        groups : array-like or dask array of shape (n,), default=None
+            Groups for a group splitter ``cv`` (its ``split``); with ``GroupKFold``, dask integer codes
+            aligned with X are hashed to folds in the pass, never gathered. Refused without such a ``cv``.
 
         Raises
         ------
@@ -437,7 +423,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         """
         X, y, sample_weight, names = frame_inputs(X, y, sample_weight)
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
-        self._set_fitted(self._fit_streamed(X, y, sample_weight), y_ndim, names)
+        self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), y_ndim, names)
         return self
 
     def _coef_and_intercept(self, fit, y_ndim):

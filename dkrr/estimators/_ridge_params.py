@@ -6,6 +6,7 @@ from __future__ import annotations
 from .._params import check_bool, check_choice, check_int
 from ..errors import InvalidParameterError
 from ..linalg import check_alphas
+from ._folds import check_cv, uses_given_folds
 from ._pcg_fit import check_pcg_params
 from ._random_features import check_gamma_param, kernel_params_of
 
@@ -22,7 +23,9 @@ def uses_evidence(est) -> bool:
 
 def check_ridge_params(est):
     """Check the parameters of ``est``: ``(alpha, K, alphas)`` with ``K`` the folds of the
-    pass (1 without CV and for ``cv="evidence"``) and ``alphas`` the grid (None: the default)."""
+    pass (1 without CV and for ``cv="evidence"``, 0 for a splitter or explicit splits, whose
+    folds :func:`~dkrr.estimators._folds.fold_plan` resolves in fit) and ``alphas`` the grid
+    (None: the default)."""
     from ..linalg._solve import check_alpha
 
     alpha = check_alpha(est.alpha)
@@ -49,7 +52,17 @@ def check_ridge_params(est):
             )
         K = 1
         alphas = None if est.alphas is None else check_alphas(est.alphas)
+    elif uses_given_folds(est.cv):
+        # a splitter or explicit splits: their folds (and K) are resolved in fit (_folds.fold_plan)
+        if est.solver == "pcg" or est.sampling is not None:
+            what = "solver='pcg'" if est.solver == "pcg" else f"sampling={est.sampling!r}"
+            raise InvalidParameterError(
+                f"cv as a splitter or explicit splits is not available with {what}: its passes assign "
+                "folds by the row-index hash; use cv=K (an int), or the Gram path (solver='cholesky').")
+        K = 0
+        alphas = None if est.alphas is None else check_alphas(est.alphas)
     else:
+        check_cv(est.cv)
         K = check_int(est.cv, "cv", minimum=2, allow_none=True)
         alphas = None if est.alphas is None else check_alphas(est.alphas)  # None: default grid
     check_gamma_param(est.gamma, est.kernel)

@@ -2,7 +2,7 @@
 
 dkrr replaces only what it can vouch for: a Zarr group carrying the ``dkrr_layout``
 attribute of the version this dkrr writes, of the same kind as the new output (a dataset
-holding ``X`` and ``y``, or predictions holding ``y_pred`` and marked
+holding ``X`` and ``y``, or predictions holding ``y_pred`` (and ``y_std``) and marked
 ``dkrr_predictions = 1``), and holding nothing but Zarr metadata and chunk files. In an
 object store, the remains of a dkrr write that did not commit (its marker is there) are
 replaceable too when they hold nothing else.
@@ -31,6 +31,9 @@ LAYOUT_VERSION = 1
 
 #: Group attribute marking a store of predictions (written by :func:`write_predictions`).
 PREDICTIONS_MARKER = "dkrr_predictions"
+
+#: the arrays a store of predictions may hold (``y_std`` with ``dkrr predict --std``)
+PREDICTION_ARRAYS = frozenset({"y_pred", "y_std"})
 
 _METADATA_FILES = frozenset({"zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"})
 
@@ -98,7 +101,7 @@ def _vouch(attrs: dict, arrays: set[str], kind: str) -> str | None:
             f"{LAYOUT_VERSION} and replaces only that"
         )
     is_predictions = attrs.get(PREDICTIONS_MARKER) == 1 or arrays == {"y_pred"}
-    if kind == "predictions" and not (is_predictions and arrays <= {"y_pred"}):
+    if kind == "predictions" and not (is_predictions and arrays <= PREDICTION_ARRAYS):
         return (
             f"it is not a dkrr prediction store (it holds {sorted(arrays)}); "
             "predictions replace only predictions"
@@ -189,5 +192,6 @@ def zarr_replace_check(path: Path) -> str | None:
 
 def predictions_replace_check(path: Path) -> str | None:
     """``can_replace`` callback for predictions: only a dkrr prediction store (or an
-    empty directory) holding nothing but ``y_pred``'s metadata and chunks."""
+    empty directory) holding nothing but the metadata and chunks of ``y_pred`` (and
+    ``y_std``)."""
     return _check(path, "predictions")

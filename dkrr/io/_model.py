@@ -142,6 +142,12 @@ class _Writer:
         if rs is not None and not isinstance(rs, (int, np.integer)):
             # a Generator/RandomState is not plain data; the fitted arrays carry the draws
             params["random_state"] = None
+        cv = params.get("cv")
+        if cv is not None and not isinstance(cv, (int, np.integer, str)):
+            # a splitter or explicit splits is not plain data: saved as its number of folds
+            # (the fitted arrays do not depend on it; a refit from the file hashes rows to folds)
+            results = getattr(est, "cv_results_", None)
+            params["cv"] = None if results is None else int(np.shape(results["fold_mse"])[-2])
         fitted = {}
         for key, val in vars(est).items():
             if not key.endswith("_") or key.startswith("_"):

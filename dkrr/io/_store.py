@@ -43,11 +43,12 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
 
 Any Zarr group with ``X`` and ``y`` laid out like this is a valid input, whatever wrote
 it. ``X`` chunked along columns is accepted too (it is rechunked to whole rows when
-read). Predictions are written as a group holding one array ``y_pred`` (``(n_samples,)``
-or ``(n_samples, n_outputs)``), chunked along rows like the input, with the attributes
-``dkrr_layout``, ``dkrr_arrays`` and ``dkrr_predictions = 1`` plus those the caller
-passes (``dkrr predict`` with a classifier of text labels: int32 codes in ``y_pred`` and
-the model's labels in ``classes``, laid out as ``y`` and ``classes`` of a dataset).
+read). Predictions are written as a group holding ``y_pred`` (``(n_samples,)`` or
+``(n_samples, n_outputs)``), chunked along rows like the input (with ``dkrr predict --std``
+also ``y_std``, same shape: the predictive std of a new ``"observation"`` or of the
+``"latent"`` function, as the attribute ``y_std`` says), the attributes ``dkrr_layout``,
+``dkrr_arrays`` and ``dkrr_predictions = 1`` and those the caller passes (a classifier of
+text labels: int32 codes in ``y_pred``, the labels in ``classes``, as in a dataset).
 
 A store is refused when opened if an array's metadata does not parse, if its
 metadata declares a block over
@@ -280,6 +281,7 @@ def write_predictions(
     y_pred: Any,
     out: str | os.PathLike,
     *,
+    y_std: Any = None,
     overwrite: bool = False,
     attrs: Mapping[str, Any] | None = None,
     compute: Callable[[Any], Any] | None = None,
@@ -302,6 +304,9 @@ def write_predictions(
         and columns are put in one chunk, as Zarr needs a regular grid.
     out : str or os.PathLike
         Directory of the Zarr group to create; it will hold the array ``y_pred``.
+    y_std : dask.array.Array or ndarray, optional
+        Predictive standard deviations, `y_pred`'s shape (``predict(X, return_std=...)``):
+        the array ``y_std``, `y_pred`'s chunks, same atomic write and ``dkrr_arrays`` record.
     overwrite : bool, default=False
         Replace an existing store of dkrr predictions at `out` (only once the new one
         is complete). Anything else at `out` is refused (see
@@ -344,7 +349,7 @@ def write_predictions(
     InvalidParameterError
         If `out` is a URL whose scheme is unknown or whose package is not installed.
     InputValidationError
-        If `y_pred` is not 1-D or 2-D or has unknown chunk sizes.
+        If `y_pred` is not 1-D or 2-D or has unknown chunk sizes, or `y_std` another shape.
     """
     y_pred = _as_dask(y_pred, "y_pred")
     if y_pred.ndim not in (1, 2):
@@ -353,8 +358,15 @@ def write_predictions(
             "(n_samples, n_outputs)"
         )
     y_pred = _regular_rows(y_pred, "y_pred")
+    sources = {"y_pred": y_pred}
+    if y_std is not None:
+        y_std = _as_dask(y_std, "y_std")
+        if y_std.shape != y_pred.shape:
+            raise InputValidationError(f"y_std has shape {y_std.shape} but y_pred has shape {y_pred.shape}; the "
+                                       "standard deviations need one value per prediction")
+        sources["y_std"] = y_std.rechunk(y_pred.chunks)
     group_attrs = {**dict(attrs or {}), "dkrr_layout": LAYOUT_VERSION, PREDICTIONS_MARKER: 1}
-    return _write_group(out, {"y_pred": y_pred}, group_attrs, overwrite=overwrite,
+    return _write_group(out, sources, group_attrs, overwrite=overwrite,
                         can_replace=predictions_replace_check, inputs=inputs, compute=compute,
                         storage_options=storage_options)
 

@@ -49,7 +49,7 @@ from ._stats import (
     _prepare,
     combine_statistics,
     feature_sub_blocks,
-    fold_ids,
+    row_folds,
 )
 
 __all__ = ["DEFAULT_PCG_RANK", "PcgResult", "Systems", "block_checksum", "check_same_rows", "first_pass", "pcg_ridge",
@@ -111,7 +111,7 @@ def _combine_first(parts):
 
 def _own_fold_mask(row_offset, start, stop, col_folds, n_folds, fold_seed):
     """(rows, m) True where row ``i`` of the sub-block is in column ``j``'s own fold."""
-    folds = fold_ids(np.arange(row_offset + start, row_offset + stop), n_folds, fold_seed)
+    folds = row_folds(row_offset + start, stop - start, n_folds, fold_seed)
     return folds[:, None] == col_folds[None, :]
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from .._validation import check_class_labels, check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
+from ._folds import fold_ids, row_folds  # noqa: F401 - re-exported (the fold assignment's one place)
 from ._packed import add_packed_gram, packed_length, unpack_gram, work_length
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
 from ._precision import _cross64
@@ -51,38 +52,12 @@ __all__ = [
     "fold_feature_blocks",
     "fold_ids",
     "prepare_block",
+    "row_folds",
     "sub_block_rows",
 ]
 
 #: memory budget of the Z buffer of one block task (bytes)
 DEFAULT_MAX_BLOCK_BYTES = 64 * 2**20
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def fold_ids(rows: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
-    """Fold of each global row index: ``splitmix64(row + seed) mod n_folds``.
-
-    Parameters
-    ----------
-    rows : ndarray of int
-        Global row indices (>= 0).
-    n_folds : int
-    seed : int
-        Any integer in ``[0, 2**64)``.
-
-    Returns
-    -------
-    ndarray of int64, values in ``[0, n_folds)``.
-    """
-    z = np.asarray(rows).astype(np.uint64) + np.uint64(seed % 2**64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    z ^= z >> np.uint64(31)
-    return (z % np.uint64(n_folds)).astype(np.int64)
-
 
 @dataclasses.dataclass(eq=False)
 class RidgeStatistics:
@@ -282,9 +257,10 @@ def prepare_block(
     return Xf, Y, bounds, labels
 
 
-def _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode):
+def _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode, keys=None, hashed=True):
     """:func:`prepare_block` with the block's sample weights ``w`` (or None), checked and
-    sorted like the rows: ``(Xf, Y, w, bounds, labels)``."""
+    sorted like the rows: ``(Xf, Y, w, bounds, labels)``; ``keys``, ``hashed``: the
+    block's fold keys (:func:`row_folds`)."""
     n_rows = X.shape[0]
     check_finite_rows(X, "X", block_index, row_offset)
     if w is not None:
@@ -300,7 +276,7 @@ def _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode):
         Y = np.asarray(y, dtype=np.float64).reshape(n_rows, -1)
     Xf = X.astype(np.float64, copy=False)
     if n_folds > 1:
-        folds = fold_ids(np.arange(row_offset, row_offset + n_rows), n_folds, fold_seed)
+        folds = row_folds(row_offset, n_rows, n_folds, fold_seed, keys, hashed, block_index)
         order = np.argsort(folds, kind="stable")
         Xf = np.take(Xf, order, axis=0)
         Y = np.take(Y, order, axis=0)

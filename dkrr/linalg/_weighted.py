@@ -46,15 +46,18 @@ def maps_block_statistics(X, y, row_offset, block_index, fmaps, n_folds, fold_se
 
 
 def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_folds, fold_seed,
-                                   max_block_bytes, labels_mode, precision="float64") -> tuple:
+                                   max_block_bytes, labels_mode, precision="float64", keys=None, hashed=True) -> tuple:
     """:func:`maps_block_statistics` with the block's sample weights ``w`` (or None).
 
     Weighted statistics (``sample_weight``): ``G = sum w Z^T Z``, ``c = sum w Z^T y``,
     ``zsum = sum w Z``, ``ysum = sum w y``, ``yy = sum w y^2`` and ``wsum = sum w`` per
     fold, ``n`` the row counts. Negative or non-finite weights raise
     :class:`~dkrr.errors.InputValidationError` naming the block and the global row.
+    ``keys``, ``hashed``: the block's fold keys (:func:`~dkrr.linalg._stats.row_folds`;
+    None: folds from the row index).
     """
-    Xf, Y, w, bounds, labels = _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode)
+    Xf, Y, w, bounds, labels = _prepare(X, y, w, row_offset, block_index, n_folds, fold_seed, labels_mode,
+                                        keys, hashed)
     out = []
     for fmap in fmaps:
         stats = RidgeStatistics.zeros(n_folds, fmap.n_output_features, Y.shape[1], labels,
@@ -62,6 +65,20 @@ def weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_fo
         _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, precision)
         out.append(stats)
     return tuple(out)
+
+
+def keyed_maps_block_statistics(X, y, keys, row_offset, block_index, fmaps, n_folds, fold_seed, max_block_bytes,
+                                labels_mode, precision, hashed) -> tuple:
+    """Task body of :func:`streamed_statistics_maps` with fold keys and no weights."""
+    return weighted_maps_block_statistics(X, y, None, row_offset, block_index, fmaps, n_folds, fold_seed,
+                                          max_block_bytes, labels_mode, precision, keys, hashed)
+
+
+def weighted_keyed_maps_block_statistics(X, y, w, keys, row_offset, block_index, fmaps, n_folds, fold_seed,
+                                         max_block_bytes, labels_mode, precision, hashed) -> tuple:
+    """Task body of :func:`streamed_statistics_maps` with fold keys and weights."""
+    return weighted_maps_block_statistics(X, y, w, row_offset, block_index, fmaps, n_folds, fold_seed,
+                                          max_block_bytes, labels_mode, precision, keys, hashed)
 
 
 def combine_statistics_maps(parts: list) -> tuple:
@@ -81,6 +98,8 @@ def streamed_statistics_maps(
     split_every: int | None = None,
     labels_mode: bool = False,
     precision: str = "float64",
+    fold_keys=None,
+    hashed_keys: bool = True,
 ) -> list[RidgeStatistics]:
     """One pass over the row blocks of ``X``, ``y`` (and ``sample_weight``): the summed
     statistics of every map of ``fmaps``, in order.
@@ -89,7 +108,10 @@ def streamed_statistics_maps(
     grows with the number of maps, the reads do not). ``sample_weight`` is a dask array
     (n,) with X's row chunks (:func:`check_sample_weight`) or None. Each G is exactly
     symmetric (packed during the pass, unpacked at its end). ``precision`` as in
-    :func:`~dkrr.linalg.streamed_statistics`.
+    :func:`~dkrr.linalg.streamed_statistics`. ``fold_keys``: None (folds from a hash of
+    the row index), or a dask array (n,) with X's row chunks of per-row fold keys, streamed
+    like the weights: integer groups hashed to folds (``hashed_keys``) or the fold ids
+    themselves (:func:`~dkrr.linalg._stats.row_folds`).
     """
     from ._reduce import reduce_row_blocks
 
@@ -97,13 +119,20 @@ def streamed_statistics_maps(
         raise InvalidParameterError(f"max_block_bytes must be a positive integer, got {max_block_bytes!r}")
     check_precision(precision)
     weighted = sample_weight is not None
+    arrays = [X, y] + ([sample_weight] if weighted else [])
+    constants = (tuple(fmaps), int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode), str(precision))
+    if fold_keys is None:
+        body = weighted_maps_block_statistics if weighted else maps_block_statistics
+    else:
+        arrays.append(fold_keys)
+        constants += (bool(hashed_keys),)
+        body = weighted_keyed_maps_block_statistics if weighted else keyed_maps_block_statistics
     stats = reduce_row_blocks(
-        [X, y, sample_weight] if weighted else [X, y],
-        weighted_maps_block_statistics if weighted else maps_block_statistics,
+        arrays,
+        body,
         combine_statistics_maps,
         split_every=split_every,
-        constants=(tuple(fmaps), int(n_folds), int(fold_seed), int(max_block_bytes), bool(labels_mode),
-                   str(precision)),
+        constants=constants,
         label="accumulating ridge statistics",
     )
     return [s.symmetrized() for s in stats]
