@@ -419,3 +419,13 @@ def test_precision_flag_reaches_the_model_file(small_store, tmp_path, capsys, lo
                          "--scheduler", local_cluster.scheduler_address)
     assert code != 0 and "precision must be one of" in err and "'half'" in err, err
     assert not (tmp_path / "m2").exists()
+    # without the flag: precision="auto", the float32 statistics refined to the float64 fit
+    args = args[:-2]
+    assert _reference(*args).precision == "auto"
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m3", *args,
+                         "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    default = load_model(tmp_path / "m3")
+    assert default.precision == "auto" and default.precision_ == "mixed" and default.refinement_["converged"]
+    ref64 = _reference(*args, "--precision", "float64").fit(X, y)
+    assert np.linalg.norm(default.coef_ - ref64.coef_) / np.linalg.norm(ref64.coef_) < 1e-8

@@ -167,7 +167,7 @@ def test_ard_gamma_grid_scores_multipliers_of_the_array():
 @pytest.mark.parametrize("kernel", ["matern", "laplacian", "polynomial"])
 def test_pcg_float32_and_cholesky_agree(kernel):
     kw = dict(kernel=kernel, n_components=64, random_state=1, alpha=0.1)
-    ref = RandomFeatureRidge(solver="cholesky", **kw).fit(X, y)
+    ref = RandomFeatureRidge(solver="cholesky", precision="float64", **kw).fit(X, y)
     pcg = RandomFeatureRidge(solver="pcg", tol=1e-10, max_iter=500, **kw).fit(X, y)
     assert pcg.solver_info_["converged"]
     np.testing.assert_allclose(pcg.coef_, ref.coef_, rtol=1e-6, atol=1e-7 * np.abs(ref.coef_).max())
