@@ -255,7 +255,10 @@ def test_fit_json_keeps_full_precision_with_gammas(small_store, tmp_path, capsys
                            "--scheduler", local_cluster.scheduler_address, "-q")
     assert code == 0, err
     doc = json.loads(out)
-    est = _reference(*GRID).fit(X, y)
+    import dask.array as da
+
+    # the store's chunks: the same float32 sub-blocks as the CLI's fit (default precision)
+    est = _reference(*GRID).fit(da.from_array(X, chunks=(200, 9)), da.from_array(y, chunks=200))
     assert est.gammas == [0.01, 0.1, 1.0]  # --gammas reaches the estimator
     assert doc["alpha"] == est.alpha_ and doc["gamma"] == est.gamma_
     res = doc["cv_results"]
