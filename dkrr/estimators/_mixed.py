@@ -34,15 +34,12 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
     """The float64 coefficients of the final model of ``passes`` (float32 statistics, the
     chosen alpha and map): a converged :class:`RefineResult`, or why none could be had (a
     phrase for the fallback's warning)."""
-    tot = passes.stats.total()
     fit_intercept = bool(est.fit_intercept)
-    Gc, cc, _, _ = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], tot.weights()[0], tot.ysum[0], fit_intercept)
-    try:
-        factor = posterior_factor(Gc, passes.alpha)
-    except np.linalg.LinAlgError:
+    start = _start(passes, fit_intercept)
+    if start is None:
         return (f"the float32 statistics' G_c + alpha I is not positive definite at alpha={passes.alpha:.3g} "
                 "(their rounding is larger than alpha)")
-    beta0 = scipy.linalg.cho_solve((factor, True), cc, check_finite=False)
+    beta0, factor = start
     res = refine_ridge(Xd, yd, wd, passes.fmap, beta0, factor, passes.alpha, fit_intercept,
                        labels_mode=est._labels_mode, targets_fn=targets_fn,
                        max_block_bytes=int(est.max_block_bytes), split_every=est.split_every)
@@ -52,6 +49,22 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
                 f"(relative residual {last:.1e}, tolerance {res.info['tol']:g}): alpha is below what float32 "
                 "statistics resolve")
     return res
+
+
+def _start(passes, fit_intercept):
+    """``(beta_0, L)``: the float32 statistics' solution and the lower Cholesky factor of
+    their ``G_c + alpha I``, or None when it is not positive definite. The centred copies
+    are freed on return, before the refinement's passes (the client holds p x p arrays:
+    the statistics' Gram and ``L``)."""
+    tot = passes.stats.total()
+    Gc, cc, _, _ = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], tot.weights()[0], tot.ysum[0], fit_intercept)
+    del tot
+    try:
+        factor = posterior_factor(Gc, passes.alpha)
+    except np.linalg.LinAlgError:
+        return None
+    del Gc
+    return scipy.linalg.cho_solve((factor, True), cc, check_finite=False), factor
 
 
 def refinement_record(res: RefineResult) -> dict:
