@@ -71,7 +71,7 @@ def gram_roofline(cfg: Config, st: dict) -> dict[str, Any]:
         try:
             Xin = make_X()
             est = lambda: make_dkrr_ridge(reg, kernel="gaussian", method="rff", n_components=D, gamma=gamma, alpha=1.0,
-                                          fit_intercept=True, random_state=cfg.seed)
+                                          fit_intercept=True, random_state=cfg.seed, precision="float64")
             yin = y if isinstance(Xin, np.ndarray) else _dask(y, n // 8)
             t_fit, _ = time_call(lambda: est().fit(Xin, yin), cfg.repeats, warmup=1)
             fits[label] = {

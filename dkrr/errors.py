@@ -106,7 +106,8 @@ class MainGuardError(DkrrError, RuntimeError):
 class SourceChangedError(DkrrError, RuntimeError):
     """The rows of X differed between two passes of one fit (a Zarr store rewritten, or
     a dask graph whose blocks are not deterministic, while ``solver="pcg"`` read it once
-    per iteration): the passes would mix two data sets, so the fit is stopped."""
+    per iteration, or the refinement of ``precision="auto"`` once per step): the passes
+    would mix two data sets, so the fit is stopped."""
 
 
 class InputValidationError(DkrrError, ValueError):
@@ -227,10 +228,11 @@ class SingularAlphaWarning(DkrrWarning):
 
 
 class PrecisionWarning(DkrrWarning):
-    """The float32 statistics' rounding may be large against the regularisation:
-    ``precision="auto"`` then recomputed them in float64, ``precision="float32"`` kept
-    them and says how large the effect on the coefficients may be (``precision_error_``).
-    A warning, not an error: the fit is done."""
+    """The float32 statistics' rounding is large against the regularisation:
+    ``precision="auto"`` could not refine their solution to the float64 one (alpha below
+    what they resolve, or their factor failed) and recomputed the statistics in float64;
+    ``precision="float32"`` kept them and says how large the effect on the coefficients
+    may be (``precision_error_``). A warning, not an error: the fit is done."""
 
 
 def _pcg_convergence_warning():

@@ -255,7 +255,10 @@ def test_fit_json_keeps_full_precision_with_gammas(small_store, tmp_path, capsys
                            "--scheduler", local_cluster.scheduler_address, "-q")
     assert code == 0, err
     doc = json.loads(out)
-    est = _reference(*GRID).fit(X, y)
+    import dask.array as da
+
+    # the store's chunks: the same float32 sub-blocks as the CLI's fit (default precision)
+    est = _reference(*GRID).fit(da.from_array(X, chunks=(200, 9)), da.from_array(y, chunks=200))
     assert est.gammas == [0.01, 0.1, 1.0]  # --gammas reaches the estimator
     assert doc["alpha"] == est.alpha_ and doc["gamma"] == est.gamma_
     res = doc["cv_results"]
@@ -419,3 +422,13 @@ def test_precision_flag_reaches_the_model_file(small_store, tmp_path, capsys, lo
                          "--scheduler", local_cluster.scheduler_address)
     assert code != 0 and "precision must be one of" in err and "'half'" in err, err
     assert not (tmp_path / "m2").exists()
+    # without the flag: precision="auto", the float32 statistics refined to the float64 fit
+    args = args[:-2]
+    assert _reference(*args).precision == "auto"
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m3", *args,
+                         "--scheduler", local_cluster.scheduler_address, "-q")
+    assert code == 0, err
+    default = load_model(tmp_path / "m3")
+    assert default.precision == "auto" and default.precision_ == "mixed" and default.refinement_["converged"]
+    ref64 = _reference(*args, "--precision", "float64").fit(X, y)
+    assert np.linalg.norm(default.coef_ - ref64.coef_) / np.linalg.norm(ref64.coef_) < 1e-8

@@ -300,7 +300,9 @@ def test_fit_log_in_a_file_is_a_few_plain_lines(stores, tmp_path):
     log = tmp_path / "fit.log"
     with open(log, "w") as err:
         proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "fit", stores / "reg.zarr", "--out", tmp_path / "m",
-                               *map(str, ["--no-cv", "--alpha", 0.1, "--n-components", 256, "--chunk-rows", 50, *CLUSTER])],
+                               # one pass (float64): the default precision adds a bar per refinement pass
+                               *map(str, ["--no-cv", "--alpha", 0.1, "--n-components", 256, "--chunk-rows", 50,
+                                          "--precision", "float64", *CLUSTER])],
                               stdout=subprocess.PIPE, stderr=err, text=True, timeout=180,
                               env={**_env(), "DKRR_PROGRESS_INTERVAL": "0"})
     assert proc.returncode == 0, log.read_text()

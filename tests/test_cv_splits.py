@@ -28,7 +28,10 @@ def _data(n=240, d=3, seed=0):
 
 
 def _ridge(cv, **kw):
-    return RandomFeatureRidge(method="rff", n_components=24, gamma=0.5, alphas=ALPHAS, cv=cv, random_state=0, **kw)
+    # float64: the fold errors equal the brute-force per-fold ridge's to 1e-8 (the default
+    # "auto" scores them from float32 statistics, about 1e-6 relative)
+    return RandomFeatureRidge(method="rff", n_components=24, gamma=0.5, alphas=ALPHAS, cv=cv, random_state=0,
+                              precision="float64", **kw)
 
 
 def brute_force(Z, y, splits):
@@ -72,7 +75,8 @@ def test_splitter_and_explicit_folds_equal_brute_force_per_fold_ridge(case):
     assert est.alpha_ == ALPHAS[int(np.argmin(sizes @ want / sizes.sum()))]
     # the refit is the fit at the chosen alpha on every row, and dask input (another
     # chunking) gives the same folds
-    ref = RandomFeatureRidge(method="rff", n_components=24, gamma=0.5, alpha=est.alpha_, random_state=0).fit(X, y)
+    ref = RandomFeatureRidge(method="rff", n_components=24, gamma=0.5, alpha=est.alpha_, random_state=0,
+                             precision="float64").fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
     dest = _ridge(cv).fit(da.from_array(X, chunks=(70, 3)), da.from_array(y, chunks=70), groups=g)
     np.testing.assert_allclose(dest.cv_results_["fold_mse"], want, rtol=1e-8)
@@ -99,7 +103,7 @@ def test_classifier_takes_a_stratified_splitter():
     X, y, _ = _data(seed=2)
     labels = np.where(y > np.median(y), "hi", "lo")
     cv = StratifiedKFold(n_splits=3)
-    est = RandomFeatureRidgeClassifier(method="rff", n_components=16, gamma=0.5, alphas=ALPHAS, cv=cv,
+    est = RandomFeatureRidgeClassifier(method="rff", n_components=16, gamma=0.5, alphas=ALPHAS, cv=cv, precision="float64",
                                        random_state=0).fit(X, labels)
     splits = list(cv.split(X, labels))
     np.testing.assert_array_equal(est.cv_results_["fold_sizes"], [len(t) for _, t in splits])

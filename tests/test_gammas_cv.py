@@ -71,7 +71,7 @@ def test_streamed_statistics_of_every_gamma_equal_dense_numpy_sums(data):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_cv_error_of_every_gamma_alpha_pair_equals_brute_force_sklearn(data, fit_intercept):
     X, y = data
-    est = RandomFeatureRidge(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
+    est = RandomFeatureRidge(precision="float64", method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
                              fit_intercept=fit_intercept, random_state=0).fit(X, y)
     res = est.cv_results_
     assert res["fold_mse"].shape == (GAMMAS.size, K, ALPHAS.size)
@@ -97,8 +97,8 @@ def test_cv_error_of_every_gamma_alpha_pair_equals_brute_force_sklearn(data, fit
 def test_gamma_grid_is_independent_of_the_chunking(data):
     X, y = data
     kw = {"method": "sorf", "n_components": D, "gammas": GAMMAS, "alphas": ALPHAS, "cv": K, "random_state": 2}
-    a = RandomFeatureRidge(chunk_rows=37, **kw).fit(X, y)
-    b = RandomFeatureRidge(chunk_rows=300, split_every=2, **kw).fit(da.from_array(X, chunks=(91, D_IN)), y)
+    a = RandomFeatureRidge(precision="float64", chunk_rows=37, **kw).fit(X, y)
+    b = RandomFeatureRidge(precision="float64", chunk_rows=300, split_every=2, **kw).fit(da.from_array(X, chunks=(91, D_IN)), y)
     np.testing.assert_allclose(a.cv_results_["fold_mse"], b.cv_results_["fold_mse"], rtol=1e-10)
     assert (a.gamma_, a.alpha_) == (b.gamma_, b.alpha_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
@@ -114,7 +114,7 @@ def test_x_is_read_once_whatever_the_number_of_gammas(data):
         return block
 
     Xd = da.from_array(X, chunks=(60, D_IN)).map_blocks(counted, dtype=X.dtype, meta=np.empty((0, 0)))
-    est = RandomFeatureRidge(method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
+    est = RandomFeatureRidge(precision="float64", method="rff", n_components=D, gammas=GAMMAS, alphas=ALPHAS, cv=K,
                              random_state=0).fit(Xd, y)
     assert sorted(reads) == list(range(5))  # 5 blocks, each read once, for 3 gammas
     assert est.cv_results_["fold_mse"].shape[0] == 3
@@ -207,7 +207,7 @@ def test_a_gamma_on_the_edge_of_its_grid_warns_and_an_inner_one_does_not(data):
 
 def test_nystroem_gamma_grid_rebuilds_the_landmarks_map_for_each_gamma(data):
     X, y = data
-    est = RandomFeatureRidge(method="nystroem", n_components=20, gammas=[0.1, 1.0], alphas=ALPHAS, cv=K,
+    est = RandomFeatureRidge(precision="float64", method="nystroem", n_components=20, gammas=[0.1, 1.0], alphas=ALPHAS, cv=K,
                              random_state=1).fit(X, y)
     ref = RandomFeatures(method="nystroem", n_components=20, gamma=est.gamma_, random_state=1).fit(X)
     np.testing.assert_array_equal(est.feature_map_.transform(X), ref.transform(X))

@@ -104,7 +104,8 @@ def test_fit_from_a_store_runs_no_read_tasks_and_equals_the_in_memory_fit(store)
 
     path, Xn, yn = store
     kw = dict(method="rff", n_components=64, gamma=0.2, alpha=1.0, cv=3, random_state=0)
-    ref = RandomFeatureRidge(**kw).fit(Xn, yn)
+    # the store's chunks: the same float32 sub-blocks as the store's fit (default precision)
+    ref = RandomFeatureRidge(**kw).fit(da.from_array(Xn, chunks=(CHUNK, D_IN)), da.from_array(yn, chunks=CHUNK))
     ds = open_dataset(path)
     with local_cluster(n_workers=2, threads_per_worker=1, processes=False, dashboard=False, quiet=True):
         with get_task_stream() as ts:

@@ -149,15 +149,15 @@ def test_dask_weights_that_overflow_the_statistics_are_named(cv):
     X, y = _xy()
     w = da.full(60, 1e306, chunks=20)  # sum 6e307 fits; sum w z y with y ~ 1e5 does not
     with pytest.raises(InputValidationError) as exc:
-        RandomFeatureRidge(n_components=8, cv=cv, random_state=0).fit(X, y * 1e5, sample_weight=w)
+        RandomFeatureRidge(precision="float64", n_components=8, cv=cv, random_state=0).fit(X, y * 1e5, sample_weight=w)
     msg = str(exc.value)
     assert "sample-weighted statistics overflow float64 (sum w z y" in msg and "weights sum to 6e+307" in msg
     assert "singular" not in msg
     with pytest.raises(InputValidationError, match=r"\(sum w, .* not finite\): the weights themselves sum"):
-        RandomFeatureRidge(n_components=8, cv=cv, random_state=0).fit(X, y, sample_weight=da.full(60, 1e308, chunks=20))
+        RandomFeatureRidge(precision="float64", n_components=8, cv=cv, random_state=0).fit(X, y, sample_weight=da.full(60, 1e308, chunks=20))
     # the named fix: weights and alpha divided by the same constant give the same model
-    a = RandomFeatureRidge(n_components=8, alpha=1e300, random_state=0).fit(X, y, sample_weight=np.full(60, 1e300))
-    b = RandomFeatureRidge(n_components=8, alpha=1.0, random_state=0).fit(X, y, sample_weight=np.ones(60))
+    a = RandomFeatureRidge(precision="float64", n_components=8, alpha=1e300, random_state=0).fit(X, y, sample_weight=np.full(60, 1e300))
+    b = RandomFeatureRidge(precision="float64", n_components=8, alpha=1.0, random_state=0).fit(X, y, sample_weight=np.ones(60))
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-8)
 
 

@@ -178,6 +178,13 @@ CASES = {
     "precision_not_the_parameter": ("clf", _value("precision_", fn=lambda p: "float32"), "precision_"),
     "precision_error_nan_without_pcg": ("clf", _value("precision_error_", fn=lambda e: {"__float__": "nan"}), "precision_error_"),
     "precision_error_with_pcg": ("pcg", _value("precision_error_", fn=lambda e: 1e-10), "precision_error_"),
+    # precision="auto" (the default): float32 statistics refined in float64 (issue 26)
+    "precision_mixed_without_its_refinement": ("plain", lambda d, doc: _fitted(doc).pop("refinement_"), "precision_"),
+    "refinement_unconverged": ("clf", _value("refinement_", "converged", fn=lambda c: False), "refinement_"),
+    "refinement_last_residual_above_tol": ("plain", _array("refinement_", "residuals", fn=lambda r: r + 1e-3),
+                                           "refinement_"),
+    "refinement_one_target_for_two": ("plain", _array("refinement_", "residuals", fn=lambda r: r[:, :1].copy()),
+                                      "refinement_"),
     "gammas_auto_not_its_grid": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1.5]),
                                  "cv_results_"),
     "gammas_auto_off_centre": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * 2), "gamma_"),

@@ -52,8 +52,9 @@ def test_fit_with_cv_and_alpha_grid_reads_each_block_once(tmp_path, scheduler, c
     Xd = counting_array(X, str(tmp_path), "X")
     yd = counting_array(y, str(tmp_path), "y")
     cls = RandomFeatureRidgeClassifier if classifier else RandomFeatureRidge
+    # precision="float64": one pass (the default "auto" reads X again per refinement step)
     est = cls(method="rff", n_components=16, gamma=0.5, alphas=[1e-3, 1e-2, 0.1, 1.0, 10.0], cv=5,
-              random_state=0, split_every=2)
+              random_state=0, split_every=2, precision="float64")
     counter = CountComputes()
     with counter:
         est.fit(Xd, yd)
@@ -67,7 +68,7 @@ def test_fit_with_cv_and_alpha_grid_reads_each_block_once(tmp_path, scheduler, c
         assert counter.n == (1 if classifier else 2)  # the pass (and the first y block)
     # the model is the one fitted from the same data in memory
     ref = cls(method="rff", n_components=16, gamma=0.5, alphas=[1e-3, 1e-2, 0.1, 1.0, 10.0], cv=5,
-              random_state=0).fit(X, y)
+              random_state=0, precision="float64").fit(X, y)
     assert est.alpha_ == ref.alpha_ and est.cv_results_["fold_mse"].shape == (5, 5)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
 

@@ -180,7 +180,7 @@ def test_pcg_cv_refit_with_a_low_rank_preconditioner(fit_intercept):
     kw = dict(MAP, cv=K, alphas=alphas, fit_intercept=fit_intercept)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # GridEdgeWarning: both paths warn alike
-        ref = RandomFeatureRidge(**kw).fit(X, y)
+        ref = RandomFeatureRidge(**kw, precision="float64").fit(X, y)  # pcg's CV is float64
         est = RandomFeatureRidge(**kw, solver="pcg", tol=1e-10, pcg_rank=16).fit(X, y)
     info = est.solver_info_
     assert info["rank"] == 16 < est.n_output_features_ and info["converged"]

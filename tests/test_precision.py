@@ -1,5 +1,7 @@
-"""precision="float32" / "auto": single-precision features and sub-block Grams summed in
-float64 (docs/ALGORITHMS.md, section 3.10), against the float64 statistics and models."""
+"""precision="float32": single-precision features and sub-block Grams summed in float64
+(docs/ALGORITHMS.md, section 3.10), against the float64 statistics and models.
+precision="auto" (the default: these statistics refined to the float64 solution) is
+tested in tests/test_mixed_precision.py."""
 
 from __future__ import annotations
 
@@ -133,7 +135,7 @@ def test_error_estimate_bounds_the_actual_change_of_the_coefficients(casp):
     X, y, _, _ = casp
     base = dict(n_components=256, gamma="median", standardize=True, random_state=0)
     for alpha in [1e-4, 1e-2, 1.0, 1e2, 1e4]:
-        m64 = RandomFeatureRidge(alpha=alpha, **base).fit(X, y)
+        m64 = RandomFeatureRidge(alpha=alpha, precision="float64", **base).fit(X, y)
         m32 = RandomFeatureRidge(alpha=alpha, precision="float32", **base).fit(X, y)
         actual = _rel(m32.coef_, m64.coef_)
         assert m32.precision_ == "float32" and m64.precision_ == "float64"
@@ -146,7 +148,7 @@ def test_coefficients_and_r2_at_a_regularised_alpha(casp):
     move by less than 1e-3 (relative) and the test R^2 by less than 1e-4."""
     X, y, Xt, yt = casp
     base = dict(n_components=256, gamma="median", standardize=True, random_state=0, alpha=1.0)
-    m64 = RandomFeatureRidge(**base).fit(X, y)
+    m64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
     m32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
     assert m32.precision_error_ <= AUTO_PRECISION_TOL
     assert _rel(m32.coef_, m64.coef_) < 1e-3
@@ -161,7 +163,7 @@ def test_cv_chooses_the_same_alpha_on_casp_and_magic04(casp):
     for est, X, y in [(RandomFeatureRidge, Xc, yc), (RandomFeatureRidgeClassifier, Xm[idx], ym[idx])]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            a = est(**base).fit(X, y)
+            a = est(precision="float64", **base).fit(X, y)
             b = est(precision="float32", **base).fit(X, y)
         ia = int(np.argmin(a.cv_results_["mean_mse"]))
         ib = int(np.argmin(b.cv_results_["mean_mse"]))
@@ -175,31 +177,10 @@ def test_classifier_float32_predicts_as_float64():
     idx = np.random.default_rng(1).permutation(len(ym))
     X, y, Xt = Xm[idx[:4000]], ym[idx[:4000]], Xm[idx[4000:6000]]
     base = dict(n_components=128, gamma="median", standardize=True, alpha=1.0, random_state=0)
-    a = RandomFeatureRidgeClassifier(**base).fit(X, y)
+    a = RandomFeatureRidgeClassifier(precision="float64", **base).fit(X, y)
     b = RandomFeatureRidgeClassifier(precision="float32", **base).fit(X, y)
     assert np.mean(a.predict(Xt) == b.predict(Xt)) > 0.999
     assert b.precision_ == "float32"
-
-
-def test_auto_keeps_float32_when_the_estimate_is_small(casp):
-    X, y, _, _ = casp
-    base = dict(n_components=128, gamma="median", standardize=True, random_state=0, alpha=10.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PrecisionWarning)
-        auto = RandomFeatureRidge(precision="auto", **base).fit(X, y)
-    f32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
-    assert auto.precision_ == "float32" and auto.precision_error_ <= AUTO_PRECISION_TOL
-    np.testing.assert_array_equal(auto.coef_, f32.coef_)
-
-
-def test_auto_falls_back_to_float64_with_a_warning(casp):
-    X, y, _, _ = casp
-    base = dict(n_components=128, gamma="median", standardize=True, random_state=0, alpha=1e-5)
-    with pytest.warns(PrecisionWarning, match="repeated in float64"):
-        auto = RandomFeatureRidge(precision="auto", **base).fit(X, y)
-    f64 = RandomFeatureRidge(**base).fit(X, y)
-    assert auto.precision_ == "float64"
-    np.testing.assert_array_equal(auto.coef_, f64.coef_)
 
 
 def test_precision_error_formula():
@@ -242,7 +223,7 @@ def test_float32_cv_scores_alphas_below_its_rounding_as_inf(casp_wide):
     base = dict(n_components=1024, cv=5, standardize=True, gamma="median", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m64 = RandomFeatureRidge(**base).fit(X, y)
+        m64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
     with pytest.warns(SingularAlphaWarning, match="scored inf") as rec:
         m32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
     mean = m32.cv_results_["mean_mse"]

@@ -70,7 +70,7 @@ CHUNKINGS = {"regular": 100, "irregular": (37, 250, 13, 200, 100), "single": N}
 @pytest.fixture(scope="module")
 def reference_cv_fit(data):
     X, Y = data
-    return make(alphas=[0.01, 0.1, 1.0, 10.0], cv=4).fit(X, Y)
+    return make(precision="float64", alphas=[0.01, 0.1, 1.0, 10.0], cv=4).fit(X, Y)
 
 
 @pytest.mark.parametrize("chunks", list(CHUNKINGS), ids=list(CHUNKINGS))
@@ -79,7 +79,7 @@ def test_same_model_for_every_chunking_and_scheduler(data, reference_cv_fit, chu
     X, Y = data
     ref = reference_cv_fit
     Xd = da.from_array(X, chunks=(CHUNKINGS[chunks], D_IN))
-    est = make(alphas=[0.01, 0.1, 1.0, 10.0], cv=4, split_every=split_every).fit(Xd, da.from_array(Y, chunks=77))
+    est = make(precision="float64", alphas=[0.01, 0.1, 1.0, 10.0], cv=4, split_every=split_every).fit(Xd, da.from_array(Y, chunks=77))
     assert est.alpha_ == ref.alpha_
     np.testing.assert_allclose(est.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-10)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
@@ -93,7 +93,7 @@ def test_cv_matches_brute_force_and_refits_the_best_alpha(data):
     X, Y = data
     y = Y[:, 0]
     alphas = [1e-3, 0.1, 3.0, 100.0]
-    est = make(alphas=alphas, cv=3, chunk_rows=200).fit(X, y)
+    est = make(precision="float64", alphas=alphas, cv=3, chunk_rows=200).fit(X, y)
     Z = est.feature_map_.transform(X)
     folds = fold_ids(np.arange(N), 3, est.fold_seed_)
     brute = np.array([[np.mean((y[folds == k] - Ridge(alpha=a).fit(Z[folds != k], y[folds != k]).predict(Z[folds == k])) ** 2)

@@ -105,7 +105,8 @@ def test_weighted_cv_equals_brute_force_weighted_mse(data, use_gammas):
     X, y, w = data
     gammas = [0.2, 2.0] if use_gammas else [0.5]
     extra = {"gammas": gammas} if use_gammas else {}
-    est = ridge(alphas=ALPHAS, cv=K, chunk_rows=45, **extra).fit(X, y, sample_weight=w)
+    # float64: the one-pass CV's scores equal the brute force ones to 1e-8
+    est = ridge(alphas=ALPHAS, cv=K, chunk_rows=45, precision="float64", **extra).fit(X, y, sample_weight=w)
     folds = fold_ids(np.arange(N), K, est.fold_seed_)
     brute = np.empty((len(gammas), K, ALPHAS.size))
     for g, gamma in enumerate(gammas):
@@ -195,8 +196,8 @@ def test_weighted_classifier_cv_equals_weighted_regression_on_plus_minus_one(dat
     X, y, w = data
     labels = np.where(y > 0.3, 7, 3)
     kw = {"method": "rff", "n_components": D, "gamma": 0.5, "alphas": ALPHAS, "cv": K, "random_state": 0}
-    clf = RandomFeatureRidgeClassifier(**kw).fit(X, labels, sample_weight=w)
-    reg = RandomFeatureRidge(**kw).fit(X, np.where(labels == 7, 1.0, -1.0), sample_weight=w)
+    clf = RandomFeatureRidgeClassifier(precision="float64", **kw).fit(X, labels, sample_weight=w)
+    reg = RandomFeatureRidge(precision="float64", **kw).fit(X, np.where(labels == 7, 1.0, -1.0), sample_weight=w)
     np.testing.assert_allclose(clf.cv_results_["fold_mse"], reg.cv_results_["fold_mse"], rtol=1e-10)
     np.testing.assert_allclose(clf.decision_function(X), reg.predict(X), rtol=1e-9, atol=1e-12)
 
@@ -220,7 +221,7 @@ def test_weighted_pcg_equals_the_weighted_gram_path(data, fit_intercept):
 
 def test_weighted_pcg_cv_equals_the_weighted_gram_cv(data):
     X, y, w = data
-    ref = ridge(alphas=ALPHAS, cv=K).fit(X, y, sample_weight=w)
+    ref = ridge(alphas=ALPHAS, cv=K, precision="float64").fit(X, y, sample_weight=w)  # pcg's CV is float64
     est = ridge(alphas=ALPHAS, cv=K, chunk_rows=45, **PCG).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(est.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-7)
     np.testing.assert_allclose(est.cv_results_["mean_mse"], ref.cv_results_["mean_mse"], rtol=1e-7)

@@ -39,7 +39,7 @@ def _closed_form(est, X, y, Xt):
 def test_std_equals_the_closed_form_on_the_models_own_features():
     X, y = _data()
     Xt = np.random.default_rng(7).normal(size=(40, 3))
-    est = RandomFeatureRidge(n_components=40, gamma=0.5, alpha=0.3, random_state=0).fit(X, y)
+    est = RandomFeatureRidge(precision="float64", n_components=40, gamma=0.5, alpha=0.3, random_state=0).fit(X, y)
     mean, std = est.predict(Xt, return_std=True)
     _, latent = est.predict(Xt, return_std="latent")
     s2, want, want_latent = _closed_form(est, X, y, Xt)
@@ -53,7 +53,7 @@ def test_std_equals_the_closed_form_on_the_models_own_features():
 def test_multi_target_dask_input_and_chunking_agree_with_numpy():
     X, y = _data(t=2)
     Xt = np.random.default_rng(8).normal(size=(50, 3))
-    est = RandomFeatureRidge(n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(X, y)
+    est = RandomFeatureRidge(precision="float64", n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(X, y)
     mean, std = est.predict(Xt, return_std=True)
     assert std.shape == (50, 2) and np.shape(est.noise_variance_) == (2,)
     _, want, _ = _closed_form(est, X, y, Xt)
@@ -67,14 +67,14 @@ def test_multi_target_dask_input_and_chunking_agree_with_numpy():
     Xd = da.from_array(Xt, chunks=(10, 3))
     assert est.predict(Xd, return_std=True)[1].name == est.predict(Xd, return_std=True)[1].name
     # a dask fit gives the same posterior as the numpy fit
-    est_d = RandomFeatureRidge(n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(
+    est_d = RandomFeatureRidge(precision="float64", n_components=30, gamma=0.5, alpha=0.3, random_state=1).fit(
         da.from_array(X, chunks=(70, 3)), da.from_array(y, chunks=(70, 2)))
     np.testing.assert_allclose(est_d.predict(Xt, return_std=True)[1], std, rtol=1e-8)
 
 
 def test_log_marginal_likelihood_is_the_gaussian_density_of_the_contrasts():
     X, y = _data(n=120)
-    est = RandomFeatureRidge(n_components=20, gamma=0.5, alpha=0.7, random_state=2).fit(X, y)
+    est = RandomFeatureRidge(precision="float64", n_components=20, gamma=0.5, alpha=0.7, random_state=2).fit(X, y)
     Z = est.feature_map_.transform(X)
     Zc = Z - Z.mean(0)
     n = len(y)

@@ -66,9 +66,10 @@ ESTIMATOR_OPTIONS = [
     ("--pcg-persist", "pcg_persist", "persist", "pcg: keep X in worker memory across the passes: auto "
                                                 "(the default: when it takes at most a quarter of the memory "
                                                 "the fit leaves free), true or false (read the store each pass)"),
-    ("--precision", "precision", str, "float64 (default), float32 (features and sub-block Grams in "
-                                      "single precision, summed in double: about half the fit time) or "
-                                      "auto (float32 unless its estimated effect on the coefficients exceeds 1e-2, then float64)"),
+    ("--precision", "precision", str, "auto (the default: float32 statistics and CV, the final coefficients "
+                                      "refined to the float64 solution by a few float64 passes; float64 when "
+                                      "alpha is too small for float32, with a warning), float64 (one double-"
+                                      "precision pass) or float32 (float32 statistics solved as they are)"),
     ("--chunk-rows", "chunk_rows", int, "rows per block: the store is rechunked to this (default: the store's "
                                         "own chunks)"),
 ]

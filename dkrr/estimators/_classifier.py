@@ -109,7 +109,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
     coef_ : ndarray of shape (p,) or (n_classes, p)
     intercept_ : ndarray of shape (1,) or (n_classes,)
         ``0.0`` when ``fit_intercept=False`` (as scikit-learn).
-    alpha_, gamma_, mean_, scale_, feature_map_, n_features_in_, n_output_features_, cv_results_, best_score_, precision_, precision_error_, solver_, solver_reason_, solver_info_
+    alpha_, gamma_, mean_, scale_, feature_map_, n_features_in_, n_output_features_, cv_results_, best_score_, precision_, precision_error_, refinement_, solver_, solver_reason_, solver_info_
         As in :class:`RandomFeatureRidge` (with ``solver="pcg"`` one CG column per class).
 
     Examples

@@ -39,9 +39,14 @@ class RidgeFit:
     solver_reason : str or None
         Why (:func:`~dkrr.estimators._solver.choose_solver`), set by the estimator once the
         path returned.
-    precision : {"float64", "float32"}
+    precision : {"float64", "float32", "mixed"}
+        ``"mixed"``: float32 statistics, coefficients refined to the float64 solution
+        (``precision="auto"``, :mod:`dkrr.estimators._mixed`).
     precision_error : float
         ``nan`` for ``solver="pcg"``.
+    refinement : dict or None
+        With ``precision="mixed"`` only: the refinement's record (passes, residuals,
+        converged, tol; :func:`~dkrr.estimators._mixed.refinement_record`).
     mean, scale : ndarray (d,) or None
         The column moments of ``standardize``.
     cv_results, best_score : dict, float or None
@@ -73,6 +78,7 @@ class RidgeFit:
     classes: np.ndarray | None = None
     posterior: dict | None = None
     solver_reason: str | None = None
+    refinement: dict | None = None
 
 
 class PlusMinusTargets:

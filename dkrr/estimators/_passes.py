@@ -1,5 +1,6 @@
 """The statistics paths of the ridge estimators: the Gram path (one pass; with
-``precision="auto"`` possibly a second one in float64) and the leverage-sampled path
+``precision="auto"`` a float32 one and the float64 refinement of the final model, or
+after a fallback a float64 pass: :mod:`dkrr.estimators._mixed`) and the leverage-sampled path
 (two passes), each choosing alpha (and gamma) by the one-pass cross-validation and
 ending in the Cholesky or eigen solve. Nothing here sets an attribute of the estimator:
 :func:`fit_statistics_path` returns a :class:`~dkrr.estimators._fitted.RidgeFit`."""
@@ -20,6 +21,7 @@ from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
+from ._mixed import mixed_precision, refine_final, refinement_record
 from ._ridge_params import uses_evidence
 from ._random_features import draw_ridge_map, standardized_input
 
@@ -54,9 +56,13 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
         gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)
     args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)
     path = sampled_statistics_and_alpha if est.sampling is not None else statistics_and_alpha
-    passes, precision, error = statistics_in_precision(est, lambda p: path(*args, p, folds=folds))
+    refine = None if est.sampling is not None else lambda p: refine_final(est, Xd, yd, wd, p, targets_fn)
+    passes, precision, error, refined = statistics_in_precision(est, lambda p: path(*args, p, folds=folds), refine)
     try:
-        beta, intercept = ridge_coefficients(passes.stats.total(), passes.alpha, bool(est.fit_intercept), solver)
+        if refined is not None:  # precision="auto": the float64 solution from float32 statistics
+            beta, intercept = refined.beta, refined.intercept
+        else:
+            beta, intercept = ridge_coefficients(passes.stats.total(), passes.alpha, bool(est.fit_intercept), solver)
     except SingularSystemError as exc:
         if precision != "float32":
             raise
@@ -77,44 +83,36 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
         solver=solver, precision=precision, precision_error=float(error), mean=mean, scale=scale,
         cv_results=passes.cv_results, best_score=passes.best_score,
         classes=getattr(targets_fn, "classes", None), posterior=posterior,
+        refinement=None if refined is None else refinement_record(refined),
     )
 
 
-def statistics_in_precision(est, run):
+def statistics_in_precision(est, run, refine=None):
     """``run(precision)`` (the path's :class:`Passes`) in the estimator's ``precision``:
-    ``(passes, precision_, precision_error_)``.
+    ``(passes, precision_, precision_error_, refined)``.
 
     ``"float32"`` warns (:class:`~dkrr.errors.PrecisionWarning`) when the estimate
     :func:`~dkrr.linalg._precision.precision_error` at the chosen alpha exceeds
-    :data:`~dkrr.linalg._precision.AUTO_PRECISION_TOL`; ``"auto"`` then repeats the pass
-    in float64 instead, and the warnings of the discarded float32 pass are dropped (they
-    are re-issued when float32 is kept).
+    :data:`~dkrr.linalg._precision.AUTO_PRECISION_TOL`. ``"auto"`` is
+    :func:`~dkrr.estimators._mixed.mixed_precision` with ``refine`` (float32 statistics,
+    the final model refined in float64; ``refined`` its result), or float64 without
+    ``refine`` (the leverage-sampled path, whose passes are float64); ``refined`` is None
+    otherwise.
     """
-    if est.precision != "auto":
-        passes = run(est.precision)
-        error = precision_error(passes.stats, passes.alpha, est.precision)
-        if est.precision == "float32" and error > AUTO_PRECISION_TOL:
-            warnings.warn(PrecisionWarning(
-                f"precision='float32': the statistics' rounding may change the coefficients by up to "
-                f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}, an "
-                f"upper estimate), above {AUTO_PRECISION_TOL:g}. precision='auto' would repeat the pass in float64; "
-                "precision_error_ holds the estimate."), stacklevel=5)
-        return passes, est.precision, error
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        passes = run("float32")
+    if est.precision == "auto" and refine is not None:
+        return mixed_precision(est, run, refine)
+    if est.precision != "float32":
+        passes = run("float64")
+        return passes, "float64", precision_error(passes.stats, passes.alpha, "float64"), None
+    passes = run("float32")
     error = precision_error(passes.stats, passes.alpha, "float32")
-    if error <= AUTO_PRECISION_TOL:
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return passes, "float32", error
-    warnings.warn(PrecisionWarning(
-        f"precision='auto': the float32 statistics' rounding may change the coefficients by "
-        f"up to {error:.1e} (relative; eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}), above "
-        f"{AUTO_PRECISION_TOL:g}: the pass is repeated in float64. Pass precision='float64' "
-        "to skip the float32 pass, or a larger alpha."), stacklevel=5)
-    passes = run("float64")
-    return passes, "float64", precision_error(passes.stats, passes.alpha, "float64")
+    if error > AUTO_PRECISION_TOL:
+        warnings.warn(PrecisionWarning(
+            f"precision='float32': the statistics' rounding may change the coefficients by up to "
+            f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}, an "
+            f"upper estimate), above {AUTO_PRECISION_TOL:g}. precision='auto' (the default) refines the "
+            "coefficients to the float64 solution; precision_error_ holds the estimate."), stacklevel=5)
+    return passes, "float32", error, None
 
 
 def _converted(stats, targets_fn):

@@ -61,7 +61,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         gammas=None,
         pcg_rank=None, tol=1e-6, max_iter=200, pcg_persist="auto",
         standardize=False,
-        precision="float64",
+        precision="auto",
     ):
         self.kernel = kernel
         self.method = method
@@ -157,7 +157,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
             precision_=fit.precision, precision_error_=fit.precision_error,
         )
         optional = dict(cv_results_=fit.cv_results, best_score_=fit.best_score, solver_info_=fit.solver_info,
-                        classes_=fit.classes, solver_reason_=fit.solver_reason)
+                        classes_=fit.classes, solver_reason_=fit.solver_reason, refinement_=fit.refinement)
         if fit.posterior is not None:  # the regressor's Gram paths (ALGORITHMS 3.11)
             post = fit.posterior
             s2 = np.asarray(post["noise_variance"], dtype=np.float64)
@@ -192,7 +192,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     features approximating the kernel (ALGORITHMS.md sections 1-3). The data may be a
     numpy array, a row-chunked dask array or a zarr array: one dask task per row block
     computes the block's features and the sufficient statistics ``Z^T Z``, ``Z^T y``,
-    ... (float64), a tree reduction sums them, and the solve happens on the client. Z is
+    ... (``precision``), a tree reduction sums them, and the solve happens on the client. Z is
     never materialised beyond a sub-block of ``max_block_bytes``. With ``cv`` the
     statistics are also kept per fold, and every (fold, alpha) is scored from them alone:
     choosing alpha costs no extra pass over the data.
@@ -297,15 +297,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Centre and scale the columns before the map, as in :class:`dkrr.RandomFeatures`
         (one more streamed pass over X, for the column moments; ``feature_map_`` then
         applies ``(x - mean_) / scale_``, also in model files).
-    precision : {"float64", "float32", "auto"}, default="float64"
-        Arithmetic of the statistics pass. ``"float32"``: each sub-block's features and
-        products (``Z^T Z`` by SSYRK/SGEMM) in single precision over at most 4,096
-        rows, added into float64 sums; folds, CV and the solve stay float64 (about half
-        the fit time; ALGORITHMS.md 3.10). ``"auto"``: float32, kept when
-        ``precision_error_ <= 1e-2`` at the fitted alpha, else a
-        :class:`~dkrr.errors.PrecisionWarning` and the pass again in float64. Not with
-        ``solver="pcg"`` or ``sampling``.
-
+    precision : {"auto", "float64", "float32"}, default="auto"
+        ``"auto"``: the statistics pass and the CV in float32, then the final model's
+        coefficients refined to the float64 solution by a few streamed float64 passes
+        (``precision_ = "mixed"``, ``refinement_``); where alpha is below what float32
+        resolves, a :class:`~dkrr.errors.PrecisionWarning` and the pass in float64.
+        ``"float32"``: float32 statistics (sub-block products in single precision,
+        float64 sums) solved as they are; ``"float64"``: one float64 pass (ALGORITHMS.md
+        3.10). With ``solver="pcg"`` or ``sampling``, ``"auto"`` is float64.
     Attributes
     ----------
     coef_ : ndarray of shape (p,) or (n_targets, p)
@@ -355,12 +354,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     solver_info_ : dict
         PCG only: ``n_iter``, ``converged``, ``residuals`` (iterations x systems: targets, or
         with ``cv`` (folds + 1) x alphas x targets), ``tol``, ``rank``, ``passes``, ``persisted``.
-    precision_ : {"float64", "float32"}
-        The precision the statistics were computed in.
+    precision_ : {"mixed", "float64", "float32"}
+        The statistics' precision; ``"mixed"``: float32, the coefficients refined in float64.
     precision_error_ : float
-        Estimated relative change of the coefficients from that rounding, ``eps (||G||_F
-        / alpha_ + 20)`` (an upper estimate, measured 1.3x to 8,500x above the actual
-        change; ``nan`` with ``solver="pcg"``).
+        Estimated relative change of the coefficients from rounding, ``eps (||G||_F / alpha_ + 20)``
+        in ``precision_`` (float64's for ``"mixed"``; an upper estimate; ``nan`` with ``solver="pcg"``).
+    refinement_ : dict
+        ``precision_ = "mixed"`` only: ``passes`` (float64 passes), ``residuals`` (passes, targets:
+        relative residuals, the first the float32 solution's), ``converged`` and ``tol``.
     noise_variance_ : float or ndarray of shape (n_targets,)
         Gram path only: the noise variance ``s^2`` of the Bayesian reading at ``alpha_``
         (profiled at its maximum, ALGORITHMS.md 3.11), used by ``predict(return_std=...)``.
@@ -372,10 +373,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
 
     Notes
     -----
-    With the default ``precision`` features are computed in float64 whatever the input
-    dtype (float32 input is cast per block); predictions are float64. For float32 data
-    ``feature_map_.transform`` returns float32 features; the model used their float64
-    counterparts.
+    Predictions are float64 whatever the input dtype (float32 input is cast per block);
+    ``feature_map_.transform`` keeps a float32 input's dtype.
 
     Examples
     --------

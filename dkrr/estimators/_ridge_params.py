@@ -71,11 +71,11 @@ def check_ridge_params(est):
     check_choice(est.solver, "solver", SOLVERS)
     check_choice(est.precision, "precision", PRECISIONS)
     check_pcg_params(est)
-    if est.precision != "float64" and (est.solver == "pcg" or est.sampling is not None):
+    if est.precision == "float32" and (est.solver == "pcg" or est.sampling is not None):
         what = "solver='pcg'" if est.solver == "pcg" else f"sampling={est.sampling!r}"
         raise InvalidParameterError(
-            f"precision={est.precision!r} is not available with {what} (its passes compute in "
-            "float64); use precision='float64'."
+            f"precision='float32' is not available with {what} (its passes compute in float64); use "
+            "precision='float64' or 'auto' (the default, float64 there)."
         )
     check_bool(est.fit_intercept, "fit_intercept")
     check_int(est.max_block_bytes, "max_block_bytes")

@@ -46,8 +46,8 @@ def pcg_unavailable(est, alpha, n_folds, gammas, alphas=None) -> str | None:
                 "dkrr fit --gammas none), or choose gamma with the Gram path on a row sub-sample")
     if est.sampling is not None:
         return f"sampling={est.sampling!r} is not available with solver='pcg'; drop sampling"
-    if est.precision != "float64":
-        return f"precision={est.precision!r} is not available with solver='pcg' (its passes are float64)"
+    if est.precision == "float32":  # "auto" is float64 there
+        return "precision='float32' is not available with solver='pcg' (its passes are float64)"
     if n_folds > 1 and alphas is not None and (alphas <= 0).any():
         return (f"alphas={alphas.tolist()!r} holds alpha = 0: solver='pcg' needs every alpha > 0 (CG on an "
                 "unregularised, possibly singular Z^T Z does not converge reliably)")

@@ -399,19 +399,25 @@ def _agree_solver_info(est):
 
 
 def _agree_precision(est):
-    """The parameter precision unless "auto"; "float64" with the pcg solver."""
+    """The parameter precision, except "auto": "mixed" (float32 statistics refined) or
+    "float64" (its fallback, the pcg solver, sampling), or "float32" in files saved before
+    issue 26 (when "auto" kept float32 statistics unrefined); "float64" with the pcg solver."""
     p = est.precision_
     if est.precision != "auto" and p != est.precision:
         return f"is {p!r}, but the parameter precision={est.precision!r}"
     if getattr(est, "solver_", None) == "pcg" and p != "float64":
         return f"is {p!r}, but the pcg solver computes in float64"
+    if p == "mixed" and (getattr(est, "sampling", None) is not None or "refinement_" not in vars(est)):
+        return "is 'mixed', but the model lacks refinement_ or has sampling (whose passes are float64)"
+    if p != "mixed" and "refinement_" in vars(est):
+        return f"is {p!r}, but the model has a refinement_, which only 'mixed' (precision='auto') has"
     return None
 
 
 def _agree_precision_error(est):
     """NaN exactly with the pcg solver; else the estimate ``eps (||G||_F / alpha_ + 20)`` of
-    precision_: at least ``20 eps`` and finite for alpha_ > 0 (inf or 0 for alpha_ = 0), at
-    most 1e-2 when precision="auto" kept float32."""
+    precision_ (float64's for "mixed"): at least ``20 eps`` and finite for alpha_ > 0 (inf or
+    0 for alpha_ = 0), at most 1e-2 when precision="auto" kept float32 (files before issue 26)."""
     from ..linalg._precision import AUTO_PRECISION_TOL
 
     e, pcg = est.precision_error_, getattr(est, "solver_", None) == "pcg"
@@ -420,13 +426,30 @@ def _agree_precision_error(est):
             f"is {e!r}, but the pcg solver keeps no Gram to estimate it from (NaN)" if pcg
             else "is NaN, which only the pcg solver (no Gram) records")
     precision = getattr(est, "precision_", "float64")
-    low = 20 * float(np.finfo(np.dtype(precision)).eps)
+    low = 20 * float(np.finfo(np.dtype("float64" if precision == "mixed" else precision)).eps)
     if est.alpha_ > 0 and not low <= e < math.inf:
         return f"is {e!r}; the estimate eps (||G||_F / alpha_ + 20) in {precision} is finite and >= {low:.3g}"
     if est.alpha_ == 0 and e not in (0.0, math.inf):
         return f"is {e!r}; at alpha_=0 the estimate is inf (0 for a zero Gram)"
     if est.precision == "auto" and precision == "float32" and e > AUTO_PRECISION_TOL:
         return f"is {e!r}, above {AUTO_PRECISION_TOL:g}, at which precision='auto' would not keep float32"
+    return None
+
+
+def _agree_refinement(est):
+    """Exactly with precision_ "mixed": converged, residuals (passes, targets) non-negative
+    with the last row <= tol, at most the refinement's passes."""
+    from ..linalg._refine import DEFAULT_REFINE_MAX_PASSES
+
+    info = est.refinement_
+    if getattr(est, "precision_", None) != "mixed":
+        return f"is stored, but precision_={getattr(est, 'precision_', None)!r} (only 'mixed' is refined)"
+    res, passes = info["residuals"], info["passes"]
+    if not info["converged"] or passes > DEFAULT_REFINE_MAX_PASSES:
+        return f"records an unconverged refinement or {passes} passes (at most {DEFAULT_REFINE_MAX_PASSES}); it is kept only converged"
+    if res.shape != (passes, _targets(est)) or (res < 0).any() or (res[-1] > info["tol"]).any():
+        return (f"residuals has shape {res.shape} for {passes} passes of {_targets(est)} target(s), or negative values, "
+                f"or a last row above tol={info['tol']!r}")
     return None
 
 
@@ -459,6 +482,7 @@ AGREEMENT = {
     "solver_info_": _agree_solver_info,
     "precision_": _agree_precision,
     "precision_error_": _agree_precision_error,
+    "refinement_": _agree_refinement,
     "fold_seed_": _agree_fold_seed,
     "noise_variance_": agree_noise_variance,
     "log_marginal_likelihood_": lambda est: None if np.isfinite(est.log_marginal_likelihood_) else "is not finite",

@@ -1,7 +1,7 @@
 """Kinds of fitted attribute in a model file that are records of a solve: the solver and
 why it was chosen (``solver_``, ``solver_reason_``), the pcg
-solver's ``solver_info_`` and the Bayesian reading's ``noise_variance_`` and
-``posterior_`` (ALGORITHMS.md 3.9, 3.11). A mixin of the model reader: each method checks
+solver's ``solver_info_``, the mixed-precision ``refinement_`` and the Bayesian reading's
+``noise_variance_`` and ``posterior_`` (ALGORITHMS.md 3.9, 3.10, 3.11). A mixin of the model reader: each method checks
 one stored value and returns it, or raises the reader's error naming the field."""
 
 from __future__ import annotations
@@ -43,6 +43,18 @@ class RecordKinds:
         if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
             raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
         return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,), finite=False)}
+
+    def _f_refinement(self, v, where):
+        from ._model_reader import _is_int, _is_real
+
+        keys = {"passes", "residuals", "converged", "tol"}
+        if not isinstance(v, dict) or set(v) != keys:
+            raise self.bad(where, f"must be the refinement's record with exactly the keys {sorted(keys)}")
+        if not _is_int(v["passes"]) or not 1 <= v["passes"] <= 2**20:
+            raise self.bad(f"{where}.passes", f"must be a positive integer, got {v['passes']!r}")
+        if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
+            raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
+        return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,))}
 
     def _f_noise(self, v, where):
         from ._model_reader import _is_real

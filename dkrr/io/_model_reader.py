@@ -27,14 +27,15 @@ from ._model_kinds import RecordKinds
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
+#: 5: precision_ "mixed" and its refinement_ (precision="auto", the default since issue 26);
 #: 4: the kernels matern, laplacian and polynomial (the parameters nu, degree, coef0;
 #: maps with radial factors, ARD column scales, the polynomial sketches) and ARD gammas
 #: (arrays); a version-3 file reads unchanged. 3: the ridge estimators' ``feature_map_`` is
 #: the map itself (``__feature_map__``), as on RandomFeatures; 1 and 2 nested a fitted
 #: RandomFeatures there (still read: its map is taken). 2: labels keep their type
 #: (``__labels__``); 1 stored non-numeric labels as text
-FORMAT_VERSION = 4
-_READABLE = (1, 2, 3, 4)
+FORMAT_VERSION = 5
+_READABLE = (1, 2, 3, 4, 5)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8
@@ -51,7 +52,7 @@ _RIDGE = {
     "solver_": "solver", "solver_info_": "solver_info",  # the solver used; solver="pcg"
     "solver_reason_": "reason",  # why solver_ (a sentence; files saved before it lack it)
     "mean_": "columns", "scale_": "columns",  # standardize (None without it)
-    "precision_": "precision", "precision_error_": "score",
+    "precision_": "precision", "precision_error_": "score", "refinement_": "refinement",  # precision="auto"
     # the regressor's Bayesian reading on the Gram path (ALGORITHMS 3.11); absent after pcg
     "noise_variance_": "noise", "log_marginal_likelihood_": "score", "posterior_": "posterior",
     "feature_names_in_": "names",  # the column names of a DataFrame X (fit)
@@ -67,7 +68,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 _OPTIONAL = {"solver_", "solver_reason_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_",
              "mean_", "scale_", "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_",
-             "posterior_", "feature_names_in_"}
+             "posterior_", "feature_names_in_", "refinement_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -384,8 +385,8 @@ class _Reader(RecordKinds):
         return None if v is None else self.array(v, where, ndim=(1,))
 
     def _f_precision(self, v, where):
-        if v not in ("float64", "float32"):
-            raise self.bad(where, f"must be 'float64' or 'float32', got {v!r}")
+        if v not in ("float64", "float32", "mixed"):
+            raise self.bad(where, f"must be 'float64', 'float32' or 'mixed', got {v!r}")
         return v
 
     def _f_gamma(self, v, where):

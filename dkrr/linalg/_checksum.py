@@ -1,6 +1,6 @@
-"""The PCG passes' guard against a source that changes between passes: every block task
-returns the CRC-32 of its rows as read, the client compares each pass's with pass 1's
-(ALGORITHMS.md 3.9)."""
+"""The guard of the multi-pass solves (PCG, ALGORITHMS.md 3.9; the mixed-precision
+refinement, 3.10) against a source that changes between passes: every block task returns
+the CRC-32 of its rows as read, the client compares each pass's with pass 1's."""
 
 from __future__ import annotations
 
@@ -24,10 +24,17 @@ def block_checksum(*blocks) -> int:
     return crc
 
 
-def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weighted: bool = False) -> None:
+#: what the error says about the PCG passes (the default ``reader`` of :func:`check_same_rows`)
+PCG_READER = ("solver='pcg' reads X once per CG iteration and needs the same rows every time", "or keep X in memory "
+              "with pcg_persist=True (read once; a worker lost with its blocks reads them again)")
+
+
+def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weighted: bool = False,
+                    reader: tuple[str, str] = PCG_READER) -> None:
     """Raise :class:`~dkrr.errors.SourceChangedError` unless every row block of ``X``
     (and of the sample weights when ``weighted``) read in pass ``pass_number`` has the
-    checksum it had in pass 1 (``reference``: block index -> :func:`block_checksum`)."""
+    checksum it had in pass 1 (``reference``: block index -> :func:`block_checksum`).
+    ``reader``: (which passes read X and why they need the same rows, what else to do)."""
     if checksums == reference:
         return
     from ..errors import SourceChangedError
@@ -39,8 +46,6 @@ def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weigh
     raise SourceChangedError(
         f"{'X or sample_weight' if weighted else 'X'} changed during the fit: row block {i} (rows {start} to {start + X.chunks[0][i] - 1}){more} read "
         f"differently in pass {pass_number} than in pass 1 (CRC-32 {checksums.get(i, 0):#010x}, was "
-        f"{reference.get(i, 0):#010x}). solver='pcg' reads X once per CG iteration and needs the same rows every "
-        "time, so the fit was stopped rather than mix two data sets. Do not write to X's source (e.g. its Zarr "
-        "store) during a fit and make a dask source deterministic, or keep X in memory with pcg_persist=True "
-        "(read once; a worker lost with its blocks reads them again)."
+        f"{reference.get(i, 0):#010x}). {reader[0]}, so the fit was stopped rather than mix two data sets. Do not "
+        f"write to X's source (e.g. its Zarr store) during a fit and make a dask source deterministic, {reader[1]}."
     )

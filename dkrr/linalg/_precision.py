@@ -15,8 +15,9 @@ where ``e`` is the error of ``c``. :func:`precision_error` estimates it as
 moves the coefficients by ~7 eps even at a large alpha (the ``+ 20``). Measured on CASP
 and magic04 (20,000 rows, D = 512, alpha from 1e-4 to 1e5; docs/ALGORITHMS.md, section
 3.10) the estimate is 1.3x to 8,500x the actual change: an upper estimate, not a proof.
-``precision="auto"`` keeps float32 statistics when the estimate at the fitted alpha is at
-most :data:`AUTO_PRECISION_TOL`, else repeats the pass in float64.
+``precision="float32"`` warns when the estimate at the fitted alpha exceeds
+:data:`AUTO_PRECISION_TOL`; ``precision="auto"`` (the default) does not rely on it: it
+refines the float32 solution to the float64 one (:mod:`dkrr.linalg._refine`).
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def sub_block_rows(n_rows: int, p: int, max_block_bytes: int, precision: str = "
     return int(sub)
 
 
-#: ``precision="auto"`` keeps float32 statistics when their estimated relative effect on
-#: the coefficients (:func:`precision_error`) is at most this
+#: ``precision="float32"`` warns when the estimated relative effect of its statistics on
+#: the coefficients (:func:`precision_error`) exceeds this (before issue 26, ``"auto"``
+#: kept float32 statistics up to it: model files of then are checked against it)
 AUTO_PRECISION_TOL = 1e-2
 
 

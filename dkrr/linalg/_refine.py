@@ -14,6 +14,9 @@ Because the float32 factor is close to ``A`` (its error is what section 3.10 bou
 ``M^-1 A`` is close to the identity and CG needs a few passes; it still converges where
 plain iterative refinement would stall. The stopping rule is the relative residual
 ``||b - A beta|| / ||b|| <= tol`` per target (CG's recurrence after the first pass).
+Every block task also returns the CRC-32 of its rows as read, and a pass that read any
+block differently from the first raises :class:`~dkrr.errors.SourceChangedError`
+(:func:`~dkrr.linalg._checksum.check_same_rows`, as the PCG passes do).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
-from ._pcg import _block_cg
+from ._checksum import block_checksum, check_same_rows
+from ._pcg import _block_cg, _merged_checksums
 from ._stats import DEFAULT_MAX_BLOCK_BYTES, RidgeStatistics, _accumulate, _prepare, combine_statistics
 
 __all__ = ["DEFAULT_REFINE_MAX_PASSES", "DEFAULT_REFINE_TOL", "RefineResult", "refine_ridge"]
@@ -60,23 +64,29 @@ class RefineResult:
     info: dict
 
 
-def _block(X, y, row_offset, block_index, fmap, B, labels_mode, max_block_bytes):
-    return _weighted_block(X, y, None, row_offset, block_index, fmap, B, labels_mode, max_block_bytes)
+def _refine_block(X, y, row_offset, block_index, fmap, B, labels_mode, max_block_bytes):
+    return _refine_weighted_block(X, y, None, row_offset, block_index, fmap, B, labels_mode, max_block_bytes)
 
 
-def _weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mode, max_block_bytes):
-    """One row block's float64 linear statistics and ``Z^T W (Z B)`` (the engine of
-    :func:`dkrr.linalg._stats._accumulate`)."""
+def _refine_weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mode, max_block_bytes):
+    """One row block's float64 linear statistics, ``Z^T W (Z B)`` (the engine of
+    :func:`dkrr.linalg._stats._accumulate`) and ``{block_index: checksum}`` of its rows."""
     Xf, Y, ws, bounds, labels = _prepare(X, y, w, row_offset, block_index, 1, 0, labels_mode)
     stats = RidgeStatistics.zeros(1, fmap.n_output_features, Y.shape[1], labels, with_gram=False,
                                   with_squares=not labels_mode, with_weights=w is not None)
     out = np.zeros((1,) + B.shape)
     _accumulate(stats, Xf, Y, ws, bounds, fmap, max_block_bytes, labels_mode, "float64", products=(B, out))
-    return stats, out[0]
+    return stats, out[0], {int(block_index): block_checksum(X, w)}
 
 
 def _combine(parts):
-    return combine_statistics([p[0] for p in parts]), sum(p[1] for p in parts[1:]) + parts[0][1]
+    return (combine_statistics([p[0] for p in parts]), sum(p[1] for p in parts[1:]) + parts[0][1],
+            _merged_checksums(parts))
+
+
+#: what a changed source's error says about these passes (:func:`check_same_rows`)
+_READER = ("precision='auto' refines the coefficients by passes that read X again and need the same rows every "
+           "time", "or pass precision='float64' (one pass)")
 
 
 def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool, *,
@@ -108,16 +118,29 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     RefineResult
         ``info["converged"]`` False when ``max_passes`` did not reach ``tol`` (the caller
         falls back to a float64 pass).
+
+    Raises
+    ------
+    SourceChangedError
+        A pass read a row block of X (or of ``w``) differently from the first pass.
     """
     from ._reduce import reduce_row_blocks
 
     arrays = [X, y] if w is None else [X, y, w]
-    fn = _block if w is None else _weighted_block
+    fn = _refine_block if w is None else _refine_weighted_block
+
+    reference, read = {}, 0  # pass 1's block checksums; passes made
 
     def run(B, label):
-        return reduce_row_blocks(arrays, fn, _combine, split_every=split_every, n_chains=n_chains,
-                                 constants=(fmap, np.ascontiguousarray(B, dtype=np.float64), bool(labels_mode),
-                                            int(max_block_bytes)), label=label)
+        nonlocal read
+        stats, ZWZB, sums = reduce_row_blocks(
+            arrays, fn, _combine, split_every=split_every, n_chains=n_chains, label=label,
+            constants=(fmap, np.ascontiguousarray(B, dtype=np.float64), bool(labels_mode), int(max_block_bytes)))
+        read += 1
+        if read == 1:
+            reference.update(sums)
+        check_same_rows(reference, sums, X, read, w is not None, _READER)
+        return stats, ZWZB
 
     beta0 = np.asarray(beta0, dtype=np.float64)
     stats, M0 = run(beta0, "refining in float64: residual")

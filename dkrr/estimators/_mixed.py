@@ -1,0 +1,106 @@
+"""``precision="auto"`` on the Gram path: float32 statistics, float64 coefficients
+(docs/ALGORITHMS.md 3.10).
+
+The statistics pass runs in float32 and the cross-validation scores the alpha (and gamma)
+grid from its statistics, as ``precision="float32"`` does. Only the final model is then
+refined (:func:`dkrr.linalg._refine.refine_ridge`): CG on the exact float64 operator,
+preconditioned by the Cholesky factor of the float32 statistics' ``G_c + alpha I``, by
+streamed float64 passes, until the relative residual of every target is at most
+:data:`~dkrr.linalg._refine.DEFAULT_REFINE_TOL` (the coefficients are then the float64
+solve's to within its own rounding). Where that cannot be done (the float32 pass or its
+factor fails at this alpha, or the refinement does not converge in
+:data:`~dkrr.linalg._refine.DEFAULT_REFINE_MAX_PASSES` passes: alpha below what float32
+statistics resolve), :func:`mixed_precision` warns (:class:`~dkrr.errors.PrecisionWarning`)
+and the statistics pass is repeated in float64. Nothing here sets an attribute.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import PrecisionWarning, SingularSystemError
+from ..linalg._evidence import posterior_factor
+from ..linalg._precision import precision_error
+from ..linalg._refine import RefineResult, refine_ridge
+from ..linalg._solve import center_statistics
+
+__all__ = ["mixed_precision", "refine_final"]
+
+
+def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
+    """The float64 coefficients of the final model of ``passes`` (float32 statistics, the
+    chosen alpha and map): a converged :class:`RefineResult`, or why none could be had (a
+    phrase for the fallback's warning)."""
+    fit_intercept = bool(est.fit_intercept)
+    start = _start(passes, fit_intercept)
+    if start is None:
+        return (f"the float32 statistics' G_c + alpha I is not positive definite at alpha={passes.alpha:.3g} "
+                "(their rounding is larger than alpha)")
+    beta0, factor = start
+    res = refine_ridge(Xd, yd, wd, passes.fmap, beta0, factor, passes.alpha, fit_intercept,
+                       labels_mode=est._labels_mode, targets_fn=targets_fn,
+                       max_block_bytes=int(est.max_block_bytes), split_every=est.split_every)
+    if not res.info["converged"]:
+        last = float(res.info["residuals"][-1].max())
+        return (f"the float64 refinement at alpha={passes.alpha:.3g} did not converge in {res.info['passes']} passes "
+                f"(relative residual {last:.1e}, tolerance {res.info['tol']:g}): alpha is below what float32 "
+                "statistics resolve")
+    return res
+
+
+def _start(passes, fit_intercept):
+    """``(beta_0, L)``: the float32 statistics' solution and the lower Cholesky factor of
+    their ``G_c + alpha I``, or None when it is not positive definite. The centred copies
+    are freed on return, before the refinement's passes (the client holds p x p arrays:
+    the statistics' Gram and ``L``)."""
+    tot = passes.stats.total()
+    Gc, cc, _, _ = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], tot.weights()[0], tot.ysum[0], fit_intercept)
+    del tot
+    try:
+        factor = posterior_factor(Gc, passes.alpha)
+    except np.linalg.LinAlgError:
+        return None
+    del Gc
+    return scipy.linalg.cho_solve((factor, True), cc, check_finite=False), factor
+
+
+def refinement_record(res: RefineResult) -> dict:
+    """The fitted ``refinement_``: ``passes`` (float64 passes over the data, the first the
+    true residual of the float32 solution), ``residuals`` (passes, targets): the relative
+    residual ``||b - A beta|| / ||b||`` before each correction and after the last,
+    ``converged`` (True: an unconverged refinement is not kept) and ``tol``."""
+    info = res.info
+    return {"passes": int(info["passes"]), "residuals": np.asarray(info["residuals"], dtype=np.float64),
+            "converged": bool(info["converged"]), "tol": float(info["tol"])}
+
+
+def mixed_precision(est, run, refine):
+    """``precision="auto"`` on the Gram path: ``(passes, precision_, precision_error_,
+    refined)``. ``run(precision)`` makes the path's passes, ``refine(passes)`` is
+    :func:`refine_final` bound to the fit's data. ``refined`` is the converged
+    :class:`RefineResult` with ``precision_ = "mixed"`` and ``precision_error_`` the
+    float64 estimate (the coefficients are the float64 solve's); after a fallback it is
+    None, ``precision_ = "float64"``, and a :class:`PrecisionWarning` says why. The
+    warnings of a discarded float32 pass (grid edges, unusable alphas) are dropped; those
+    of a kept one are re-issued."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            passes = run("float32")
+        except SingularSystemError as exc:  # no alpha of the grid usable on float32 statistics
+            passes, reason = None, f"the float32 statistics cannot be solved ({exc})"
+    if passes is not None:
+        refined = refine(passes)
+        if isinstance(refined, RefineResult):
+            for w in caught:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return passes, "mixed", precision_error(passes.stats, passes.alpha, "float64"), refined
+        reason = refined
+    warnings.warn(PrecisionWarning(
+        f"precision='auto': {reason}, so the statistics pass was repeated in float64 (precision_ = 'float64'). "
+        "Pass precision='float64' to skip the float32 pass and its refinement, or use a larger alpha."), stacklevel=6)
+    passes = run("float64")
+    return passes, "float64", precision_error(passes.stats, passes.alpha, "float64"), None

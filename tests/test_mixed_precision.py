@@ -1,0 +1,166 @@
+"""precision="auto", the default (issue 26): float32 statistics and CV, the final model's
+coefficients refined to the float64 solution by streamed float64 passes
+(dkrr.estimators._mixed, docs/ALGORITHMS.md 3.10), and its fallback to a float64 pass."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from dask.callbacks import Callback
+
+from dkrr import RandomFeatureRidge, RandomFeatureRidgeClassifier
+from dkrr.datasets import load_casp, load_magic04
+from dkrr.errors import PrecisionWarning, SourceChangedError
+from dkrr.estimators._fitted import is_fitted_name
+from dkrr.io._model import load_model, save_model
+from dkrr.linalg._refine import DEFAULT_REFINE_TOL
+
+
+def _rel(a, b):
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(b))
+
+
+@pytest.fixture(scope="module")
+def casp():
+    X, y = load_casp()
+    idx = np.random.default_rng(0).permutation(len(y))
+    return X[idx[:5000]], y[idx[:5000]]
+
+
+BASE = dict(n_components=128, gamma="median", standardize=True, random_state=0)
+
+
+def _fit(cls, X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # grid edges, unusable alphas of the default grid
+        return cls(**{**BASE, **kw}).fit(X, y)
+
+
+def test_the_default_is_float32_statistics_refined_to_the_float64_fit(casp):
+    """cv=5 on the default grid: the default chooses float64's alpha (the same grid index,
+    the same scores to float32's rounding) and its coefficients are float64's."""
+    X, y = casp
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)  # no fallback here
+        auto = _fit(RandomFeatureRidge, X, y, cv=5)
+    f64 = _fit(RandomFeatureRidge, X, y, cv=5, precision="float64")
+    assert RandomFeatureRidge().precision == "auto"
+    assert auto.precision_ == "mixed" and f64.precision_ == "float64" and "refinement_" not in vars(f64)
+    ia, ib = (int(np.argmin(m.cv_results_["mean_mse"])) for m in (auto, f64))
+    assert ia == ib  # a different choice would fail here
+    np.testing.assert_allclose(auto.alpha_, f64.alpha_, rtol=1e-6)  # the grid follows trace(G)
+    np.testing.assert_allclose(auto.cv_results_["mean_mse"][ia], f64.cv_results_["mean_mse"][ia], rtol=1e-4)
+    # the refined coefficients are the float64 fit's at the same alpha
+    at = _fit(RandomFeatureRidge, X, y, alpha=auto.alpha_, precision="float64")
+    assert _rel(auto.coef_, at.coef_) < 1e-9, _rel(auto.coef_, at.coef_)
+    assert abs(auto.intercept_ - at.intercept_) < 1e-9 * abs(at.intercept_)
+    # the default grid follows the float32 statistics' trace(G): alpha_ differs from
+    # float64's by 2e-9 relative here, which moves the coefficients by 1.4e-8
+    assert _rel(auto.coef_, f64.coef_) < 1e-7, _rel(auto.coef_, f64.coef_)
+    # the float32 solution alone is measurably farther: the refinement did the work
+    f32 = _fit(RandomFeatureRidge, X, y, cv=5, precision="float32")
+    assert _rel(f32.coef_, f64.coef_) > 100 * _rel(auto.coef_, f64.coef_)
+    info = auto.refinement_
+    assert set(info) == {"passes", "residuals", "converged", "tol"} and info["converged"]
+    assert info["tol"] == DEFAULT_REFINE_TOL and 2 <= info["passes"] <= 16
+    r = info["residuals"]
+    assert r.shape == (info["passes"], 1) and r[0, 0] > 1e-9 and r[-1, 0] <= info["tol"]
+    assert auto.precision_error_ < 1e-6 * f32.precision_error_  # the float64 estimate
+
+
+def test_a_tiny_alpha_falls_back_to_a_float64_pass_with_a_warning(casp):
+    """300 rows, p = 512: G_c is singular, and at alpha = 1e-6 the float32 rounding makes
+    G_c + alpha I indefinite (no factor to refine with). CG refines far below that where
+    the float32 factor exists: alpha = 0 on 5,000 rows converged in 5 passes."""
+    X, y = casp
+    X, y = X[:300], y[:300]
+    kw = dict(alpha=1e-6, n_components=256)
+    with pytest.warns(PrecisionWarning, match=r"precision='auto': the float32 statistics' G_c \+ alpha I is not "
+                                              r"positive definite.*repeated in float64.*precision='float64'"):
+        auto = RandomFeatureRidge(**{**BASE, **kw}).fit(X, y)
+    f64 = _fit(RandomFeatureRidge, X, y, precision="float64", **kw)
+    assert auto.precision_ == "float64" and "refinement_" not in vars(auto)
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+
+
+def test_dask_and_numpy_input_and_the_chunking_give_the_float64_answer(casp):
+    X, y = casp
+    X, y = X[:3000], y[:3000]
+    ref = _fit(RandomFeatureRidge, X, y, alpha=0.1, precision="float64", chunk_rows=1000)
+    fits = {
+        "numpy": _fit(RandomFeatureRidge, X, y, alpha=0.1, chunk_rows=1000),
+        "dask": _fit(RandomFeatureRidge, da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000),
+                     alpha=0.1),
+        "dask_1700": _fit(RandomFeatureRidge, da.from_array(X, chunks=(1700, -1)), da.from_array(y, chunks=1700),
+                          alpha=0.1),
+    }
+    for name, est in fits.items():
+        assert est.precision_ == "mixed", name
+        assert _rel(est.coef_, ref.coef_) < 1e-9, (name, _rel(est.coef_, ref.coef_))
+    # the same blocks: the same float32 statistics, so the same passes and numbers
+    np.testing.assert_array_equal(fits["numpy"].coef_, fits["dask"].coef_)
+    assert fits["numpy"].refinement_["passes"] == fits["dask"].refinement_["passes"]
+
+
+def test_classifier_and_sample_weights_are_refined_too():
+    Xm, ym = load_magic04()
+    idx = np.random.default_rng(1).permutation(len(ym))[:3000]
+    X, y = Xm[idx], ym[idx]
+    w = np.random.default_rng(2).uniform(0.2, 2.0, len(y))
+    for cls, target, kw in [(RandomFeatureRidgeClassifier, y, {}),
+                            (RandomFeatureRidge, (y == y[0]).astype(float), {"sample_weight": w})]:
+        est = cls(**BASE, alpha=0.05).fit(X, target, **kw)
+        ref = cls(**BASE, alpha=0.05, precision="float64").fit(X, target, **kw)
+        assert est.precision_ == "mixed" and est.refinement_["converged"], cls
+        assert _rel(est.coef_, ref.coef_) < 1e-8, (cls, _rel(est.coef_, ref.coef_))
+
+
+@pytest.mark.parametrize("extra", [{"solver": "pcg", "tol": 1e-8}, {"sampling": "surrogate_leverage"}])
+def test_auto_is_float64_where_the_passes_are(casp, extra):
+    X, y = casp
+    est = _fit(RandomFeatureRidge, X[:1500], y[:1500], alpha=1.0, n_components=32, **extra)
+    assert est.precision == "auto" and est.precision_ == "float64" and "refinement_" not in vars(est)
+
+
+def test_model_files_keep_the_refinement(tmp_path, casp):
+    X, y = casp
+    est = _fit(RandomFeatureRidge, X[:2000], y[:2000], alpha=0.5, n_components=32)
+    save_model(est, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert back.precision == "auto" and back.precision_ == "mixed"
+    assert back.refinement_["passes"] == est.refinement_["passes"] and back.refinement_["converged"]
+    np.testing.assert_array_equal(back.refinement_["residuals"], est.refinement_["residuals"])
+    np.testing.assert_array_equal(back.predict(X[:50]), est.predict(X[:50]))
+
+
+class _RewriteAfter(Callback):
+    """Rewrites rows of a Zarr store once the first refinement pass (tasks named
+    ``dkrr-refine_...``) has finished: the second reads them differently."""
+
+    def __init__(self, store, rows):
+        super().__init__()
+        self.store, self.rows, self.done = store, rows, False
+
+    def _finish(self, dsk, state, errored):
+        if not self.done and any("dkrr-refine_" in str(k) for k in dsk):
+            self.done = True
+            z = zarr.open_array(self.store, mode="r+")
+            z[self.rows] = z[self.rows] * 1.5
+
+
+def test_a_source_rewritten_between_refinement_passes_stops_the_fit_unfitted(tmp_path, casp):
+    X, y = casp
+    store = str(tmp_path / "X.zarr")
+    zarr.create_array(store, shape=(1200, X.shape[1]), chunks=(300, X.shape[1]), dtype=X.dtype)[...] = X[:1200]
+    est = RandomFeatureRidge(method="rff", n_components=64, gamma=0.05, alpha=1e-3, random_state=5)
+    with dask.config.set(scheduler="threads"):
+        with _RewriteAfter(store, slice(610, 620)):
+            with pytest.raises(SourceChangedError, match=r"row block 2 \(rows 600 to 899\) read differently in pass 2 "
+                                                         r"than in pass 1.*precision='auto' refines.*precision='float64'"):
+                est.fit(zarr.open_array(store, mode="r"), y[:1200])
+    assert not any(is_fitted_name(k) for k in vars(est)), vars(est)  # nothing fitted
