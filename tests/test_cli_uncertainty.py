@@ -176,7 +176,9 @@ def test_fit_cv_evidence_prints_the_evidence_table_and_choice(store, tmp_path, c
         np.testing.assert_allclose(cells, logev[:, rr], rtol=1e-6)
     assert lines[head + 7] == (f"chosen: alpha_ = {saved.alpha_:.4g}, gamma_ = {saved.gamma_:.4g} "
                                f"(log evidence {saved.best_score_:.7g}, noise variance {saved.noise_variance_:.4g})")
-    np.testing.assert_allclose(saved.best_score_, est.best_score_, rtol=1e-9)
+    # the default precision scores the grid from float32 statistics, whose sums over the
+    # store's chunks and over numpy's differ in rounding (~1e-8 relative measured)
+    np.testing.assert_allclose(saved.best_score_, est.best_score_, rtol=1e-6)
 
     code, out, err = _main(capsys, "fit", path, "--out", tmp_path / "m2", *EVIDENCE, "--json", *addr)
     assert code == 0, err
