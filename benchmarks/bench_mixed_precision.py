@@ -75,6 +75,8 @@ def _pair(make, X, y, s):
     """The default and the float64 fit of ``make(precision)`` back to back, the order
     alternating with the seed index ``s``: ``{precision: (seconds, estimator, warnings)}``."""
     out = {}
+    for prec in ("auto", "float64"):  # warm-up, not timed: numba kernels, BLAS, first-use checks
+        make(prec).fit(X[:4096], y[:4096])
     for prec in (("auto", "float64") if s % 2 == 0 else ("float64", "auto")):
         est = make(prec)
         t, ws = _timed_fit(est, X, y)
