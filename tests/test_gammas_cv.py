@@ -104,6 +104,7 @@ def test_gamma_grid_is_independent_of_the_chunking(data):
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.classic_dask_array("map_blocks with block_info")
 def test_x_is_read_once_whatever_the_number_of_gammas(data):
     X, y = data
     lock, reads = threading.Lock(), []

@@ -136,7 +136,7 @@ def test_dask_fit_with_a_gamma_grid_equals_numpy_and_the_refit_at_the_chosen_gam
                                                                   da.from_array(y, chunks=90))
     # gamma="scale" from the column moments: the chunks sum them in another order
     assert est_d.gamma_ == pytest.approx(est.gamma_, rel=1e-12) and est_d.alpha_ == pytest.approx(est.alpha_, rel=1e-9)
-    np.testing.assert_allclose(np.asarray(est_d.predict(da.from_array(X, chunks=(90, 5)))), est.predict(X),
+    np.testing.assert_allclose(est_d.predict(da.from_array(X, chunks=(90, 5))).compute(), est.predict(X),
                                rtol=1e-8, atol=1e-8)
     centre = est.cv_results_["gammas"][2]
     np.testing.assert_allclose(est.cv_results_["gammas"], centre * 2.0 ** np.arange(-2, 3), rtol=1e-12)

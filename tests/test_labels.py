@@ -234,6 +234,7 @@ def test_non_finite_numpy_labels_name_the_row(bad):
         _clf().fit(da.from_array(X, chunks=(50, 2)), da.from_array(y, chunks=50))
 
 
+@pytest.mark.classic_dask_array("da.from_delayed")
 def test_continuous_labels_are_refused_for_every_input_kind(tmp_path):
     X, _ = _data(400, 11, [0])
     y = np.round(X[:, 0] * 2)  # whole numbers: labels

@@ -157,6 +157,7 @@ def running_cluster(tmp_path):
         cluster_cmd("stop", "--dir", rundir, "--grace", 5)
 
 
+@pytest.mark.classic_dask_array("dask.array's std (in the notebook's standardisation cell)")
 @pytest.mark.cluster
 def test_existing_scheduler_executes(kernel, running_cluster, monkeypatch):
     from distributed import Client

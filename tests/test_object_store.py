@@ -171,12 +171,13 @@ def test_python_round_trip_through_s3_equals_the_local_one(s3, bucket, tmp_path,
         np.testing.assert_array_equal(est.coef_, ref.coef_)
         # da.from_zarr on a URL is an input like any other (dask >= 2025.1; before, its
         # from_zarr built a Zarr-2 FSStore: open the array with zarr, as the README says)
-        if Version(dask.__version__) >= Version("2025.1.0"):
+        # (dask's array query planning has no from_zarr: a zarr array is wrapped by from_array)
+        if Version(dask.__version__) >= Version("2025.1.0") and not dask.config.get("array.query-planning", False):
             X = da.from_zarr(url, component="X", storage_options=so)
             y = da.from_zarr(url, component="y", storage_options=so)
         else:
             group = zarr.open_group(url, mode="r", storage_options=so)
-            X, y = da.from_zarr(group["X"]), da.from_zarr(group["y"])
+            X, y = (da.from_array(group[k], chunks=group[k].chunks) for k in ("X", "y"))
         np.testing.assert_array_equal(_estimator().fit(X, y).coef_, ref.coef_)
         out = write_predictions(est.predict(remote.X), f"s3://{bucket}/pred.zarr", storage_options=so,
                                 inputs=[url])
@@ -351,7 +352,7 @@ def test_a_server_that_dies_mid_read_is_a_clear_error_and_leaves_no_output(s3, b
     est = _estimator().fit(rng.normal(size=(50, 3)), rng.normal(size=50))
     with dask.config.set(scheduler="threads"):
         ds = open_dataset(url, storage_options=s3.options(endpoint))  # through the second server
-        assert ds.X.numblocks[0] > 1 and ds.X.blocks[0].compute().shape[1] == 3
+        assert ds.X.numblocks[0] > 1 and ds.X[:100].compute().shape == (100, 3)  # a first block read
         server.stop()  # the store goes away after the first reads
         with pytest.raises(ObjectStoreError, match=rf"cannot read rows .* of array 'X' of {url}: the "
                                                    r"object store cannot be reached"):

@@ -103,6 +103,7 @@ def test_dask_equals_numpy_threaded(method, chunks):
         np.testing.assert_allclose(Zd.compute(), rf.transform(X), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.classic_dask_array("map_blocks' low-level graph and its task names")
 def test_dask_graph_embeds_map_once():
     X = da.ones((100, 8), chunks=(10, 8))
     rf = RandomFeatures(method="sorf", n_components=16, random_state=0).fit(X)

@@ -16,8 +16,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
-from ._report import (fit_json, fit_lines, json_ready, metric_lines, plus_minus, predict_line, predictive_metrics,
-                      predictive_sums)
+from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
+                      predictive_metrics, predictive_sums)
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -467,7 +467,7 @@ def cmd_evaluate(args) -> int:
             metrics, note = class_metrics(est, data, y_pred)
         else:
             y = y.astype(np.float64)
-            resid = y - y_pred.reshape(y.shape)
+            resid = y - in_dims_of(y_pred, y)
             # the total sum of squares from sums of y - s, s the mean of y's first block:
             # from raw sums (sum y^2 - (sum y)^2 / n) a target far from zero (1e8 + sin x)
             # lost every digit to cancellation (r2 = -inf was printed)
@@ -475,7 +475,7 @@ def cmd_evaluate(args) -> int:
             ys = y - (shift if y.ndim > 1 else shift[0])
             sums = [(resid**2).sum(axis=0), ys.sum(axis=0), (ys**2).sum(axis=0)]
             if y_std is not None:
-                sums += predictive_sums(resid, y_std.reshape(y.shape))
+                sums += predictive_sums(resid, in_dims_of(y_std, y))
             sse, ysum, yy, *scored = compute(*sums, label="evaluating")
             n = int(y.shape[0])
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -96,7 +96,7 @@ def prediction_output(est, y_pred):
         return y_pred, [str(c) for c in store]  # the codes of the training store
     if not _is_text(classes):
         return y_pred, None
-    codes = y_pred.map_blocks(_positions, classes=classes, dtype=np.int32)
+    codes = y_pred.map_blocks(_positions, classes=classes, dtype=np.int32, meta=np.empty((0,), np.int32))
     return codes, [str(c) for c in classes]
 
 
@@ -143,15 +143,13 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
     StoreError
         A code outside the store's ``classes`` (see :mod:`dkrr.io._labels`).
     """
-    import dask.array as da
-
     from .._progress import compute
     from .._validation import check_first_label_block
     from ..io._labels import store_classes
 
     names = _model_names(est)
     classes = np.asarray(est.classes_)
-    pred = y_pred.map_blocks(_positions, classes=classes, dtype=np.int32)  # 0 .. k-1
+    pred = y_pred.map_blocks(_positions, classes=classes, dtype=np.int32, meta=np.empty((0,), np.int32))  # 0 .. k-1
     y = data.y[:, 0] if data.y.ndim == 2 else data.y
     text = _is_text(names)
     by_number = {}  # the labels that read as numbers
@@ -169,8 +167,8 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
         else:
             table = [by_number.get(_as_number(t), -1) for t in test_classes]
         table = np.array(table, dtype=np.int64)
-        y_model = y.map_blocks(_take, table=table, dtype=np.int64)
-        correct, counts = compute((pred == y_model).sum(), da.bincount(y, minlength=len(test_classes)),
+        y_model = y.map_blocks(_take, table=table, dtype=np.int64, meta=np.empty((0,), np.int64))
+        correct, counts = compute((pred == y_model).sum(), _code_counts(y, len(test_classes)),
                                   label="evaluating")
         unseen = {lab: int(c) for lab, c, t in zip(test_classes, counts, table) if c and t < 0}
     else:
@@ -181,9 +179,9 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
                 "`dkrr ingest` from a file with the same label column as the training data"
             )
         check_first_label_block(y)  # a regression store: refused before the pass
-        y_model = y.map_blocks(_codes_of_values, numbers=keys, positions=positions, dtype=np.int64)
-        values, counts = da.unique(y, return_counts=True)
-        correct, values, counts = compute((pred == y_model).sum(), values, counts, label="evaluating")
+        y_model = y.map_blocks(_codes_of_values, numbers=keys, positions=positions, dtype=np.int64,
+                                 meta=np.empty((0,), np.int64))
+        correct, (values, counts) = compute((pred == y_model).sum(), _value_counts(y), label="evaluating")
         found = _codes_of_values(np.asarray(values), keys, positions)
         unseen = {v: int(c) for v, c, f in zip(values.tolist(), counts, found) if f < 0}
     n = int(y.shape[0])
@@ -195,3 +193,41 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
                 f"as wrong: {shown}{' ...' if len(unseen) > 10 else ''} (the model's classes: "
                 f"{names.tolist()[:20]})")
     return metrics, note
+
+
+# The counts of the test labels are row-block reductions (dkrr's engine) rather than
+# da.bincount / da.unique, which dask's array query planning does not implement.
+
+def _code_counts(y, n_codes: int):
+    """Lazy count of each code ``0 .. n_codes - 1`` in the 1-D dask array ``y``."""
+    from ..linalg._reduce import reduce_row_blocks
+
+    return reduce_row_blocks([y], _block_code_counts, _sum_parts, constants=(n_codes,), compute=False,
+                             label="evaluating")
+
+
+def _block_code_counts(block, row_offset, block_index, n_codes):
+    return np.bincount(np.asarray(block, dtype=np.int64), minlength=n_codes)
+
+
+def _value_counts(y):
+    """Lazy ``(values, counts)`` of the distinct values of the 1-D dask array ``y`` (sorted,
+    as ``np.unique(..., return_counts=True)``)."""
+    from ..linalg._reduce import reduce_row_blocks
+
+    return reduce_row_blocks([y], _block_value_counts, _merge_value_counts, compute=False, label="evaluating")
+
+
+def _block_value_counts(block, row_offset, block_index):
+    return np.unique(np.asarray(block), return_counts=True)
+
+
+def _sum_parts(parts):
+    return sum(parts[1:], parts[0].copy())
+
+
+def _merge_value_counts(parts):
+    values = np.concatenate([v for v, _ in parts])
+    counts = np.concatenate([c for _, c in parts])
+    merged, inverse = np.unique(values, return_inverse=True)
+    return merged, np.bincount(inverse.ravel(), weights=counts, minlength=merged.size).astype(np.int64)

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["cv_table", "evidence_table", "fit_json", "fit_lines", "json_ready", "metric_lines", "predict_line",
+__all__ = ["cv_table", "evidence_table", "fit_json", "fit_lines", "in_dims_of", "json_ready", "metric_lines", "predict_line",
            "predictive_metrics", "predictive_sums", "significant"]
 
 #: significant digits of a CV error (mean) and of its spread (std) in the table
@@ -301,6 +301,15 @@ def metric_lines(metrics: dict) -> list[str]:
 def predict_line(out, n_rows: int, arrays=("y_pred",)) -> str:
     """What ``dkrr predict`` prints (``arrays``: those written, ``y_pred`` and maybe ``y_std``)."""
     return f"wrote {out}: {' and '.join(arrays)} for {n_rows:,} rows"
+
+
+def in_dims_of(a, y):
+    """``a`` (a prediction of ``y``'s targets, same length) with ``y``'s number of
+    dimensions: one target as (n,) or (n, 1). By indexing, not ``reshape``, which dask's
+    array query planning does not have."""
+    if a.ndim == y.ndim:
+        return a
+    return a[:, None] if a.ndim == 1 else a[:, 0]
 
 
 def predictive_sums(resid, std) -> list:

@@ -72,4 +72,6 @@ def checked_class_codes(y: da.Array, classes: list[str], path: str | Path) -> da
             "so y must hold integer class codes (y == i means classes[i]); the store is "
             "corrupted: re-create it with `dkrr ingest`"
         )
-    return y.map_blocks(_check_codes_block, len(classes), str(path), dtype=y.dtype)
+    # the meta: dask's array query planning needs it to slice the result
+    return y.map_blocks(_check_codes_block, len(classes), str(path), dtype=y.dtype,
+                        meta=np.empty((0,) * y.ndim, dtype=y.dtype))
