@@ -119,6 +119,21 @@ def _standardise(X_train, X_test):
     return (X_train - mu) / sd, (X_test - mu) / sd
 
 
+def shuffled_split(name: str, seed: int, max_train: int, max_test: int):
+    """``dkrr.datasets.load_dataset(name)`` cut by a seeded shuffle into at most ``max_test``
+    test rows (a quarter of the rows at most) and ``max_train`` training rows, standardised
+    by the training rows: ``(X_train, y_train, X_test, y_test)``."""
+    from dkrr.datasets import load_dataset
+
+    X, y = load_dataset(name)
+    idx = np.random.default_rng(seed).permutation(len(y))
+    n_test = min(max_test, len(y) // 4)
+    n_train = min(max_train, len(y) - n_test)
+    tr, te = idx[:n_train], idx[n_train:n_train + n_test]
+    X_train, X_test = _standardise(X[tr], X[te])
+    return X_train, y[tr], X_test, y[te]
+
+
 #: data sets whose features are clipped to the training rows' 0.5 and 99.5 percentiles
 #: before standardising: EEG eye-state has a few readings up to 715,897 where typical
 #: values are 4,000-4,700 (as pipelines/accuracy_real.py does)

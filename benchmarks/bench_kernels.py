@@ -49,8 +49,10 @@ from pathlib import Path
 import numpy as np
 
 try:
+    from benchmarks._data import shuffled_split
     from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
 except ImportError:  # run as a script from benchmarks/
+    from _data import shuffled_split  # type: ignore[no-redef]
     from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
 
 __all__ = ["main"]
@@ -68,18 +70,6 @@ TINY = ["--datasets", "kin8nm", "--seeds", "0", "--max-train", "1200", "--max-te
         "--n-components", "32", "--approx-datasets", "kin8nm", "--approx-rows", "80", "--approx-seeds", "2",
         "--widths", "32", "64"]
 
-
-def _standardised_split(name, seed, max_train, max_test):
-    from dkrr.datasets import load_dataset
-
-    X, y = load_dataset(name)
-    idx = np.random.default_rng(seed).permutation(len(y))
-    n_test = min(max_test, len(y) // 4)
-    n_train = min(max_train, len(y) - n_test)
-    tr, te = idx[:n_train], idx[n_train:n_train + n_test]
-    mu, sd = X[tr].mean(axis=0), X[tr].std(axis=0)
-    sd[sd == 0] = 1.0
-    return (X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te]
 
 
 def _exact(kernel, X, Y, gamma, params):
@@ -104,7 +94,7 @@ def approx_part(args):
 
     rows = []
     for name in args.approx_datasets:
-        X, _, _, _ = _standardised_split(name, 0, args.approx_rows, 0)
+        X, _, _, _ = shuffled_split(name, 0, args.approx_rows, 0)
         d = X.shape[1]
         for label, kernel, params in APPROX_KERNELS:
             gamma = {"matern": knn_gamma(X, k=min(50, len(X) - 1), random_state=0), "laplacian": 1.0 / d,
@@ -163,7 +153,7 @@ def heldout_one(name, seed, args):
     from dkrr import RandomFeatureRidge
     from dkrr.estimators import ard_gamma
 
-    Xtr, ytr, Xte, yte = _standardised_split(name, seed, args.max_train, args.max_test)
+    Xtr, ytr, Xte, yte = shuffled_split(name, seed, args.max_train, args.max_test)
     sub = np.random.default_rng([seed, 1]).permutation(len(ytr))[:args.krr_rows]
     # float64, the path of the published report (measured before precision='auto' became the default)
     common = dict(n_components=args.n_components, cv=5, gammas="auto", random_state=seed, precision="float64")

@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 
 try:
+    from benchmarks._data import shuffled_split
     from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
 except ImportError:  # run as a script from benchmarks/
+    from _data import shuffled_split  # type: ignore[no-redef]
     from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
 
 __all__ = ["main", "calibration"]
@@ -52,18 +54,6 @@ def calibration(y, mean, std) -> dict:
     return {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "cover68": float(np.mean(z <= Z68)),
             "cover95": float(np.mean(z <= Z95)), "nlpd": float(np.mean(nlpd))}
 
-
-def _split(name, seed, max_train, max_test):
-    from dkrr.datasets import load_dataset
-
-    X, y = load_dataset(name)
-    idx = np.random.default_rng(seed).permutation(len(y))
-    n_test = min(max_test, len(y) // 4)
-    n_train = min(max_train, len(y) - n_test)
-    tr, te = idx[:n_train], idx[n_train:n_train + n_test]
-    mu, sd = X[tr].mean(0), X[tr].std(0)
-    sd[sd == 0] = 1.0
-    return (X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te]
 
 
 def _dkrr(Xtr, ytr, Xte, yte, cv, args, seed):
@@ -129,7 +119,7 @@ def main(argv=None):
     rows, lines = [], []
     for name in args.datasets:
         for seed in args.seeds:
-            Xtr, ytr, Xte, yte = _split(name, seed, args.max_train, args.max_test)
+            Xtr, ytr, Xte, yte = shuffled_split(name, seed, args.max_train, args.max_test)
             with threadpool_limits(args.blas_threads):
                 r = {"dataset": name, "seed": seed, "n_train": len(ytr), "n_test": len(yte),
                      "cv": _dkrr(Xtr, ytr, Xte, yte, 5, args, seed),
