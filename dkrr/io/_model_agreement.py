@@ -225,12 +225,25 @@ def _agree_store_classes(est):
     return None if ok else f"names {n} labels, but classes_ {codes.tolist()[:10]} are not codes 0..{n - 1} into them"
 
 
+def alphas_problem(est, alphas) -> str | None:
+    """Why saved ``alphas`` are not those ``est.alphas`` scores (or s * 10**(-7..1)), or None."""
+    from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, check_alphas
+
+    if est.alphas is not None:
+        if not np.array_equal(alphas, check_alphas(est.alphas)):
+            return f"alphas {alphas.tolist()} differ from the parameter alphas={est.alphas!r}"
+    elif alphas.shape[0] != DEFAULT_ALPHA_EXPONENTS.size or not (
+            alphas[7] > 0 and np.array_equal(alphas, alphas[7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
+        return f"alphas {alphas.tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
+    return None
+
+
 def _agree_cv_results(est):
     """Only with ``cv``: fold axis of length cv, the parameters' alphas (or the default grid
     ``s * 10**(-7..1)``) and gammas; fold_sizes >= 1; fold_mse >= 0 or inf, never NaN, some
     alpha finite in every fold; mean_mse a weighted mean of fold_mse (finite where every
     fold is) and std_mse its standard deviation over the folds."""
-    from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, check_alphas, check_gammas
+    from ..linalg._cv import check_gammas
 
     r = est.cv_results_
     if est.cv is None:
@@ -243,11 +256,8 @@ def _agree_cv_results(est):
     for key, shape in want.items():
         if r[key].shape != shape:
             return f"{key} has shape {r[key].shape}; cv={K} folds and {A} alphas{' x %d gammas' % grid[0] if grid else ''} give {shape}"
-    if est.alphas is not None:
-        if not np.array_equal(r["alphas"], check_alphas(est.alphas)):
-            return f"alphas {r['alphas'].tolist()} differ from the parameter alphas={est.alphas!r}"
-    elif A != DEFAULT_ALPHA_EXPONENTS.size or not (r["alphas"][7] > 0 and np.array_equal(r["alphas"], r["alphas"][7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
-        return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
+    if (problem := alphas_problem(est, r["alphas"])) is not None:
+        return problem
     if (est.gammas is not None) != bool(grid):
         return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of the parameter gammas={est.gammas!r}"
     if grid and isinstance(est.gammas, str):  # "auto": the factors around the gamma or its rule's value

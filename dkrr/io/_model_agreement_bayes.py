@@ -11,7 +11,7 @@ __all__ = ["agree_evidence_results", "agree_noise_variance", "agree_posterior"]
 def agree_evidence_results(est):
     """cv="evidence": log_evidence (finite somewhere, -inf where unusable, never NaN or
     +inf) and noise_variance over the alphas (and gammas) of the parameters."""
-    from ..linalg._cv import DEFAULT_ALPHA_EXPONENTS, check_alphas
+    from ._model_agreement import alphas_problem
 
     r = est.cv_results_
     if est.cv != "evidence":
@@ -23,11 +23,8 @@ def agree_evidence_results(est):
     ev, s2 = r["log_evidence"], r["noise_variance"]
     if ev.shape != grid + (A,) or s2.shape[:-1] != grid + (A,):
         return f"log_evidence {ev.shape} / noise_variance {s2.shape} do not match {A} alphas{' x %d gammas' % grid[0] if grid else ''}"
-    if est.alphas is not None:
-        if not np.array_equal(r["alphas"], check_alphas(est.alphas)):
-            return f"alphas {r['alphas'].tolist()} differ from the parameter alphas={est.alphas!r}"
-    elif A != DEFAULT_ALPHA_EXPONENTS.size or not (r["alphas"][7] > 0 and np.array_equal(r["alphas"], r["alphas"][7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
-        return f"alphas {r['alphas'].tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
+    if (problem := alphas_problem(est, r["alphas"])) is not None:
+        return problem
     if np.isnan(ev).any() or (ev == np.inf).any() or not np.isfinite(ev).any():
         return "log_evidence must be finite for some alpha and never NaN or +inf"
     return None
