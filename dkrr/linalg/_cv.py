@@ -39,6 +39,7 @@ __all__ = [
     "cross_validate_statistics",
     "default_alphas",
     "fold_validation_mse",
+    "score_fold",
     "score_grid",
     "select_alpha",
     "select_gamma_alpha",
@@ -179,26 +180,39 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
     tot = stats.total()
     G, c, zs, ys = tot.G[0], tot.c[0], tot.zsum[0], tot.ysum[0]
     n = int(tot.n[0]) if stats.wsum is None else float(weights.sum())
-    t = c.shape[1]
     mse = np.full((K, alphas.size), np.inf)
     lam_min = np.full(K, np.inf)
     for k in range(K):
         nk = int(stats.n[k]) if stats.wsum is None else float(weights[k])
-        Gk, ck, zk, yk, yyk = stats.G[k], stats.c[k], stats.zsum[k], stats.ysum[k], stats.yy[k]
-        Gtr, ctr = G - Gk, c - ck
-        Gc, cc, mu, ybar = center_statistics(Gtr, ctr, zs - zk, n - nk, ys - yk, fit_intercept)
-        lam, V = eigh_gram(Gc)
-        ok = usable_alphas(lam, alphas)  # G' + alpha I positive definite beyond rounding
-        lam_min[k] = lam[0] if lam.size else np.inf
-        if not ok.any():
-            continue
-        B = solve_eigh(lam, V, cc, alphas[ok])  # (a, p, t)
-        a, p, _ = B.shape
-        GB = (Gk @ B.transpose(1, 0, 2).reshape(p, a * t)).reshape(p, a, t)
-        quad = np.einsum("apt,pat->at", B, GB)  # beta^T G_k beta
-        mse[k, ok] = fold_validation_mse(B, quad, ck, zk, yk, yyk, nk, mu if fit_intercept else None, ybar)
+        fold = (stats.G[k], stats.c[k], stats.zsum[k], stats.ysum[k], stats.yy[k], nk)
+        mse[k], lam_min[k] = score_fold((G, c, zs, ys, n), fold, alphas, fit_intercept)
     _report_unusable(alphas, mse, lam_min)
     return mse
+
+
+def score_fold(total, fold, alphas, fit_intercept: bool) -> tuple[np.ndarray, float]:
+    """One fold of :func:`cross_validate_statistics`: ``(mse, lam_min)``, the validation
+    MSE of every alpha (``inf`` where the training ``G' + alpha I`` is not positive
+    definite beyond rounding) and the least eigenvalue of the centred training Gram.
+
+    ``total`` is ``(G, c, zsum, ysum, n)`` of all rows, ``fold`` ``(G_k, c_k, zsum_k,
+    ysum_k, yy_k, n_k)`` of the fold's rows (``n`` weight sums with sample weights)."""
+    G, c, zs, ys, n = total
+    Gk, ck, zk, yk, yyk, nk = fold
+    t = c.shape[1]
+    mse = np.full(alphas.size, np.inf)
+    Gc, cc, mu, ybar = center_statistics(G - Gk, c - ck, zs - zk, n - nk, ys - yk, fit_intercept)
+    lam, V = eigh_gram(Gc)
+    ok = usable_alphas(lam, alphas)  # G' + alpha I positive definite beyond rounding
+    lam_min = float(lam[0]) if lam.size else np.inf
+    if not ok.any():
+        return mse, lam_min
+    B = solve_eigh(lam, V, cc, alphas[ok])  # (a, p, t)
+    a, p, _ = B.shape
+    GB = (Gk @ B.transpose(1, 0, 2).reshape(p, a * t)).reshape(p, a, t)
+    quad = np.einsum("apt,pat->at", B, GB)  # beta^T G_k beta
+    mse[ok] = fold_validation_mse(B, quad, ck, zk, yk, yyk, nk, mu if fit_intercept else None, ybar)
+    return mse, lam_min
 
 
 def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np.ndarray:
