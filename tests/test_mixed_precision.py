@@ -66,10 +66,13 @@ def test_the_default_is_float32_statistics_refined_to_the_float64_fit(casp):
     f32 = _fit(RandomFeatureRidge, X, y, cv=5, precision="float32")
     assert _rel(f32.coef_, f64.coef_) > 100 * _rel(auto.coef_, f64.coef_)
     info = auto.refinement_
-    assert set(info) == {"passes", "residuals", "converged", "tol"} and info["converged"]
+    assert set(info) == {"passes", "residuals", "errors", "converged", "tol"} and info["converged"]
     assert info["tol"] == DEFAULT_REFINE_TOL and 2 <= info["passes"] <= 16
-    r = info["residuals"]
-    assert r.shape == (info["passes"], 1) and r[0, 0] > 1e-9 and r[-1, 0] <= info["tol"]
+    r, e = info["residuals"], info["errors"]
+    assert r.shape == e.shape == (info["passes"], 1) and r[0, 0] > 1e-9 and e[0, 0] > 1e-8
+    assert e[-1, 0] <= info["tol"] and r[-1, 0] < 1e-3 * r[0, 0]
+    # the estimate it stopped on bounds the coefficients' actual distance to float64's
+    assert _rel(auto.coef_, at.coef_) < 10 * e[-1, 0] + 1e-12, (_rel(auto.coef_, at.coef_), e[-1, 0])
     assert auto.precision_error_ < 1e-6 * f32.precision_error_  # the float64 estimate
 
 

@@ -181,8 +181,9 @@ CASES = {
     # precision="auto" (the default): float32 statistics refined in float64 (issue 26)
     "precision_mixed_without_its_refinement": ("plain", lambda d, doc: _fitted(doc).pop("refinement_"), "precision_"),
     "refinement_unconverged": ("clf", _value("refinement_", "converged", fn=lambda c: False), "refinement_"),
-    "refinement_last_residual_above_tol": ("plain", _array("refinement_", "residuals", fn=lambda r: r + 1e-3),
-                                           "refinement_"),
+    "refinement_last_error_above_tol": ("plain", _array("refinement_", "errors", fn=lambda r: r + 1e-3),
+                                        "refinement_"),
+    "refinement_negative_residual": ("plain", _array("refinement_", "residuals", fn=lambda r: -r), "refinement_"),
     "refinement_one_target_for_two": ("plain", _array("refinement_", "residuals", fn=lambda r: r[:, :1].copy()),
                                       "refinement_"),
     "gammas_auto_not_its_grid": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1.5]),

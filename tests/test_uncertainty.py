@@ -96,10 +96,13 @@ def test_cv_evidence_chooses_the_largest_evidence_of_the_grid():
     best = max(((RandomFeatureRidge(n_components=30, gamma=g, alpha=a, random_state=3).fit(X, y)
                  .log_marginal_likelihood_, g, a) for g in gammas for a in alphas))
     assert (est.gamma_, est.alpha_) == (best[1], best[2])
-    np.testing.assert_allclose(est.best_score_, best[0], rtol=1e-9)
+    # the grid is scored from the float32 statistics (precision="auto"); the final model's
+    # evidence from the refinement's float64 residual, as the brute-force fit's
+    np.testing.assert_allclose(est.best_score_, best[0], rtol=1e-4)
     np.testing.assert_allclose(est.log_marginal_likelihood_, best[0], rtol=1e-9)
     gi, ai = gammas.index(est.gamma_), alphas.index(est.alpha_)
-    np.testing.assert_allclose(r["log_evidence"][gi, ai], best[0], rtol=1e-9)
+    np.testing.assert_allclose(r["log_evidence"][gi, ai], best[0], rtol=1e-4)
+    assert r["log_evidence"][gi, ai] == est.best_score_
 
 
 def test_model_files_keep_the_posterior(tmp_path):

@@ -74,7 +74,11 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     posterior = None
     if not est._labels_mode:  # the regressor's Bayesian reading (ALGORITHMS 3.11)
         try:
-            posterior = bayes_posterior(passes.stats.total(), passes.alpha, bool(est.fit_intercept))
+            if refined is None:
+                posterior = bayes_posterior(passes.stats.total(), passes.alpha, bool(est.fit_intercept))
+            else:  # float64 residual and coefficients, the refinement's factor (ALGORITHMS 3.10)
+                posterior = bayes_posterior(refined.stats, passes.alpha, bool(est.fit_intercept),
+                                            factor=refined.factor, beta=refined.beta)
         except InvalidParameterError:
             posterior = None  # no positive noise variance or factor at this alpha: return_std explains
     return RidgeFit(

@@ -47,14 +47,18 @@ class RecordKinds:
     def _f_refinement(self, v, where):
         from ._model_reader import _is_int, _is_real
 
-        keys = {"passes", "residuals", "converged", "tol"}
-        if not isinstance(v, dict) or set(v) != keys:
+        keys = {"passes", "residuals", "errors", "converged", "tol"}
+        # format 5 stopped on the residual and recorded no errors
+        if not isinstance(v, dict) or set(v) not in ((keys, keys - {"errors"}) if self.version < 6 else (keys,)):
             raise self.bad(where, f"must be the refinement's record with exactly the keys {sorted(keys)}")
         if not _is_int(v["passes"]) or not 1 <= v["passes"] <= 2**20:
             raise self.bad(f"{where}.passes", f"must be a positive integer, got {v['passes']!r}")
         if not isinstance(v["converged"], bool) or not _is_real(v["tol"]) or not 0 < v["tol"] < 1:
             raise self.bad(where, "must hold converged (true/false) and tol in (0, 1)")
-        return {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,))}
+        out = {**v, "residuals": self.array(v["residuals"], f"{where}.residuals", ndim=(2,))}
+        if "errors" in v:
+            out["errors"] = self.array(v["errors"], f"{where}.errors", ndim=(2,))
+        return out
 
     def _f_noise(self, v, where):
         from ._model_reader import _is_real

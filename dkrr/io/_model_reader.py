@@ -27,6 +27,8 @@ from ._model_kinds import RecordKinds
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
+#: 6: refinement_ records the estimated coefficient errors it stops on (``errors``; a
+#: version-5 record, which stopped on the residual at tol 1e-14, reads unchanged);
 #: 5: precision_ "mixed" and its refinement_ (precision="auto", the default since issue 26);
 #: 4: the kernels matern, laplacian and polynomial (the parameters nu, degree, coef0;
 #: maps with radial factors, ARD column scales, the polynomial sketches) and ARD gammas
@@ -34,8 +36,8 @@ FORMAT_NAME = "dkrr-model"
 #: the map itself (``__feature_map__``), as on RandomFeatures; 1 and 2 nested a fitted
 #: RandomFeatures there (still read: its map is taken). 2: labels keep their type
 #: (``__labels__``); 1 stored non-numeric labels as text
-FORMAT_VERSION = 5
-_READABLE = (1, 2, 3, 4, 5)
+FORMAT_VERSION = 6
+_READABLE = (1, 2, 3, 4, 5, 6)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8

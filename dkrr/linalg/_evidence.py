@@ -130,7 +130,7 @@ def _centred_parts(tot, fit_intercept: bool):
     from ._solve import center_statistics
 
     W = float(tot.weights()[0])
-    Gc, cc, mu, ybar = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], W, tot.ysum[0], fit_intercept)
+    Gc, cc, mu, ybar = center_statistics(None if tot.G is None else tot.G[0], tot.c[0], tot.zsum[0], W, tot.ysum[0], fit_intercept)
     yy = tot.yy[0]
     yyc = yy - W * ybar**2 if fit_intercept else yy
     m = int(tot.n[0]) - (1 if fit_intercept else 0)
@@ -148,12 +148,17 @@ def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndar
     return logev.sum(axis=1), s2
 
 
-def bayes_posterior(tot, alpha: float, fit_intercept: bool) -> dict:
+def bayes_posterior(tot, alpha: float, fit_intercept: bool, *, factor=None, beta=None) -> dict:
     """What the predictive standard deviation and the evidence at ``alpha`` need, from
     one-fold statistics ``tot`` (one Cholesky factorisation of ``G_c + alpha I``):
     ``factor`` (L, lower), ``mean`` (mu, zeros without intercept), ``inv_weight``
     (``1 / W`` with intercept, else 0), ``noise_variance`` (t,) and
     ``log_marginal_likelihood`` (the profiled log evidence, summed over targets).
+
+    ``precision="auto"`` passes the refinement's ``factor`` (of the float32 statistics'
+    ``G_c + alpha I``) and its float64 coefficients ``beta``, with ``tot`` the float64
+    linear statistics of its first pass (no ``G``): the residual ``R``, hence the noise
+    variance, is then float64's, and nothing is factorised again.
 
     Raises
     ------
@@ -164,13 +169,17 @@ def bayes_posterior(tot, alpha: float, fit_intercept: bool) -> dict:
     if alpha <= 0:
         raise InvalidParameterError(f"the posterior needs alpha > 0, got {alpha!r}")
     Gc, cc, yyc, mu, m, W = _centred_parts(tot, fit_intercept)
-    try:
-        L = posterior_factor(Gc, alpha)
-    except np.linalg.LinAlgError:
-        raise InvalidParameterError(
-            f"G_c + alpha I is not positive definite at alpha={alpha:.3g} (the statistics' rounding): "
-            "the posterior needs a larger alpha") from None
-    beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
+    L = factor
+    if L is None:
+        try:
+            L = posterior_factor(Gc, alpha)
+        except np.linalg.LinAlgError:
+            raise InvalidParameterError(
+                f"G_c + alpha I is not positive definite at alpha={alpha:.3g} (the statistics' rounding): "
+                "the posterior needs a larger alpha") from None
+    del Gc
+    if beta is None:
+        beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
     R = yyc - np.einsum("pt,pt->t", cc, beta)
     if m < 1 or np.any(R <= 0):
         raise InvalidParameterError(

@@ -380,11 +380,14 @@ def warn_not_converged(info, max_iter, detail="the coefficients are not converge
     )
 
 
-def _block_cg(apply_A, b, apply_M, tol, max_iter):
+def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
     """Independent preconditioned CG recurrences for the columns of ``b`` (p, t); one
     ``apply_A(V, cols)`` call per iteration on the columns ``cols`` still running
-    (``apply_M(R, cols)`` preconditions them). Returns ``(x, info)``; ``info["active"]``
-    marks the columns that did not reach ``tol``."""
+    (``apply_M(R, cols)`` preconditions them). A column stops when its relative residual
+    is at most ``tol`` or, with ``stop``, when ``stop(x, z, cols)`` (the iterates and the
+    preconditioned residuals ``z = M^-1 r`` of the running columns ``cols``, before each
+    step) marks it done. Returns ``(x, info)``; ``info["active"]`` marks the columns that
+    did not stop."""
     p, t = b.shape
     bnorm = np.linalg.norm(b, axis=0)
     x = np.zeros((p, t))
@@ -396,6 +399,8 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter):
     rel = np.where(bnorm > 0, np.linalg.norm(r, axis=0) / np.where(bnorm > 0, bnorm, 1.0), 0.0)
     history = [rel.copy()]
     active = rel > tol
+    if stop is not None and active.any():
+        active[active] = ~stop(x[:, active], z[:, active], every[active])
     n_iter = 0
     while active.any() and n_iter < max_iter:
         cols = np.nonzero(active)[0]
@@ -406,10 +411,15 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter):
         n_iter += 1
         rel[cols] = np.linalg.norm(r[:, cols], axis=0) / bnorm[cols]
         history.append(rel.copy())
-        active = rel > tol
+        active &= rel > tol  # (a column stopped by ``stop`` stays stopped)
         cols = np.nonzero(active)[0]
         if cols.size:
             zc = r[:, cols] if apply_M is None else apply_M(r[:, cols], cols)
+            if stop is not None:
+                keep = ~stop(x[:, cols], zc, cols)
+                active[cols[~keep]] = False
+                cols, zc = cols[keep], zc[:, keep]
+        if cols.size:
             rz_new = np.einsum("ij,ij->j", r[:, cols], zc)
             d[:, cols] = zc + (rz_new / rz[cols]) * d[:, cols]
             rz[cols] = rz_new

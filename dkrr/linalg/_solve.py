@@ -58,16 +58,16 @@ def check_alpha(alpha, name="alpha") -> float:
 def center_statistics(G, c, zsum, n, ysum, fit_intercept: bool):
     """Centred ``(G_c, c_c, mu, ybar)``; without intercept the inputs and zero means.
 
-    ``G`` (p, p), ``c`` (p, t), ``zsum`` (p,), ``n`` scalar, ``ysum`` (t,). With sample
+    ``G`` (p, p) or None (then ``G_c`` is None), ``c`` (p, t), ``zsum`` (p,), ``n`` scalar, ``ysum`` (t,). With sample
     weights ``n`` is the weight sum and the other statistics are weighted sums: the means
     are then the weighted means (scikit-learn's ``Ridge(sample_weight=...)``).
     """
     if not fit_intercept:
-        return G, c, np.zeros(G.shape[0]), np.zeros(c.shape[1])
+        return G, c, np.zeros(zsum.shape[0]), np.zeros(c.shape[1])
     n = float(n)
     mu = zsum / n
     ybar = ysum / n
-    Gc = G - n * np.outer(mu, mu)
+    Gc = None if G is None else G - n * np.outer(mu, mu)
     cc = c - n * np.outer(mu, ybar)
     return Gc, cc, mu, ybar
 
