@@ -19,6 +19,7 @@ x 1 thread, processes, 127.0.0.1):
 Run (the store takes 3.2 GB on disk; about 10 minutes for the store and the fits on 2
 cores)::
 
+    python -m benchmarks.bench_1e8 --store /path/with/space/bench_1e8.zarr --store-only   # the store alone, any load
     python -m benchmarks.bench_1e8 --store /path/with/space/bench_1e8.zarr
     python -m benchmarks.bench_1e8 --n 2000000 --compare-n 500000 --store /tmp/b.zarr --allow-load   # a quick check
 """
@@ -139,10 +140,19 @@ def main(argv=None):
     ap.add_argument("--memory-limit", default="auto")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/fit_1e8.txt")
+    ap.add_argument("--store-only", action="store_true",
+                    help="write (or check) the store and stop: no fits, no report (the store is not timed work)")
     add_load_arguments(ap)
     args = ap.parse_args(argv)
-    run_start = script_start(args)
     from dkrr.cluster import local_cluster
+
+    if args.store_only:
+        with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                           memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:
+            t_store, how = ensure_store(args, client)
+        print(f"store {args.store}: {how}" + (f" in {t_store:.0f} s" if t_store else ""))
+        return
+    run_start = script_start(args)
 
     lines = ["command: python -m benchmarks.bench_1e8 " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
              f"problem: n = {args.n:,} x {D_IN} float32 (X ~ N(0, I)), y = sin(x0) + 0.5 cos(x1 + x2) + "
