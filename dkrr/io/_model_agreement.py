@@ -447,19 +447,19 @@ def _agree_precision_error(est):
 
 
 def _agree_refinement(est):
-    """Exactly with precision_ "mixed": converged in at most the refinement's passes,
-    residuals and errors (passes, targets) non-negative, the last errors <= tol."""
-    from ..linalg._refine import DEFAULT_REFINE_MAX_PASSES
+    """With precision_ "mixed": converged in its passes, each target stopped by its rule."""
+    from ..linalg._refine import DEFAULT_REFINE_MAX_PASSES, RESIDUAL_FLOOR
 
     info, res, passes = est.refinement_, est.refinement_["residuals"], est.refinement_["passes"]
     if getattr(est, "precision_", None) != "mixed":
         return f"is stored, but precision_={getattr(est, 'precision_', None)!r} (only 'mixed' is refined)"
     if not info["converged"] or passes > DEFAULT_REFINE_MAX_PASSES:
         return f"records an unconverged refinement or {passes} passes (at most {DEFAULT_REFINE_MAX_PASSES}); it is kept only converged"
-    last = info.get("errors", res)  # format 5 stopped on the residual
-    if any(a.shape != (passes, _targets(est)) or (a < 0).any() for a in (res, last)) or (last[-1] > info["tol"]).any():
+    err, floor = (info["errors"], RESIDUAL_FLOOR) if "errors" in info else (res, info["tol"])  # format 5: residual <= tol
+    if any(a.shape != (passes, _targets(est)) or (a < 0).any() for a in (res, err)) or (
+            (err[-1] > info["tol"]) & (res[-1] > floor)).any():
         return (f"residuals or errors has shape {res.shape} for {passes} passes of {_targets(est)} target(s), or "
-                f"negative values, or a last row of errors above tol={info['tol']!r}")
+                f"negative values, or a target whose last error is above tol={info['tol']!r} and residual above {floor:g}")
     return None
 
 

@@ -384,9 +384,9 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
     """Independent preconditioned CG recurrences for the columns of ``b`` (p, t); one
     ``apply_A(V, cols)`` call per iteration on the columns ``cols`` still running
     (``apply_M(R, cols)`` preconditions them). A column stops when its relative residual
-    is at most ``tol`` or, with ``stop``, when ``stop(x, z, cols)`` (the iterates and the
-    preconditioned residuals ``z = M^-1 r`` of the running columns ``cols``, before each
-    step) marks it done. Returns ``(x, info)``; ``info["active"]`` marks the columns that
+    is at most ``tol`` or, with ``stop``, when ``stop(x, r, z, cols)`` (the iterates, the
+    residuals and the preconditioned residuals ``z = M^-1 r`` of the running columns
+    ``cols``, before each step) marks it done. Returns ``(x, info)``; ``info["active"]`` marks the columns that
     did not stop."""
     p, t = b.shape
     bnorm = np.linalg.norm(b, axis=0)
@@ -400,7 +400,7 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
     history = [rel.copy()]
     active = rel > tol
     if stop is not None and active.any():
-        active[active] = ~stop(x[:, active], z[:, active], every[active])
+        active[active] = ~stop(x[:, active], r[:, active], z[:, active], every[active])
     n_iter = 0
     while active.any() and n_iter < max_iter:
         cols = np.nonzero(active)[0]
@@ -416,7 +416,7 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
         if cols.size:
             zc = r[:, cols] if apply_M is None else apply_M(r[:, cols], cols)
             if stop is not None:
-                keep = ~stop(x[:, cols], zc, cols)
+                keep = ~stop(x[:, cols], r[:, cols], zc, cols)
                 active[cols[~keep]] = False
                 cols, zc = cols[keep], zc[:, keep]
         if cols.size:

@@ -21,7 +21,15 @@ within a factor ``1 / (1 - rho)``, ``rho = ||M^-1 E||``, and ``rho`` is small wh
 refinement converges at all (it is what makes ``beta_0`` float32-accurate). A target
 stops when ``||z|| / ||beta|| <= tol``: the first pass gives ``r`` of ``beta_0``, each CG
 step (one pass) the next ``r``, and no pass is spent only to confirm convergence. A
-float32 start ~1e-6 off and ``rho`` ~1e-5 stop after two passes.
+float32 start ~1e-6 off and ``rho`` ~1e-5 stop after two passes. A target also stops
+when its relative residual ``||r|| / ||b||`` reaches :data:`RESIDUAL_FLOOR` (1e-14), a
+float64 solve's own: where ``cond(A) eps64`` exceeds ``tol`` (alpha near the
+interpolation limit) no float64 computation can meet ``tol``. Where the last pass
+shrank the estimate by :data:`FINAL_CORRECTION_CONTRACTION` or more, the returned
+coefficients take that ``z`` as a last, free correction (iterative refinement's step):
+their error is then about ``rho`` times the recorded estimate, float64's rounding in
+the common case, so fits that differ only in how their float32 statistics rounded (the
+chunking, the order of the sums) agree as float64 fits do.
 Every block task also returns the CRC-32 of its rows as read, and a pass that read any
 block differently from the first raises :class:`~dkrr.errors.SourceChangedError`
 (:func:`~dkrr.linalg._checksum.check_same_rows`, as the PCG passes do).
@@ -47,6 +55,16 @@ __all__ = ["DEFAULT_REFINE_MAX_PASSES", "DEFAULT_REFINE_TOL", "RefineResult", "r
 #: error ``1 / (1 - rho)``, ``rho`` the float32 factor's relative error (measured: see
 #: tests/test_refine.py and docs/ALGORITHMS.md 3.10)
 DEFAULT_REFINE_TOL = 1e-10
+#: relative residual ``||r|| / ||b||`` at which a target stops even above ``tol``: a
+#: float64 solve's own (backward-stable) residual, so nothing more can be had; at cond
+#: ``1e8`` and beyond (alpha near the interpolation limit) float64's own error exceeds
+#: ``tol`` and this is the rule that ends the refinement there
+RESIDUAL_FLOOR = 1e-14
+#: the returned coefficients are the last iterate plus its correction ``M^-1 r`` (no
+#: further pass) for a target whose last pass shrank the error estimate by this factor or
+#: more: ``M^-1 A`` is then near the identity, and the correction removes all but about
+#: ``rho`` of the estimated error (at alpha = 1 on 6,000 rows: 7.4e-11 to below 1e-14)
+FINAL_CORRECTION_CONTRACTION = 1e-3
 #: passes over the data at most (the first computes the true residual)
 DEFAULT_REFINE_MAX_PASSES = 16
 
@@ -66,7 +84,8 @@ class RefineResult:
         ``||r|| / ||b||`` of the iterate after each pass's correction is known, the
         first row the true residual of ``beta_0``, the others CG's recurrence;
         ``errors`` (passes, t): the estimated relative error ``||M^-1 r|| / ||beta||``
-        of the same iterates (the last row is the returned coefficients'); ``converged``
+        of the same iterates (the last row bounds the returned coefficients', which add
+        a final free correction where the passes allow, module docstring); ``converged``
         (every target's last error at most ``tol``) and ``tol``.
     factor : ndarray (p, p)
         The preconditioner's factor it was given (the Bayesian reading reuses it).
@@ -135,7 +154,7 @@ _READER = ("precision='auto' refines the coefficients by passes that read X agai
 def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool, *,
                  tol: float = DEFAULT_REFINE_TOL, max_passes: int = DEFAULT_REFINE_MAX_PASSES,
                  labels_mode: bool = False, targets_fn=None, max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
-                 split_every=None, n_chains=None) -> RefineResult:
+                 split_every=None, n_chains=None, final_correction: bool = True) -> RefineResult:
     """Refine the coefficients ``beta0`` (p, t) of a float32-statistics solve to the
     float64 ridge solution at ``alpha`` by streamed float64 passes (module docstring).
 
@@ -156,6 +175,10 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     max_passes : int
         Passes at most (>= 1; the first computes the true residual).
     labels_mode, targets_fn : as the ridge pass (the classifier's targets).
+    final_correction : bool
+        Add the last ``M^-1 r`` to a target whose last pass shrank its error estimate by
+        :data:`FINAL_CORRECTION_CONTRACTION` (module docstring); False returns the iterate
+        the estimate describes.
 
     Returns
     -------
@@ -212,6 +235,7 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     bsafe = np.where(bnorm > 0, bnorm, 1.0)
     r0norm = np.linalg.norm(r0, axis=0)
     errors = []  # the estimated relative error of every target, per pass
+    last_z = np.zeros_like(r0)  # each target's last M^-1 r: its iterate's error, about
 
     def apply_A(V, cols):
         _, ZWZV = run(V, "refining in float64: CG step")
@@ -220,12 +244,13 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     def apply_M(R, cols):
         return scipy.linalg.cho_solve((factor, True), R, check_finite=False)
 
-    def stop(delta, z, cols):  # the error of beta0 + delta is about M^-1 r = z (module docstring)
+    def stop(delta, r, z, cols):  # the error of beta0 + delta is about M^-1 r = z (module docstring)
         row = errors[-1].copy() if errors else np.full(t, np.inf)
         norm = np.linalg.norm(beta0[:, cols] + delta, axis=0)
         row[cols] = np.linalg.norm(z, axis=0) / np.where(norm > 0, norm, 1.0)
         errors.append(row)
-        return row[cols] <= tol
+        last_z[:, cols] = z
+        return (row[cols] <= tol) | (np.linalg.norm(r, axis=0) <= RESIDUAL_FLOOR * bsafe[cols])
 
     # CG on A delta = r0 from delta = 0; a column also ends when its residual is exactly 0
     delta, info = _block_cg(apply_A, r0, apply_M, 0.0, max_passes - 1, stop=stop)
@@ -233,6 +258,10 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     residuals = info["residuals"] * (r0norm / bsafe)[None, :]  # relative to b, not to r0
     while len(errors) < len(residuals):  # a pass that left no residual: no error
         errors.append(np.where(residuals[len(errors)] > 0, errors[-1], 0.0) if errors else np.zeros(t))
+    if final_correction and len(errors) > 1:  # the free last correction where the passes showed M^-1 A near I
+        e = np.array(errors)
+        fast = ~info["active"] & (e[-1] <= FINAL_CORRECTION_CONTRACTION * e[-2])
+        beta[:, fast] += last_z[:, fast]
     intercept = ybar - (mu @ beta if mu is not None else 0.0)
     info = {"passes": len(residuals), "residuals": residuals, "errors": np.array(errors),
             "converged": not bool(info["active"].any()), "tol": float(tol)}
