@@ -27,17 +27,17 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 
 try:
     from benchmarks._data import synthetic_arrays
-    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line, write_report
 except ImportError:  # run as a script from benchmarks/
     from _data import synthetic_arrays  # type: ignore[no-redef]
-    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
+    from _validity import (  # type: ignore[no-redef]
+        add_load_arguments, script_end, script_start, verdict_line, write_report)
 
 __all__ = ["eigh_score_fold", "fold_problem", "main"]
 
@@ -164,11 +164,7 @@ def main(argv=None):
     summary = ["", "ratio: eigh median / tridiagonal median (same run); max rel MSE diff over the alphas both "
                    "score finite", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(summary[1:]))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.txt").write_text("\n".join(header + lines + summary) + "\n")
-    (out / "results.json").write_text(json.dumps({"args": vars(args), "rows": rows, "validity": validity},
-                                                 indent=1, default=str))
+    write_report(args.out, header + lines + summary, {"args": vars(args), "rows": rows, "validity": validity})
     return rows
 
 
