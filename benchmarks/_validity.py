@@ -33,6 +33,7 @@ __all__ = [
     "load_average",
     "other_cores_busy",
     "publication_problems",
+    "write_report",
 ]
 
 #: cores kept busy by other work, per available core, above which a run is not for publication
@@ -214,3 +215,16 @@ def verdict_line(validity: dict[str, Any]) -> str:
     ``NOT FOR PUBLICATION: ...``), which the README's link check looks for."""
     return ("Publishable: quiet at start and during the run, committed tree." if validity["publishable"]
             else "NOT FOR PUBLICATION: " + "; ".join(validity["problems"]))
+
+
+def write_report(out, lines: list[str], payload: dict[str, Any]) -> None:
+    """A standalone script's files in the folder ``out`` (created): ``report.txt`` (the
+    ``lines``, which carry the :func:`verdict_line`) and ``results.json`` (``payload``,
+    which carries the validity)."""
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.txt").write_text("\n".join(lines) + "\n")
+    (out / "results.json").write_text(json.dumps(payload, indent=1, default=str))

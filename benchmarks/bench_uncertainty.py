@@ -29,16 +29,16 @@ import shlex
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 try:
     from benchmarks._data import shuffled_split
-    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line, write_report
 except ImportError:  # run as a script from benchmarks/
     from _data import shuffled_split  # type: ignore[no-redef]
-    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
+    from _validity import (  # type: ignore[no-redef]
+        add_load_arguments, script_end, script_start, verdict_line, write_report)
 
 __all__ = ["main", "calibration"]
 
@@ -153,11 +153,7 @@ def main(argv=None):
     validity = script_end(run_start)
     summary += ["", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(summary))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.txt").write_text("\n".join(header + lines + summary) + "\n")
-    (out / "results.json").write_text(json.dumps({"args": vars(args), "rows": rows, "validity": validity},
-                                                 indent=1, default=str))
+    write_report(args.out, header + lines + summary, {"args": vars(args), "rows": rows, "validity": validity})
     return rows
 
 

@@ -10,13 +10,13 @@ from sklearn.linear_model import Ridge
 from dkrr.errors import InputValidationError, SingularSystemError
 from dkrr.linalg import (
     RidgeStatistics,
+    TridiagonalGram,
     cross_validate_statistics,
-    eigh_gram,
     fold_ids,
     ridge_coefficients,
     select_alpha,
     solve_cholesky,
-    solve_eigh,
+    solve_tridiagonal,
 )
 from dkrr.linalg._cv import check_folds
 
@@ -39,12 +39,11 @@ def problem():
     return Z, Y
 
 
-def test_cholesky_and_eigh_agree_with_dense_solve(problem):
+def test_cholesky_and_tridiagonal_agree_with_dense_solve(problem):
     Z, Y = problem
     G, c = Z.T @ Z, Z.T @ Y
     alphas = [1e-3, 0.5, 30.0]
-    lam, V = eigh_gram(G)
-    B = solve_eigh(lam, V, c, alphas)
+    B = solve_tridiagonal(TridiagonalGram(G), c, alphas)
     for a, b in zip(alphas, B):
         ref = np.linalg.solve(G + a * np.eye(15), c)
         np.testing.assert_allclose(solve_cholesky(G, c, a), ref, rtol=1e-10)
@@ -68,9 +67,8 @@ def test_singular_system_is_a_clear_error():
     for alpha in (0.0, -0.1):
         with pytest.raises(SingularSystemError, match=rf"alpha={alpha}.*larger alpha"):
             solve_cholesky(G, c, alpha)
-        lam, V = eigh_gram(G)
         with pytest.raises(SingularSystemError, match=rf"alpha={alpha}"):
-            solve_eigh(lam, V, c, [1.0, alpha])
+            solve_tridiagonal(TridiagonalGram(G), c, [1.0, alpha])
     with pytest.raises(SingularSystemError, match="not finite"):
         solve_cholesky(np.full((3, 3), np.nan), np.ones((3, 1)), 1.0)
 
@@ -79,8 +77,7 @@ def test_alpha_zero_is_allowed_when_positive_definite(problem):
     Z, Y = problem
     G, c = Z.T @ Z, Z.T @ Y
     np.testing.assert_allclose(solve_cholesky(G, c, 0.0), np.linalg.solve(G, c), rtol=1e-9)
-    lam, V = eigh_gram(G)
-    np.testing.assert_allclose(solve_eigh(lam, V, c, [0.0])[0], np.linalg.solve(G, c), rtol=1e-8)
+    np.testing.assert_allclose(solve_tridiagonal(TridiagonalGram(G), c, [0.0])[0], np.linalg.solve(G, c), rtol=1e-8)
 
 
 def test_ill_conditioned_system_warns_with_condition_number():
@@ -90,9 +87,8 @@ def test_ill_conditioned_system_warns_with_condition_number():
     c = np.ones((6, 1))
     with pytest.warns(LinAlgWarning, match=r"condition number 1\.\d+e\+1[34]"):
         solve_cholesky(G, c, 1e-4)
-    lam, V = eigh_gram(G)
-    with pytest.warns(LinAlgWarning, match="condition number"):
-        solve_eigh(lam, V, c, [1e-4, 1.0])
+    with pytest.warns(LinAlgWarning, match=r"condition number 9\.[89]\de\+12 .*alpha=0\.0001"):  # (1e11 + a) / (1e-2 + a), lam_min +- eps 1e11
+        solve_tridiagonal(TridiagonalGram(G), c, [1e-4, 1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         solve_cholesky(G, c, 10.0)  # cond 1e10: no warning

@@ -41,7 +41,7 @@ ESTIMATOR_OPTIONS = [
     ("--cv", "cv", "cv", "folds of the one-pass cross-validation that chooses alpha (and gamma) "
                          "(default 5; 0 or --no-cv: fit the single --alpha, default 1.0), or 'evidence': "
                          "the (alpha, gamma) of the largest log marginal likelihood of y, from one pass "
-                         "without folds (one eigendecomposition per gamma; not with --solver pcg or "
+                         "without folds (one tridiagonal reduction per gamma; not with --solver pcg or "
                          "--sampling; ALGORITHMS.md 3.11)"),
     ("--random-state", "random_state", int, "seed that determines every random draw (default 0: the "
                                             "same command on the same store gives the same model)"),

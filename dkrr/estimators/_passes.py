@@ -189,7 +189,7 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
 
 def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=None) -> Passes:
     """``cv="evidence"``: the (gamma, alpha) of the largest log marginal likelihood, every
-    gamma's from one eigendecomposition of its centred Gram (ALGORITHMS.md 3.11), with the
+    gamma's from one tridiagonal reduction of its centred Gram (ALGORITHMS.md 3.11), with the
     edge warnings. ``cv_results_`` holds ``alphas``, ``log_evidence`` and ``noise_variance``
     (with a gamma grid: ``gammas`` and a leading gamma axis)."""
     fit_intercept = bool(est.fit_intercept)

@@ -229,7 +229,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         arrays, as ``RidgeCV`` takes (Gram path): their test sets must partition the rows (the one pass trains
         fold k on every other row); ``TimeSeriesSplit``, ``ShuffleSplit`` are refused with the reason
         (ALGORITHMS.md 3.3). ``"evidence"`` (regression, Gram path): (gamma, alpha) by the log marginal
-        likelihood instead (ALGORITHMS.md 3.11; one eigendecomposition per gamma, no fold statistics). With
+        likelihood instead (ALGORITHMS.md 3.11; one tridiagonal reduction per gamma, no fold statistics). With
         ``cv`` and no ``alphas`` the grid ``s * 10**(-7, ..., 1)`` is scored, ``s`` the mean diagonal of the
         (centred) Gram (ALGORITHMS.md 3.6; ``alpha`` is then not used). A chosen alpha on the edge of its
         grid warns (:class:`~dkrr.errors.GridEdgeWarning`).
@@ -252,8 +252,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     split_every : int, default=None
         Fan-in of the tree reduction (default 8).
     solver : {"auto", "cholesky", "eigh", "pcg"}, default="auto"
-        ``"cholesky"``/``"eigh"``: the Gram path (its CV uses one eigendecomposition per
-        fold for the whole grid). ``"pcg"``: matrix-free preconditioned CG, one pass per
+        ``"cholesky"``/``"eigh"``: the Gram path (its CV uses one tridiagonal reduction
+        ``G = Q T Q^T`` per fold for the whole grid; ``"eigh"`` solves by that reduction
+        too, ALGORITHMS.md 3.5). ``"pcg"``: matrix-free preconditioned CG, one pass per
         iteration, no p x p array; with ``cv`` every (fold, alpha) system shares each pass
         (fold-masked matvecs, ALGORITHMS.md 3.9). ``"auto"``: Cholesky when the Gram path's
         memory estimate fits the workers' and this machine's memory (the host's available

@@ -42,8 +42,8 @@ def check_ridge_params(est):
         if est.solver == "pcg" or est.sampling is not None:
             what = "solver='pcg'" if est.solver == "pcg" else f"sampling={est.sampling!r}"
             raise InvalidParameterError(
-                f"cv='evidence' is not available with {what}: the evidence needs the Gram's "
-                "eigendecomposition (use cv=K, or solver='cholesky' without sampling)."
+                f"cv='evidence' is not available with {what}: the evidence needs the "
+                "p x p Gram and its tridiagonal reduction (use cv=K, or solver='cholesky' without sampling)."
             )
         if est._labels_mode:
             raise InvalidParameterError(

@@ -3,11 +3,11 @@
 from ._cv import check_alphas, check_folds, cross_validate_statistics, select_alpha
 from ._reduce import DEFAULT_SPLIT_EVERY, as_row_chunked, default_chunk_rows, reduce_row_blocks
 from ._solve import (
+    TridiagonalGram,
     center_statistics,
-    eigh_gram,
     ridge_coefficients,
     solve_cholesky,
-    solve_eigh,
+    solve_tridiagonal,
 )
 from ._stats import (
     DEFAULT_MAX_BLOCK_BYTES,
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_BLOCK_BYTES",
     "DEFAULT_SPLIT_EVERY",
     "RidgeStatistics",
+    "TridiagonalGram",
     "as_row_chunked",
     "block_statistics",
     "center_statistics",
@@ -30,12 +31,11 @@ __all__ = [
     "combine_statistics",
     "cross_validate_statistics",
     "default_chunk_rows",
-    "eigh_gram",
     "fold_ids",
     "reduce_row_blocks",
     "ridge_coefficients",
     "select_alpha",
     "solve_cholesky",
-    "solve_eigh",
+    "solve_tridiagonal",
     "streamed_statistics",
 ]

@@ -1,7 +1,8 @@
 """K-fold cross-validation of ridge regression from per-fold statistics alone.
 
 ALGORITHMS.md section 3. The training statistics of fold k are the totals minus fold k;
-one eigendecomposition of the (centred) training gram serves the whole alpha grid; the
+one Householder tridiagonalisation of the (centred) training Gram serves the whole alpha
+grid; the
 validation error of fold k is expanded with the fold's statistics. With an intercept
 the validation rows are centred with the *training* means, since
 ``y - Z beta - b = (y - ybar) - (Z - mu) beta`` when ``b = ybar - mu^T beta``::
@@ -26,7 +27,7 @@ import warnings
 import numpy as np
 
 from ..errors import GridEdgeWarning, InputValidationError, InvalidParameterError, SingularAlphaWarning
-from ._solve import _singular, center_statistics, eigh_gram, solve_eigh, usable_alphas
+from ._solve import TridiagonalGram, _singular, center_statistics, solve_tridiagonal, usable_alphas
 
 __all__ = [
     "AUTO_GAMMA_FACTORS",
@@ -194,6 +195,7 @@ def score_fold(total, fold, alphas, fit_intercept: bool) -> tuple[np.ndarray, fl
     """One fold of :func:`cross_validate_statistics`: ``(mse, lam_min)``, the validation
     MSE of every alpha (``inf`` where the training ``G' + alpha I`` is not positive
     definite beyond rounding) and the least eigenvalue of the centred training Gram.
+    One tridiagonalisation ``G' = Q T Q^T`` serves every alpha (:func:`solve_tridiagonal`).
 
     ``total`` is ``(G, c, zsum, ysum, n)`` of all rows, ``fold`` ``(G_k, c_k, zsum_k,
     ysum_k, yy_k, n_k)`` of the fold's rows (``n`` weight sums with sample weights)."""
@@ -202,12 +204,13 @@ def score_fold(total, fold, alphas, fit_intercept: bool) -> tuple[np.ndarray, fl
     t = c.shape[1]
     mse = np.full(alphas.size, np.inf)
     Gc, cc, mu, ybar = center_statistics(G - Gk, c - ck, zs - zk, n - nk, ys - yk, fit_intercept)
-    lam, V = eigh_gram(Gc)
-    ok = usable_alphas(lam, alphas)  # G' + alpha I positive definite beyond rounding
-    lam_min = float(lam[0]) if lam.size else np.inf
+    tri = TridiagonalGram(Gc, overwrite=True)  # Gc is this fold's temporary
+    del Gc
+    ok = usable_alphas(tri, alphas)  # G' + alpha I positive definite beyond rounding
+    lam_min = tri.lam_min
     if not ok.any():
         return mse, lam_min
-    B = solve_eigh(lam, V, cc, alphas[ok])  # (a, p, t)
+    B = solve_tridiagonal(tri, cc, alphas[ok])  # (a, p, t)
     a, p, _ = B.shape
     GB = (Gk @ B.transpose(1, 0, 2).reshape(p, a * t)).reshape(p, a, t)
     quad = np.einsum("apt,pat->at", B, GB)  # beta^T G_k beta

@@ -35,26 +35,26 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InvalidParameterError
-from ._solve import _spectrum_floor
+from ._solve import TridiagonalGram, _spectrum_floor
 
 __all__ = [
     "bayes_posterior",
-    "evidence_from_spectrum",
+    "evidence_from_tridiagonal",
     "evidence_grid",
     "posterior_factor",
     "predictive_variance",
 ]
 
 
-def evidence_from_spectrum(lam, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarray]:
+def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarray]:
     """Profiled log evidence and noise variance of every (alpha, target).
 
     Parameters
     ----------
-    lam : ndarray (p,)
-        Eigenvalues of the centred Gram ``G_c`` (ascending; rounding negatives allowed).
+    tri : TridiagonalGram
+        ``G_c = Q T Q^T``, the centred Gram reduced.
     q : ndarray (p, t)
-        ``V^T c_c``: the centred cross-statistics in ``G_c``'s eigenbasis.
+        ``Q^T c_c`` (``tri.rotate(c_c)``): the centred cross-statistics in ``T``'s basis.
     yyc : ndarray (t,)
         Centred sums of squares of the targets ``y_c^T y_c``.
     m : int
@@ -66,11 +66,10 @@ def evidence_from_spectrum(lam, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarr
     -------
     log_evidence : ndarray (n_alphas, t)
         ``-inf`` where ``G_c + alpha I`` is not positive definite beyond the rounding of
-        ``lam`` (as the CV scores such alphas ``inf``) or the residual is not positive.
+        its eigenvalues (as the CV scores such alphas ``inf``) or the residual is not positive.
     noise_variance : ndarray (n_alphas, t)
         ``R(alpha) / m`` (``nan`` where the evidence is ``-inf``).
     """
-    lam = np.asarray(lam, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     yyc = np.asarray(yyc, dtype=np.float64)
     alphas = np.asarray(alphas, dtype=np.float64)
@@ -80,16 +79,14 @@ def evidence_from_spectrum(lam, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarr
         raise InvalidParameterError(
             f"the evidence needs alphas > 0 (the prior variance s^2 / alpha), got {alphas[alphas <= 0][0]!r}"
         )
-    floor = _spectrum_floor(lam)
-    ok = (lam[0] + alphas > floor) if lam.size else np.ones(alphas.shape, dtype=bool)
+    ok = (tri.lam_min + alphas > _spectrum_floor(tri)) if tri.p else np.ones(alphas.shape, dtype=bool)
     logev = np.full((alphas.size, q.shape[1]), -np.inf)
     s2 = np.full((alphas.size, q.shape[1]), np.nan)
-    q2 = q**2
     for i in np.flatnonzero(ok):
         a = alphas[i]
-        denom = lam + a
-        R = yyc - (q2 / denom[:, None]).sum(axis=0)  # (t,)
-        logdet = float(np.log1p(lam / a).sum())
+        factor = tri.shifted_factor(a)
+        R = yyc - np.einsum("pt,pt->t", q, tri.solve_shifted(factor, q))  # (t,)
+        logdet = float(np.log(factor[0]).sum()) - tri.p * np.log(a)  # sum_i log(1 + lam_i / a)
         good = R > 0
         s2[i, good] = R[good] / m
         logev[i, good] = -0.5 * m * (np.log(2.0 * np.pi * s2[i, good]) + 1.0) - 0.5 * logdet
@@ -139,12 +136,11 @@ def _centred_parts(tot, fit_intercept: bool):
 
 def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
     """Log evidence (summed over targets) and noise variances (n_alphas, t) of every alpha
-    from one-fold statistics ``tot``: one eigendecomposition of ``G_c``."""
-    from ._solve import eigh_gram
-
+    from one-fold statistics ``tot``: one tridiagonalisation of ``G_c``."""
     Gc, cc, yyc, _, m, _ = _centred_parts(tot, fit_intercept)
-    lam, V = eigh_gram(Gc)
-    logev, s2 = evidence_from_spectrum(lam, V.T @ cc, yyc, m, alphas)
+    tri = TridiagonalGram(Gc, overwrite=fit_intercept)  # with an intercept G_c is a temporary
+    del Gc
+    logev, s2 = evidence_from_tridiagonal(tri, tri.rotate(cc), yyc, m, alphas)
     return logev.sum(axis=1), s2
 
 

@@ -46,7 +46,9 @@ number of blocks):
   is unpacked, then beside four ``p x p`` matrices of the solve (the total Gram,
   ``G + alpha I``, its factor or eigenvectors, a work copy), seven with ``cv`` (the total
   and training Grams, the centred copy, the eigensolver's copy and eigenvectors, two
-  temporaries of the validation Gram; measured 4.0 and 7.1): ``S_full + max(S, 32 p^2)
+  temporaries of the validation Gram; measured 4.0 and 7.1 with the eigendecomposition;
+  the tridiagonal reduction that replaced it works in the centred copy and keeps its
+  reflectors in place of the eigenvectors, and a fold's traced peak is the same 3 p^2): ``S_full + max(S, 32 p^2)
   + F``, ``56 p^2`` in place of ``32 p^2`` with ``cv``.
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the

@@ -5,9 +5,11 @@ scikit-learn's penalty convention (ALGORITHMS.md section 3): minimise
 with the accumulated means, ``G_c = G - n mu mu^T`` and ``c_c = c - n mu ybar^T``, then
 ``beta = (G_c + alpha I)^-1 c_c`` and ``b = ybar - mu^T beta``.
 
-Two paths: a Cholesky factorisation of ``G_c + alpha I`` for one alpha, and an
-eigendecomposition ``G_c = V diag(lam) V^T`` that gives ``beta(alpha) = V (lam +
-alpha)^-1 V^T c_c`` for a whole grid of alphas at O(p^2 t) each.
+Two paths: a Cholesky factorisation of ``G_c + alpha I`` for one alpha, and a
+Householder tridiagonalisation ``G_c = Q T Q^T`` (:class:`TridiagonalGram`, the first
+stage of LAPACK's eigensolvers, a third of their cost: the eigenvectors are never formed)
+that gives ``beta(alpha) = Q (T + alpha I)^-1 Q^T c_c`` for a whole grid of alphas at
+O(p^2 t) each (ALGORITHMS.md 3.5).
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
 from ..errors import IllConditionedWarning, InvalidParameterError, SingularSystemError
 
 __all__ = [
     "CONDITION_WARN",
     "center_statistics",
+    "TridiagonalGram",
     "check_alpha",
-    "eigh_gram",
     "ridge_coefficients",
     "solve_cholesky",
-    "solve_eigh",
+    "solve_tridiagonal",
     "usable_alphas",
 ]
 
@@ -125,48 +128,143 @@ def solve_cholesky(G, c, alpha: float) -> np.ndarray:
     return scipy.linalg.cho_solve(cf, c, check_finite=False)
 
 
-def eigh_gram(G) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and eigenvectors of the symmetric ``G``."""
-    _check_finite_system(G, np.zeros(1))
-    lam, V = scipy.linalg.eigh(G, check_finite=False)
-    return lam, V
+class TridiagonalGram:
+    """``G = Q T Q^T`` of a symmetric ``G`` (p x p): LAPACK ``dsytrd`` (lower), ``T``
+    symmetric tridiagonal (diagonal ``d``, subdiagonal ``e``), ``Q = diag(1, H_1 ... H_{p-1})``
+    kept as its Householder reflectors and applied blocked by ``dormqr`` (compact WY,
+    BLAS-3), since the reflectors of the lower reduction are those of a QR factorisation of
+    ``G[1:, :p-1]``. ``lam_min`` / ``lam_max``: the least and largest eigenvalues of ``T``
+    (bisection, ``dstebz``), which are ``G``'s up to the rounding of the reduction, as
+    eigh's are (eigh reduces with the same ``dsytrd`` first).
+
+    ``overwrite=True`` lets the reduction destroy ``G`` (a temporary of the caller).
+    """
+
+    __slots__ = ("d", "e", "lam_min", "lam_max", "_reflectors", "_tau")
+
+    def __init__(self, G, *, overwrite: bool = False):
+        _check_finite_system(G, np.zeros(1))
+        G = np.asarray(G, dtype=np.float64)
+        p = G.shape[0]
+        self._reflectors = self._tau = None
+        if p == 0:
+            self.d = self.e = np.zeros(0)
+            self.lam_min = self.lam_max = np.inf
+            return
+        sytrd, sytrd_lwork = scipy.linalg.lapack.dsytrd, scipy.linalg.lapack.dsytrd_lwork
+        work, info = sytrd_lwork(p, lower=1)
+        # G symmetric: its transpose is the Fortran-ordered array dsytrd works in, no copy
+        A = G.T if (overwrite and G.flags.c_contiguous) else G
+        a, d, e, tau, info = sytrd(A, lower=1, lwork=max(int(work), 1), overwrite_a=int(overwrite))
+        if info != 0:  # pragma: no cover - argument errors only
+            raise np.linalg.LinAlgError(f"dsytrd failed with info={info}")
+        self.d, self.e = d, e
+        if p > 1:
+            self._reflectors = np.asfortranarray(a[1:, : p - 1])
+            self._tau = tau
+        del a
+        ends = scipy.linalg.eigvalsh_tridiagonal(d, e, select="i", select_range=(0, 0), check_finite=False)
+        self.lam_min = float(ends[0])
+        ends = scipy.linalg.eigvalsh_tridiagonal(d, e, select="i", select_range=(p - 1, p - 1), check_finite=False)
+        self.lam_max = float(ends[0])
+
+    @property
+    def p(self) -> int:
+        return self.d.size
+
+    def _apply(self, x, trans: str) -> np.ndarray:
+        x = np.array(x, dtype=np.float64, order="F", copy=True)
+        if self._reflectors is None:
+            return x
+        squeeze = x.ndim == 1
+        if squeeze:
+            x = x.reshape(-1, 1, order="F")
+        rest = np.asfortranarray(x[1:])
+        ormqr = scipy.linalg.lapack.dormqr
+        work, info = ormqr("L", trans, self._reflectors, self._tau, rest, -1)[1:]
+        out, _, info = ormqr("L", trans, self._reflectors, self._tau, rest, max(int(work[0]), 1), overwrite_c=1)
+        if info != 0:  # pragma: no cover - argument errors only
+            raise np.linalg.LinAlgError(f"dormqr failed with info={info}")
+        x[1:] = out
+        return x[:, 0] if squeeze else x
+
+    def rotate(self, c) -> np.ndarray:
+        """``Q^T c`` (``c`` of p rows)."""
+        return self._apply(c, "T")
+
+    def unrotate(self, x) -> np.ndarray:
+        """``Q x`` (``x`` of p rows)."""
+        return self._apply(x, "N")
+
+    def shifted_factor(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """``L D L^T`` of ``T + alpha I`` (LAPACK ``dpttrf``): the pivots ``D`` (whose logs
+        sum to ``log det(G + alpha I)``) and the multipliers; O(p).
+
+        Raises
+        ------
+        SingularSystemError
+            A pivot is not positive: ``G + alpha I`` is not positive definite.
+        """
+        D, E, info = scipy.linalg.lapack.dpttrf(self.d + float(alpha), self.e)
+        if info != 0:
+            raise _singular(float(alpha), f"pivot {info} of its tridiagonal form is not positive")
+        return D, E
+
+    def solve_shifted(self, factor, q) -> np.ndarray:
+        """``(T + alpha I)^-1 q`` from :meth:`shifted_factor`'s ``factor`` (``q`` p x t)."""
+        x, info = scipy.linalg.lapack.dpttrs(factor[0], factor[1], q)
+        if info != 0:  # pragma: no cover - argument errors only
+            raise np.linalg.LinAlgError(f"dpttrs failed with info={info}")
+        return x
 
 
-def usable_alphas(lam, alphas) -> np.ndarray:
-    """Mask of the alphas for which ``lam[0] + alpha`` is above the rounding noise of the
-    eigenvalues ``lam`` (ascending) of a symmetric Gram: ``G + alpha I`` is then positive
-    definite, as :func:`solve_eigh` requires."""
+def usable_alphas(tri: TridiagonalGram, alphas) -> np.ndarray:
+    """Mask of the alphas for which ``lam_min + alpha`` is above the rounding noise of
+    the eigenvalues of the symmetric Gram reduced in ``tri``: ``G + alpha I`` is then
+    positive definite, as :func:`solve_tridiagonal` requires."""
     alphas = np.asarray(alphas, dtype=np.float64)
-    if not lam.size:
+    if not tri.p:
         return np.ones(alphas.shape, dtype=bool)
-    return lam[0] + alphas > _spectrum_floor(lam)
+    return tri.lam_min + alphas > _spectrum_floor(tri)
 
 
-def _spectrum_floor(lam) -> float:
-    scale = max(float(np.abs(lam).max()), 1.0) if lam.size else 1.0
-    return lam.size * _EPS * scale  # rounding noise of the eigenvalues
+def _spectrum_floor(tri: TridiagonalGram) -> float:
+    scale = max(abs(tri.lam_min), abs(tri.lam_max), 1.0) if tri.p else 1.0
+    return tri.p * _EPS * scale  # rounding noise of the eigenvalues
 
 
-def _check_spectrum(lam, alphas):
-    """Raise for alphas that leave ``lam + alpha`` non-positive; warn on bad conditioning."""
-    floor = _spectrum_floor(lam)
+def _check_spectrum(tri: TridiagonalGram, alphas):
+    """Raise for alphas that leave ``lam_min + alpha`` non-positive; warn on bad conditioning."""
+    floor = _spectrum_floor(tri)
     for a in alphas:
-        if lam[0] + a <= floor:
-            raise _singular(float(a), f"smallest eigenvalue of G + alpha*I is {lam[0] + a:.3g}")
-    conds = (lam[-1] + alphas) / (lam[0] + alphas)
+        if tri.lam_min + a <= floor:
+            raise _singular(float(a), f"smallest eigenvalue of G + alpha*I is {tri.lam_min + a:.3g}")
+    conds = (tri.lam_max + alphas) / (tri.lam_min + alphas)
     i = int(np.argmax(conds))
     _warn_condition(float(conds[i]), float(alphas[i]))
 
 
-def solve_eigh(lam, V, c, alphas) -> np.ndarray:
-    """``beta(alpha) = V (lam + alpha)^-1 V^T c`` for every alpha: shape (n_alphas, p, t)."""
+def solve_tridiagonal(tri: TridiagonalGram, c, alphas) -> np.ndarray:
+    """``beta(alpha) = Q (T + alpha I)^-1 Q^T c`` for every alpha: shape (n_alphas, p, t).
+
+    One application of ``Q^T`` to ``c``, an O(p t) tridiagonal solve per alpha, one
+    application of ``Q`` to the stacked solutions. Raises
+    :class:`~dkrr.errors.SingularSystemError` for an alpha that leaves ``G + alpha I``
+    not positive definite beyond rounding, and warns when the condition number
+    ``(lam_max + alpha) / (lam_min + alpha)`` exceeds :data:`CONDITION_WARN`.
+    """
     alphas = np.asarray(alphas, dtype=np.float64)
-    _check_spectrum(lam, alphas)
-    q = V.T @ c  # (p, t)
-    gam = q[None, :, :] / (lam[None, :, None] + alphas[:, None, None])  # (a, p, t)
-    a, p, t = gam.shape
-    B = V @ gam.transpose(1, 0, 2).reshape(p, a * t)
-    return B.reshape(p, a, t).transpose(1, 0, 2)
+    c = np.asarray(c, dtype=np.float64)
+    p, t = c.shape
+    if not p:
+        return np.zeros((alphas.size, 0, t))
+    _check_spectrum(tri, alphas)
+    q = tri.rotate(c)  # (p, t)
+    X = np.empty((p, alphas.size, t), order="F")
+    for i, a in enumerate(alphas):
+        X[:, i, :] = tri.solve_shifted(tri.shifted_factor(a), q)
+    B = tri.unrotate(X.reshape(p, alphas.size * t, order="F"))
+    return B.reshape(p, alphas.size, t, order="F").transpose(1, 0, 2)
 
 
 def ridge_coefficients(stats, alpha: float, fit_intercept: bool, solver: str = "cholesky"):
@@ -179,14 +277,15 @@ def ridge_coefficients(stats, alpha: float, fit_intercept: bool, solver: str = "
     alpha : float
     fit_intercept : bool
     solver : {"cholesky", "eigh"}
+        ``"eigh"``: the spectral path, :func:`solve_tridiagonal` (singularity and
+        conditioning judged from the least and largest eigenvalues).
     """
     G, c = stats.G[0], stats.c[0]
     Gc, cc, mu, ybar = center_statistics(G, c, stats.zsum[0], stats.weights()[0], stats.ysum[0], fit_intercept)
     if solver == "cholesky":
         beta = solve_cholesky(Gc, cc, alpha)
     elif solver == "eigh":
-        lam, V = eigh_gram(Gc)
-        beta = solve_eigh(lam, V, cc, [alpha])[0]
+        beta = solve_tridiagonal(TridiagonalGram(Gc, overwrite=fit_intercept), cc, [alpha])[0]
     else:
         raise InvalidParameterError(f"solver must be 'auto', 'cholesky' or 'eigh', got {solver!r}")
     intercept = ybar - mu @ beta
