@@ -216,47 +216,56 @@ def active_client():
         return None
 
 
-def compute(*collections: Any, label: str = "computing", **kwargs) -> tuple:
+def compute(*collections: Any, label: str = "computing", persist: bool = False, **kwargs) -> tuple:
     """``dask.compute(*collections)`` with a progress bar when progress is enabled.
 
     Uses the active distributed Client if there is one (then the bar tracks the
     scheduler's task states), else the scheduler configured in dask. Every argument must
-    be a dask collection (``TypeError`` otherwise).
+    be a dask collection (``TypeError`` otherwise). ``persist=True``: ``dask.persist``
+    instead, the results kept where they were computed (on a Client's workers: the
+    returned collections name their Futures, and nothing is gathered; the bar, when
+    shown, waits for them).
     """
     _check_collections(collections)
+    run = dask.persist if persist else dask.compute
     if not _STATE["enabled"]:
-        return dask.compute(*collections, **kwargs)
+        return run(*collections, **kwargs)
     client = active_client()
     if client is None:
         with _local_bar(label):
-            return dask.compute(*collections, **kwargs)
+            return run(*collections, **kwargs)
+    from distributed import futures_of
     from distributed.diagnostics.progressbar import TextProgressBar
 
-    futures = client.compute(list(collections), **kwargs)
+    if persist:
+        persisted = client.persist(list(collections), **kwargs)
+        futures = futures_of(persisted)
+    else:
+        futures = client.compute(list(collections), **kwargs)
     try:
         # futures carry their client, so the bar connects with its security settings (TLS)
         with _bar_stream(label) as stream, contextlib.redirect_stdout(stream):
             TextProgressBar(futures, scheduler=client.scheduler.address, complete=True)
-        return tuple(client.gather(futures))
+        return tuple(persisted) if persist else tuple(client.gather(futures))
     except BaseException:  # Ctrl-C or a failed task: stop the rest of the work now
         client.cancel(futures)
         raise
 
 
-def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None):
+def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None, persist: bool = False):
     """``dask.compute`` (with dkrr's optional progress bar) that keeps BLAS at one thread
     per dask thread when no distributed Client is active.
 
     ``n_tasks``: how many tasks can run at once; when they are fewer than the threaded
     scheduler's threads, each gets ``threads // n_tasks`` BLAS threads instead of one
-    (a fit of one block uses every core).
+    (a fit of one block uses every core). ``persist``: as in :func:`compute`.
     """
     if active_client() is not None:
-        return compute(*collections, label=label)
+        return compute(*collections, label=label, persist=persist)
     from dask.system import CPU_COUNT
 
     from ._blas import limit_blas_threads
 
     blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
     with limit_blas_threads(blas_threads):
-        return compute(*collections, label=label)
+        return compute(*collections, label=label, persist=persist)

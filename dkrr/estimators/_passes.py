@@ -15,8 +15,9 @@ import numpy as np
 from ..errors import InvalidParameterError, PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
-from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
+from ..linalg import ridge_coefficients, streamed_statistics
 from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg._cv_tasks import cross_validate_pass
 from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
@@ -152,38 +153,46 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
                   split_every=est.split_every, labels_mode=est._labels_mode, precision=precision)
     if folds is not None:  # per-row fold keys, streamed with the rows
         common.update(fold_keys=folds.keys, hashed_keys=folds.hashed)
+    # the widths scored are the grid's values, or with ARD (an array gamma) its multiples of the array
+    widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
+    maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
+    if K > 1 and not uses_evidence(est):
+        return _cross_validated(est, Xd, yd, wd, maps, widths, alpha, gamma, alphas, gammas, targets_fn, common)
     if gammas is None and wd is None and folds is None:
         stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
         if uses_evidence(est):
             return _choose_by_evidence(est, [stats], [fmap], alpha, gamma, alphas, None)
-        if K == 1:
-            return Passes(stats, fmap, alpha, gamma)
-        alphas = default_alphas(stats, est.fit_intercept) if alphas is None else alphas
-        fold_mse = cross_validate_statistics(stats, alphas, bool(est.fit_intercept))
-        return _choose(Passes(stats, fmap, alpha, gamma), alphas, None, fold_mse, stats.n.copy(), stats.n.copy())[0]
-    # one pass for every gamma of the grid, weighted or not; the widths scored are the
-    # grid's values, or with ARD (an array gamma) its multiples of the array
-    widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
-    maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
+        return Passes(stats, fmap, alpha, gamma)
+    # one pass for every gamma of the grid, weighted or not
     every = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)
     every = [_converted(s, targets_fn) for s in every]
     check_weight_total(every[0])
-    stats = every[0]
     if uses_evidence(est):
         return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths)
-    if K == 1:
-        return Passes(stats, fmap, alpha, gamma)
+    return Passes(every[0], fmap, alpha, gamma)
+
+
+def _cross_validated(est, Xd, yd, wd, maps, widths, alpha, gamma, alphas, gammas, targets_fn, common) -> Passes:
+    """``cv`` with K >= 2 folds on the Gram path: one pass for every map (a gamma grid's, or
+    the one map), its result kept where it was computed; the fold solves as tasks there
+    (:func:`~dkrr.linalg._cv_tasks.cross_validate_pass`: the client receives the fold
+    errors and the chosen map's total statistics, never the fold Grams); the choice."""
+    root = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, persist=True, **common)
     # the default alpha grid follows the Gram of the grid's middle width (the rule's
     # own with gammas="auto"), so that it scores every model the single gamma would
-    middle = every[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else stats
-    alphas = default_alphas(middle, est.fit_intercept) if alphas is None else alphas
-    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept)) for s in every])
-    fold_mse = fold_mse if gammas is not None else fold_mse[0]
-    fold_weights = stats.n.copy() if wd is None else stats.weights()
-    passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas, fold_mse, stats.n.copy(), fold_weights)
-    if gammas is not None:  # the chosen gamma's map and statistics (ARD: the chosen multiple)
-        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g],
-                                     gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
+    middle = int(np.argsort(gammas)[len(gammas) // 2]) if gammas is not None else 0
+    cv = cross_validate_pass(root, len(maps), int(common["n_folds"]), alphas, bool(est.fit_intercept),
+                             targets_fn=targets_fn, weighted=wd is not None, alpha_map=middle)
+    del root
+    folds = cv.folds
+    fold_mse = cv.fold_mse if gammas is not None else cv.fold_mse[0]
+    fold_weights = folds.n.copy() if wd is None else folds.weights()
+    passes, g = _choose(Passes(None, maps[0], alpha, gamma), cv.alphas, gammas, fold_mse, folds.n.copy(),
+                        fold_weights)
+    passes = dataclasses.replace(passes, stats=cv.total(g))
+    cv.release()
+    if gammas is not None:  # the chosen gamma's map (ARD: the chosen multiple)
+        passes = dataclasses.replace(passes, fmap=maps[g], gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
     return passes
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "check_gammas",
     "cross_validate_statistics",
     "default_alphas",
+    "fold_arguments",
     "fold_validation_mse",
     "score_fold",
     "score_grid",
@@ -179,16 +180,24 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
         check_fold_weights(weights)
     K = stats.n_folds
     tot = stats.total()
-    G, c, zs, ys = tot.G[0], tot.c[0], tot.zsum[0], tot.ysum[0]
-    n = int(tot.n[0]) if stats.wsum is None else float(weights.sum())
     mse = np.full((K, alphas.size), np.inf)
     lam_min = np.full(K, np.inf)
     for k in range(K):
-        nk = int(stats.n[k]) if stats.wsum is None else float(weights[k])
-        fold = (stats.G[k], stats.c[k], stats.zsum[k], stats.ysum[k], stats.yy[k], nk)
-        mse[k], lam_min[k] = score_fold((G, c, zs, ys, n), fold, alphas, fit_intercept)
+        mse[k], lam_min[k] = score_fold(*fold_arguments(tot, stats.fold(k)), alphas, fit_intercept)
     _report_unusable(alphas, mse, lam_min)
     return mse
+
+
+def fold_arguments(total, fold) -> tuple[tuple, tuple]:
+    """The ``(total, fold)`` arguments of :func:`score_fold` from one-fold statistics of
+    all rows (``total``, :meth:`~dkrr.linalg.RidgeStatistics.total`) and of fold k's rows
+    (:meth:`~dkrr.linalg.RidgeStatistics.fold`), G unpacked: row counts, or weight sums
+    with sample weights."""
+    def size(s):
+        return int(s.n[0]) if s.wsum is None else float(s.wsum[0])
+
+    return ((total.G[0], total.c[0], total.zsum[0], total.ysum[0], size(total)),
+            (fold.G[0], fold.c[0], fold.zsum[0], fold.ysum[0], fold.yy[0], size(fold)))
 
 
 def score_fold(total, fold, alphas, fit_intercept: bool) -> tuple[np.ndarray, float]:

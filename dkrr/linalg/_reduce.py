@@ -315,6 +315,7 @@ def reduce_row_blocks(
     compute: bool = True,
     label: str = "reducing row blocks",
     n_chains: int | None = None,
+    persist: bool = False,
 ):
     """Reduce the row blocks to one result: chains of fused block steps, then a tree.
 
@@ -342,6 +343,10 @@ def reduce_row_blocks(
         worker once (``Client.scatter(broadcast=True)``), never carried in the graph.
     compute : bool, default=True
         Compute and return the result, or return it as a ``dask.delayed.Delayed``.
+    persist : bool, default=False
+        With ``compute``: ``dask.persist`` the result instead of returning it, a
+        ``Delayed`` of the result kept where it was computed (on a Client's workers: its
+        Future, nothing gathered), for further tasks on it.
     label : str
         Label of the progress bar (see :mod:`dkrr._progress`).
     n_chains : int, optional
@@ -355,7 +360,7 @@ def reduce_row_blocks(
 
     Returns
     -------
-    The combined result (or a Delayed when ``compute=False``).
+    The combined result (or a Delayed when ``compute=False`` or ``persist=True``).
 
     Notes
     -----
@@ -457,4 +462,4 @@ def reduce_row_blocks(
         return result
     from .._progress import compute_limited
 
-    return compute_limited(result, label=label, n_tasks=n_chains)[0]
+    return compute_limited(result, label=label, n_tasks=n_chains, persist=persist)[0]

@@ -100,6 +100,7 @@ def streamed_statistics_maps(
     precision: str = "float64",
     fold_keys=None,
     hashed_keys: bool = True,
+    persist: bool = False,
 ) -> list[RidgeStatistics]:
     """One pass over the row blocks of ``X``, ``y`` (and ``sample_weight``): the summed
     statistics of every map of ``fmaps``, in order.
@@ -111,7 +112,10 @@ def streamed_statistics_maps(
     :func:`~dkrr.linalg.streamed_statistics`. ``fold_keys``: None (folds from a hash of
     the row index), or a dask array (n,) with X's row chunks of per-row fold keys, streamed
     like the weights: integer groups hashed to folds (``hashed_keys``) or the fold ids
-    themselves (:func:`~dkrr.linalg._stats.row_folds`).
+    themselves (:func:`~dkrr.linalg._stats.row_folds`). ``persist``: return instead the
+    pass's persisted result (:func:`~dkrr.linalg.reduce_row_blocks`), a ``Delayed`` of the
+    tuple of every map's statistics with their G packed, kept where it was computed (the
+    fold solves of :mod:`dkrr.linalg._cv_tasks` run on it).
     """
     from ._reduce import reduce_row_blocks
 
@@ -134,8 +138,9 @@ def streamed_statistics_maps(
         split_every=split_every,
         constants=constants,
         label="accumulating ridge statistics",
+        persist=persist,
     )
-    return [s.symmetrized() for s in stats]
+    return stats if persist else [s.symmetrized() for s in stats]
 
 
 def check_sample_weight(sample_weight, X):

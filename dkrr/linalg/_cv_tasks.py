@@ -1,0 +1,210 @@
+"""K-fold cross-validation where the statistics are: the fold solves as dask tasks.
+
+The Gram path's cross-validation (ALGORITHMS.md 3.6, :func:`~dkrr.linalg._cv.score_fold`)
+needs, per fold, the training Gram ``G - G_k`` and one eigendecomposition of it: K p x p
+problems, independent of each other. :func:`cross_validate_pass` runs them as K tasks
+(per map of a gamma grid) on the pass's persisted result, on the workers of a distributed
+Client when one is active (spread over them round-robin), else on dask's threaded
+scheduler, and brings back to the client only each fold's ``(mse_row, lam_min)``, the
+folds' linear statistics (no Gram), the alpha grid, and at the end the *total* statistics
+(one unpacked p x p Gram) of the map the client chose: never the K fold Grams.
+
+The graph after the pass (a Delayed of the tuple of every map's K-fold statistics, G
+packed, kept where the tree's root ran): one task converts the targets (the classifier's
++-1 columns) and checks the folds and weights; per map one task sums the folds into the
+total and unpacks its Gram; per fold a task takes the fold's packed statistics (views of
+the root, so a worker that runs the fold's solve receives one packed Gram, plus the
+total once); the fold task unpacks its ``G_k``, forms ``G - G_k`` and scores the alpha
+grid (:func:`~dkrr.linalg._cv.score_fold`). The sums and the unpacking are those of
+:meth:`~dkrr.linalg.RidgeStatistics.symmetrized` then
+:meth:`~dkrr.linalg.RidgeStatistics.total`, in the same order, so the fold errors are
+those of :func:`~dkrr.linalg.cross_validate_statistics` on the client (to the rounding
+of the eigendecomposition's BLAS threads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._cv import (
+    _report_unusable,
+    check_alphas,
+    check_fold_weights,
+    check_folds,
+    default_alphas,
+    fold_arguments,
+    score_fold,
+)
+
+__all__ = ["FoldScores", "cross_validate_pass"]
+
+
+@dataclasses.dataclass(eq=False)
+class FoldScores:
+    """What :func:`cross_validate_pass` brings to the client.
+
+    Attributes
+    ----------
+    alphas : ndarray (n_alphas,)
+        The grid scored (the default grid computed on the workers when none was given).
+    fold_mse : ndarray (m, K, n_alphas)
+        Validation MSE of every map, fold and alpha (``inf``: unusable alpha).
+    folds : RidgeStatistics
+        Map 0's K-fold statistics without their Gram (targets converted): the fold sizes
+        (``n``) and weights (:meth:`~dkrr.linalg.RidgeStatistics.weights`).
+    """
+
+    alphas: np.ndarray
+    fold_mse: np.ndarray
+    folds: object
+    _root: object = dataclasses.field(repr=False)
+    _targets_fn: object = dataclasses.field(repr=False)
+    _weighted: bool = dataclasses.field(repr=False)
+    _totals: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def total(self, j: int):
+        """The total statistics of map ``j`` (one fold, G full and symmetric): computed
+        where the pass's result is and gathered (one p x p Gram; with one map it came
+        with the scores). Called once per map."""
+        if j not in self._totals:
+            import dask
+
+            from .._progress import compute_limited
+
+            checked = dask.delayed(_checked, pure=True)(self._root, self._targets_fn, self._weighted)
+            (self._totals[j],) = compute_limited(dask.delayed(_total, pure=True)(checked, j),
+                                                 label="gathering the total statistics", n_tasks=1)
+        return self._totals.pop(j)
+
+    def release(self) -> None:
+        """Drop the pass's persisted result (on a Client: its Future, freeing the workers)."""
+        self._root = None
+
+
+def _checked(root, targets_fn, weighted: bool) -> tuple:
+    """The pass's statistics of every map with converted targets (the Grams shared, not
+    copied), after the checks of the fit: positive, finite weighted sums (map 0, as the
+    client-side path), rows (and weight) in every fold."""
+    from ._weighted import check_weight_total
+
+    every = tuple(s if targets_fn is None else targets_fn(s) for s in root)
+    if weighted:
+        check_weight_total(every[0])
+    check_folds(every[0].n)
+    if every[0].wsum is not None:
+        check_fold_weights(every[0].weights())
+    return every
+
+
+def _linear(root):
+    """Map 0's K-fold statistics without their Gram, targets as the pass left them (the
+    client converts them with its own ``targets_fn``, which then knows the classes)."""
+    return dataclasses.replace(root[0], G=None)
+
+
+def _total(every, j: int):
+    """Map ``j``'s total statistics, G unpacked."""
+    return every[j].total().symmetrized()
+
+
+def _fold(every, j: int, k: int):
+    """Map ``j``'s fold ``k`` statistics, G packed (views of the pass's result)."""
+    return every[j].fold(k)
+
+
+def _alphas(total, fit_intercept: bool) -> np.ndarray:
+    return default_alphas(total, fit_intercept)
+
+
+def _score(total, fold, alphas, fit_intercept: bool):
+    """One fold's solve: ``(mse_row, lam_min)`` of :func:`score_fold`."""
+    return score_fold(*fold_arguments(total, fold.symmetrized()), alphas, fit_intercept)
+
+
+def _workers():
+    """The worker addresses of the active Client (sorted), or [] without one."""
+    from ._reduce import distributed_client
+
+    client = distributed_client()
+    if client is None:
+        return []
+    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+
+def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, targets_fn=None,
+                        weighted: bool = False, alpha_map: int = 0) -> FoldScores:
+    """Score the alpha grid by K-fold CV with the fold solves as tasks on ``root``.
+
+    Parameters
+    ----------
+    root : dask.delayed.Delayed
+        The persisted result of a statistics pass
+        (:func:`~dkrr.linalg._weighted.streamed_statistics_maps` with ``persist=True``):
+        a tuple of ``n_maps`` K-fold statistics, G packed.
+    n_maps, n_folds : int
+        Maps (gammas) and folds (K >= 2) of the pass.
+    alphas : array-like or None
+        The grid; None: the default grid (:func:`~dkrr.linalg._cv.default_alphas`) of map
+        ``alpha_map``'s total, computed where the statistics are.
+    fit_intercept : bool
+    targets_fn : callable, optional
+        Converts labels-mode statistics (the classifier's); called on the workers for the
+        Grams' statistics and on the client for the folds' linear statistics.
+    weighted : bool
+        The pass has sample weights (:func:`~dkrr.linalg._weighted.check_weight_total`).
+
+    Returns
+    -------
+    FoldScores
+        Its :meth:`FoldScores.total` gathers one map's total statistics.
+
+    Warns
+    -----
+    SingularAlphaWarning
+        Alphas unusable in some fold (as :func:`~dkrr.linalg.cross_validate_statistics`).
+
+    Raises
+    ------
+    SingularSystemError
+        No alpha usable in every fold of some map.
+    InputValidationError
+        A fold without rows or weight, or overflowing weighted sums.
+    """
+    import dask
+
+    from .._progress import compute_limited
+
+    alphas = None if alphas is None else check_alphas(alphas)
+    checked = dask.delayed(_checked, pure=True)(root, targets_fn, bool(weighted))
+    linear = dask.delayed(_linear, pure=True)(root)
+    totals = [dask.delayed(_total, pure=True)(checked, j) for j in range(n_maps)]
+    grid = dask.delayed(_alphas, pure=True)(totals[alpha_map], bool(fit_intercept)) if alphas is None else alphas
+    workers = _workers()
+    K = int(n_folds)
+    scores = []
+    for j in range(n_maps):
+        row = []
+        for k in range(K):
+            fold = dask.delayed(_fold, pure=True)(checked, j, k)
+            i = j * K + k
+            with dask.annotate(**({"workers": [workers[i % len(workers)]], "allow_other_workers": True}
+                                  if workers else {})):
+                row.append(dask.delayed(_score, pure=True)(totals[j], fold, grid, bool(fit_intercept)))
+        scores.append(row)
+    grid_out = grid if alphas is None else dask.delayed(np.asarray, pure=True)(alphas)
+    gathered = [linear, grid_out] + [s for row in scores for s in row]
+    if n_maps == 1:
+        gathered.append(totals[0])
+    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=n_maps * K)
+    small, grid_values = out[0], np.asarray(out[1], dtype=np.float64)
+    folds = small if targets_fn is None else targets_fn(small)
+    results = out[2:2 + n_maps * K]
+    fold_mse = np.stack([np.stack([results[j * K + k][0] for k in range(K)]) for j in range(n_maps)])
+    lam_min = np.array([[results[j * K + k][1] for k in range(K)] for j in range(n_maps)])
+    for j in range(n_maps):
+        _report_unusable(grid_values, fold_mse[j], lam_min[j])
+    if n_maps == 1:  # gathered with the scores: the pass's result is no longer needed
+        return FoldScores(grid_values, fold_mse, folds, None, targets_fn, bool(weighted), {0: out[-1]})
+    return FoldScores(grid_values, fold_mse, folds, root, targets_fn, bool(weighted))
