@@ -157,7 +157,23 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
     maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
     if K > 1 and not uses_evidence(est):
-        return _cross_validated(est, Xd, yd, wd, maps, widths, alpha, gamma, alphas, gammas, targets_fn, common)
+        # the pass's result stays where it was computed; the fold solves run there as tasks
+        # (the client receives the fold errors and the chosen map's total statistics, never
+        # the fold Grams); the default alpha grid follows the Gram of the grid's middle width
+        # (the rule's own with gammas="auto"), so that it scores every model the single gamma would
+        root = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, persist=True, **common)
+        middle = int(np.argsort(gammas)[len(gammas) // 2]) if gammas is not None else 0
+        cv = cross_validate_pass(root, len(maps), K, alphas, bool(est.fit_intercept), targets_fn=targets_fn,
+                                 weighted=wd is not None, alpha_map=middle)
+        del root
+        fold_weights = cv.folds.n.copy() if wd is None else cv.folds.weights()
+        passes, g = _choose(Passes(None, fmap, alpha, gamma), cv.alphas, gammas,
+                            cv.fold_mse if gammas is not None else cv.fold_mse[0], cv.folds.n.copy(), fold_weights)
+        passes = dataclasses.replace(passes, stats=cv.total(g))
+        cv.release()
+        if gammas is not None:  # the chosen gamma's map (ARD: the chosen multiple)
+            passes = dataclasses.replace(passes, fmap=maps[g], gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
+        return passes
     if gammas is None and wd is None and folds is None:
         stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
         if uses_evidence(est):
@@ -170,30 +186,6 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     if uses_evidence(est):
         return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths)
     return Passes(every[0], fmap, alpha, gamma)
-
-
-def _cross_validated(est, Xd, yd, wd, maps, widths, alpha, gamma, alphas, gammas, targets_fn, common) -> Passes:
-    """``cv`` with K >= 2 folds on the Gram path: one pass for every map (a gamma grid's, or
-    the one map), its result kept where it was computed; the fold solves as tasks there
-    (:func:`~dkrr.linalg._cv_tasks.cross_validate_pass`: the client receives the fold
-    errors and the chosen map's total statistics, never the fold Grams); the choice."""
-    root = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, persist=True, **common)
-    # the default alpha grid follows the Gram of the grid's middle width (the rule's
-    # own with gammas="auto"), so that it scores every model the single gamma would
-    middle = int(np.argsort(gammas)[len(gammas) // 2]) if gammas is not None else 0
-    cv = cross_validate_pass(root, len(maps), int(common["n_folds"]), alphas, bool(est.fit_intercept),
-                             targets_fn=targets_fn, weighted=wd is not None, alpha_map=middle)
-    del root
-    folds = cv.folds
-    fold_mse = cv.fold_mse if gammas is not None else cv.fold_mse[0]
-    fold_weights = folds.n.copy() if wd is None else folds.weights()
-    passes, g = _choose(Passes(None, maps[0], alpha, gamma), cv.alphas, gammas, fold_mse, folds.n.copy(),
-                        fold_weights)
-    passes = dataclasses.replace(passes, stats=cv.total(g))
-    cv.release()
-    if gammas is not None:  # the chosen gamma's map (ARD: the chosen multiple)
-        passes = dataclasses.replace(passes, fmap=maps[g], gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
-    return passes
 
 
 def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=None) -> Passes:
