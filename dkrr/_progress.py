@@ -252,20 +252,22 @@ def compute(*collections: Any, label: str = "computing", persist: bool = False, 
         raise
 
 
-def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None, persist: bool = False):
+def compute_limited(*collections, label: str = "computing", n_tasks: int | None = None, persist: bool = False,
+                    **kwargs):
     """``dask.compute`` (with dkrr's optional progress bar) that keeps BLAS at one thread
     per dask thread when no distributed Client is active.
 
     ``n_tasks``: how many tasks can run at once; when they are fewer than the threaded
     scheduler's threads, each gets ``threads // n_tasks`` BLAS threads instead of one
-    (a fit of one block uses every core). ``persist``: as in :func:`compute`.
+    (a fit of one block uses every core). ``persist`` and ``kwargs`` (e.g. the threaded
+    scheduler's ``num_workers``): as in :func:`compute`.
     """
     if active_client() is not None:
-        return compute(*collections, label=label, persist=persist)
+        return compute(*collections, label=label, persist=persist, **kwargs)
     from dask.system import CPU_COUNT
 
     from ._blas import limit_blas_threads
 
     blas_threads = max(1, CPU_COUNT // n_tasks) if n_tasks else 1
     with limit_blas_threads(blas_threads):
-        return compute(*collections, label=label, persist=persist)
+        return compute(*collections, label=label, persist=persist, **kwargs)

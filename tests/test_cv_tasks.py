@@ -58,7 +58,8 @@ def test_fold_tasks_equal_the_client_side_cv(data, scheduler, case):
     common = dict(sample_weight=wd, n_folds=K, fold_seed=7, labels_mode=bool(spec.get("labels")))
     root = streamed_statistics_maps(Xd, Yd, maps, persist=True, **common)
     fn = PlusMinusTargets() if spec.get("labels") else None
-    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, targets_fn=fn, weighted=wd is not None)
+    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, p=maps[0].n_output_features, targets_fn=fn,
+                             weighted=wd is not None)
     del root
     # the reference: the pass's statistics gathered, every fold scored on the client
     ref_fn = PlusMinusTargets() if spec.get("labels") else None
@@ -85,7 +86,7 @@ def test_default_alpha_grid_is_computed_with_the_folds(data, scheduler):
     maps = _maps([0.25, 0.5, 1.0])
     Xd, yd = as_row_chunked(X, y, chunk_rows=300)
     root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-    cv = cross_validate_pass(root, 3, K, None, True, alpha_map=1)
+    cv = cross_validate_pass(root, 3, K, None, True, p=maps[0].n_output_features, alpha_map=1)
     every = streamed_statistics_maps(Xd, yd, maps, n_folds=K)
     np.testing.assert_array_equal(cv.alphas, default_alphas(every[1], True))
     expected = np.stack([cross_validate_statistics(s, cv.alphas, True) for s in every])
@@ -133,7 +134,7 @@ def test_the_client_gathers_one_total_gram_not_the_fold_grams(data, local_cluste
         client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
         with distributed.get_task_stream() as stream:
             root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=p)
             del root
         to_client = _bytes_to_non_workers(client)
         solved_on = {t["worker"] for t in stream.data if "_score" in str(t["key"])}

@@ -15,9 +15,9 @@ import numpy as np
 from ..errors import InvalidParameterError, PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
-from ..linalg import ridge_coefficients, streamed_statistics
+from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
 from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
-from ..linalg._cv_tasks import cross_validate_pass
+from ..linalg._cv_tasks import cross_validate_pass, folds_on_workers
 from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
@@ -156,15 +156,17 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     # the widths scored are the grid's values, or with ARD (an array gamma) its multiples of the array
     widths = None if gammas is None else [g * gamma if np.ndim(gamma) else g for g in gammas]
     maps = [fmap] if gammas is None else [fmap.with_gamma(w) for w in widths]
-    if K > 1 and not uses_evidence(est):
+    # the default alpha grid follows the Gram of the grid's middle width (the rule's own with
+    # gammas="auto"), so that it scores every model the single gamma would
+    middle = int(np.argsort(gammas)[len(gammas) // 2]) if gammas is not None else 0
+    p, t = maps[0].n_output_features, 1 if yd.ndim == 1 or est._labels_mode else int(yd.shape[1])
+    if K > 1 and not uses_evidence(est) and folds_on_workers(p, t, K, len(maps)):
         # the pass's result stays where it was computed; the fold solves run there as tasks
         # (the client receives the fold errors and the chosen map's total statistics, never
-        # the fold Grams); the default alpha grid follows the Gram of the grid's middle width
-        # (the rule's own with gammas="auto"), so that it scores every model the single gamma would
+        # the fold Grams)
         root = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, persist=True, **common)
-        middle = int(np.argsort(gammas)[len(gammas) // 2]) if gammas is not None else 0
         cv = cross_validate_pass(root, len(maps), K, alphas, bool(est.fit_intercept), targets_fn=targets_fn,
-                                 weighted=wd is not None, alpha_map=middle)
+                                 weighted=wd is not None, alpha_map=middle, p=p, n_targets=t)
         del root
         fold_weights = cv.folds.n.copy() if wd is None else cv.folds.weights()
         passes, g = _choose(Passes(None, fmap, alpha, gamma), cv.alphas, gammas,
@@ -175,17 +177,25 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
             passes = dataclasses.replace(passes, fmap=maps[g], gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
         return passes
     if gammas is None and wd is None and folds is None:
-        stats = _converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)
-        if uses_evidence(est):
-            return _choose_by_evidence(est, [stats], [fmap], alpha, gamma, alphas, None)
-        return Passes(stats, fmap, alpha, gamma)
-    # one pass for every gamma of the grid, weighted or not
-    every = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)
-    every = [_converted(s, targets_fn) for s in every]
-    check_weight_total(every[0])
+        every = [_converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)]
+    else:  # one pass for every gamma of the grid, weighted or not
+        every = [_converted(s, targets_fn) for s in streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)]
+        check_weight_total(every[0])
     if uses_evidence(est):
         return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths)
-    return Passes(every[0], fmap, alpha, gamma)
+    stats = every[0]
+    if K == 1:
+        return Passes(stats, fmap, alpha, gamma)
+    # the workers cannot hold a fold's solve (folds_on_workers): the client solves the folds
+    alphas = default_alphas(every[middle], est.fit_intercept) if alphas is None else alphas
+    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept)) for s in every])
+    fold_weights = stats.n.copy() if wd is None else stats.weights()
+    passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas,
+                        fold_mse if gammas is not None else fold_mse[0], stats.n.copy(), fold_weights)
+    if gammas is not None:  # the chosen gamma's map and statistics (ARD: the chosen multiple)
+        passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g],
+                                     gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
+    return passes
 
 
 def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=None) -> Passes:

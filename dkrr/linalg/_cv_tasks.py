@@ -28,6 +28,7 @@ import dataclasses
 
 import numpy as np
 
+from ._memory import memory_limits, statistics_bytes, threads_per_worker
 from ._cv import (
     _report_unusable,
     check_alphas,
@@ -38,7 +39,55 @@ from ._cv import (
     score_fold,
 )
 
-__all__ = ["FoldScores", "cross_validate_pass"]
+__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "fold_tasks_at_once",
+           "folds_on_workers"]
+
+
+def fold_task_bytes(p: int, n_targets: int = 1) -> int:
+    """One fold solve of the cross-validation on the workers: its inputs, the total
+    statistics (G unpacked) and the fold's packed ones, and four ``p x p`` matrices (the
+    fold's unpacked Gram, the training Gram, its centred copy and the eigenvectors; a
+    fit's traced peak at p = 512 is 0.85 of :func:`fold_part_bytes` with one solve)."""
+    return statistics_bytes(p, n_targets, 1, packed=False) + statistics_bytes(p, n_targets, 1) + 32 * p * p
+
+
+def fold_part_bytes(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, threads: int = 1) -> int:
+    """What the worker that holds a cross-validated pass's result (the ``g = n_gammas``
+    maps' K-fold statistics, G packed) holds while the folds are solved there: that result,
+    the ``g`` totals (G unpacked) and ``min(threads, K g)`` fold solves (:func:`fold_task_bytes`)."""
+    K, g = int(n_folds), int(n_gammas)
+    return (g * (statistics_bytes(p, n_targets, K) + statistics_bytes(p, n_targets, 1, packed=False))
+            + min(int(threads), K * g) * fold_task_bytes(p, n_targets))
+
+
+def _client_active() -> bool:
+    from .._progress import active_client
+
+    return active_client() is not None
+
+
+def folds_on_workers(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, limits=None) -> bool:
+    """Whether the cross-validation's fold solves run as tasks where the statistics are
+    (:mod:`dkrr.linalg._cv_tasks`): always on dask's threaded scheduler (its concurrency
+    is then bounded by this machine's memory, :func:`fold_tasks_at_once`), and on a
+    distributed Client when its smallest worker's memory limit (none: unlimited) holds
+    :func:`fold_part_bytes`; else the client solves them (the K unpacked fold Grams on the
+    client, as the module's ``S_full``). ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them."""
+    if not _client_active():
+        return True
+    worker = memory_limits(limits).worker
+    return worker is None or fold_part_bytes(p, n_targets, n_folds, n_gammas, threads_per_worker()) <= worker
+
+
+def fold_tasks_at_once(p: int, n_targets: int, n_tasks: int) -> int:
+    """On dask's threaded scheduler: how many of ``n_tasks`` fold solves may run at once,
+    the threads (:func:`~dkrr.linalg._reduce.default_n_chains`) that this machine's
+    available memory (:func:`~dkrr._system.local_memory`) holds fold solves for, at least one."""
+    from .._system import local_memory
+    from ._reduce import default_n_chains
+
+    fits = int(local_memory()[0] // max(1, fold_task_bytes(p, n_targets)))
+    return max(1, min(int(n_tasks), default_n_chains(), fits))
 
 
 @dataclasses.dataclass(eq=False)
@@ -133,8 +182,8 @@ def _workers():
     return sorted(client.scheduler_info(n_workers=-1)["workers"])
 
 
-def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, targets_fn=None,
-                        weighted: bool = False, alpha_map: int = 0) -> FoldScores:
+def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, p: int, n_targets: int = 1,
+                        targets_fn=None, weighted: bool = False, alpha_map: int = 0) -> FoldScores:
     """Score the alpha grid by K-fold CV with the fold solves as tasks on ``root``.
 
     Parameters
@@ -154,6 +203,11 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
         Grams' statistics and on the client for the folds' linear statistics.
     weighted : bool
         The pass has sample weights (:func:`~dkrr.linalg._weighted.check_weight_total`).
+    alpha_map : int
+        The map whose total sets the default alpha grid.
+    p, n_targets : int
+        Features and targets, for the threaded scheduler's bound on the fold solves that
+        run at once (:func:`fold_tasks_at_once`).
 
     Returns
     -------
@@ -197,7 +251,11 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     gathered = [linear, grid_out] + [s for row in scores for s in row]
     if n_maps == 1:
         gathered.append(totals[0])
-    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=n_maps * K)
+    kwargs = {}
+    if not workers:  # the threaded scheduler: as many fold solves at once as the memory holds
+        kwargs["num_workers"] = fold_tasks_at_once(int(p), int(n_targets), n_maps * K)
+    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=kwargs.get("num_workers"),
+                          **kwargs)
     small, grid_values = out[0], np.asarray(out[1], dtype=np.float64)
     folds = small if targets_fn is None else targets_fn(small)
     results = out[2:2 + n_maps * K]

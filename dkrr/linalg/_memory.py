@@ -44,12 +44,13 @@ number of blocks):
   process's RSS adds its baseline, 0.3 GB measured: interpreter, libraries, BLAS);
 * the client: the unpacked statistics ``S_full`` beside the packed result ``S`` while it
   is unpacked, then beside four ``p x p`` matrices of the solve (the total Gram,
-  ``G + alpha I``, its factor or eigenvectors, a work copy), seven with ``cv`` (the total
-  and training Grams, the centred copy, the eigensolver's copy and eigenvectors, two
-  temporaries of the validation Gram; measured 4.0 and 7.1 with the eigendecomposition;
-  the tridiagonal reduction that replaced it works in the centred copy and keeps its
-  reflectors in place of the eigenvectors, and a fold's traced peak is the same 3 p^2): ``S_full + max(S, 32 p^2)
-  + F``, ``56 p^2`` in place of ``32 p^2`` with ``cv``.
+  ``G + alpha I``, its factor or eigenvectors, a work copy): ``S_full + max(S, 32 p^2) + F``.
+  With ``cv`` the fold solves run where the statistics are (:mod:`dkrr.linalg._cv_tasks`):
+  the client gathers one total (``S_full`` of one fold) and a worker holds ``S``, the
+  totals and its fold solves (:func:`~dkrr.linalg._cv_tasks.fold_part_bytes`, four
+  ``p x p`` matrices and the inputs each); when no worker can, the client solves them:
+  ``S_full`` of K folds and ``56 p^2`` in place of ``32 p^2`` (7.1 measured with the
+  eigendecomposition; the tridiagonal reduction that replaced it works in the centred copy).
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the
 smallest Dask worker when a distributed ``Client`` is active (else with the available
@@ -75,22 +76,9 @@ from .._system import HOST_MEMORY, format_bytes, local_memory
 from ..errors import MemoryBudgetError
 from ._packed import packed_length, work_length
 
-__all__ = [
-    "BudgetCheck",
-    "MemoryEstimate",
-    "MemoryLimits",
-    "available_memory",
-    "budget_checks",
-    "check_feature_map_budget",
-    "check_fit_memory",
-    "check_memory_budget",
-    "feature_map_bytes",
-    "format_bytes",
-    "local_memory",
-    "memory_limits",
-    "ridge_memory_estimate",
-    "statistics_bytes",
-]
+__all__ = ["BudgetCheck", "MemoryEstimate", "MemoryLimits", "available_memory", "budget_checks",
+           "check_feature_map_budget", "check_fit_memory", "check_memory_budget", "feature_map_bytes",
+           "format_bytes", "local_memory", "memory_limits", "ridge_memory_estimate", "statistics_bytes"]
 
 _DENSE_METHODS = ("rff", "orf", "qmc")
 _GiB = 2**30
@@ -154,8 +142,9 @@ class MemoryEstimate:
     threads : int
         ``T``, threads per worker.
     tree_tasks : int
-        Combines of the tree's first level that can run at once on a worker,
-        ``min(T, ceil(C / s))``.
+        Combines of the tree's first level that can run at once on a worker, ``min(T, ceil(C / s))``.
+    fold_part : int
+        With ``cv`` solved on the workers: :func:`~dkrr.linalg._cv_tasks.fold_part_bytes`.
     """
 
     p: int
@@ -166,6 +155,7 @@ class MemoryEstimate:
     client: int
     threads: int = 1
     tree_tasks: int = 1
+    fold_part: int = 0
 
     @property
     def task(self) -> int:
@@ -174,9 +164,9 @@ class MemoryEstimate:
 
     @property
     def worker(self) -> int:
-        """What one worker holds at most: ``max(T (block - map) + map, tree_tasks x combine)``."""
+        """What one worker holds at most: ``max(T (block - map) + map, tree_tasks x combine, fold_part)``."""
         chains = self.threads * (self.block_task - self.feature_map) + self.feature_map
-        return max(chains, self.tree_tasks * self.reduction_task)
+        return max(chains, self.tree_tasks * self.reduction_task, self.fold_part)
 
 
 def ridge_memory_estimate(
@@ -198,6 +188,7 @@ def ridge_memory_estimate(
     n_chains: int | None = None,
     threads: int | None = None,
     is_complex: bool = False,
+    fold_tasks: bool = True,
 ) -> MemoryEstimate:
     """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
 
@@ -209,6 +200,7 @@ def ridge_memory_estimate(
     ``n_chains`` (``C``) and ``threads`` (``T`` per worker) default to what the active
     scheduler gives (:func:`~dkrr.linalg._reduce.default_n_chains`, :func:`threads_per_worker`).
     ``is_complex``: a complex projection (complex ROMs), whose features are 2 D columns.
+    ``fold_tasks``: with ``cv`` (no ``sampling``) the folds are solved on the workers; False: on the client.
 
     Returns
     -------
@@ -242,10 +234,16 @@ def ridge_memory_estimate(
         if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
             passes[1] = (int(n_components), True, n_folds + 1, sizes(p_fit, 1) + n_folds * sizes(p_fit, 2),
                          statistics_bytes(p_fit, t, n_folds))
-    solve_matrices = 7 if n_folds > 1 else 4
+    from ._cv_tasks import _client_active, fold_part_bytes
+    on_workers = bool(fold_tasks) and sampling is None and n_folds > 1
+    solve_matrices = 7 if n_folds > 1 and not on_workers else 4
     best = None
     for D, gram, n_maps, (stats, full), transient in passes:
         p = _output_width(kernel, D, is_complex)
+        fold_part = 0
+        if on_workers:  # T fold solves at once on a worker; threaded: as many as the memory holds
+            fold_part = fold_part_bytes(p, t, n_folds, g, threads if _client_active() else 1)
+            full = statistics_bytes(p, t, 1, packed=False)
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
@@ -254,7 +252,7 @@ def ridge_memory_estimate(
         reduction = (fan_in + 1) * int(stats) + _TASK_OVERHEAD
         # the unpacked statistics, beside the packed result (while unpacking) or the solve's matrices
         client = int(full) + (max(int(stats), solve_matrices * 8 * p * p) if gram else 0) + fmap
-        est = MemoryEstimate(p, fmap, int(stats), block, reduction, client, threads, tree_tasks)
+        est = MemoryEstimate(p, fmap, int(stats), block, reduction, client, threads, tree_tasks, fold_part)
         if best is None:
             best = est
         else:
@@ -291,17 +289,14 @@ def available_memory() -> MemoryLimits:
         workers = scheduler_workers(client)
     except Exception:  # noqa: BLE001 - an unreachable scheduler fails later, clearly
         return MemoryLimits(None, local, where)
-    limits = [int(w.get("memory_limit") or 0) for w in workers]
-    limits = [m for m in limits if m > 0]
+    limits = [m for m in (int(w.get("memory_limit") or 0) for w in workers) if m > 0]
     return MemoryLimits(min(limits) if limits else None, local, where)
 
 
 def memory_limits(limits=None) -> MemoryLimits:
     """``limits`` as a :class:`MemoryLimits`: ``None`` asks :func:`available_memory`; a
     ``(worker_limit, local)`` pair (tests, callers that measured them) is taken as is."""
-    if limits is None:
-        return available_memory()
-    return limits if isinstance(limits, MemoryLimits) else MemoryLimits(*limits)
+    return available_memory() if limits is None else limits if isinstance(limits, MemoryLimits) else MemoryLimits(*limits)
 
 
 #: the worker's, the client's, or (without a Client's worker limit) the whole fit's part
@@ -386,6 +381,9 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
             part = ("the solve on this machine holds the unpacked statistics (K full p x p Grams) and "
                     "4 p x p matrices")
             fixes = "fewer cv folds, or a machine with more memory"
+        elif estimate.fold_part >= estimate.worker:
+            part, fixes = ("solving the cross-validation's folds a worker holds the pass's result, the totals "
+                           "and its fold solves (eight p x p matrices each)"), "fewer cv folds, or more memory"
         elif estimate.tree_tasks * estimate.reduction_task >= estimate.worker:
             part = (f"a combine task of the tree over the chains' sums holds min(split_every ({fan}), "
                     f"chains) + 1 = {held} of them")
@@ -485,12 +483,16 @@ def check_fit_memory(X, y, *, kernel, method, n_components, n_folds=1, split_eve
         check_memory_budget(estimate, kernel=kernel, n_components=int(n_components), limits=limits,
                             is_complex=bool(is_complex))
         return estimate
+    from ._cv_tasks import folds_on_workers
+
     estimate = ridge_memory_estimate(
         kernel=kernel, method=method, n_features_in=int(X.shape[1]), n_components=int(n_components),
         n_targets=n_targets, n_folds=int(n_folds), split_every=split_every,
         block_rows=int(max(X.chunks[0])), n_blocks=len(X.chunks[0]), max_block_bytes=int(max_block_bytes),
         displacement_rank=displacement_rank, sampling=sampling, n_candidates=n_candidates,
         n_gammas=int(n_gammas), is_complex=bool(is_complex),
+        fold_tasks=folds_on_workers(_output_width(kernel, int(n_components), bool(is_complex)), n_targets,
+                                    int(n_folds), int(n_gammas), limits),
     )
     if sampling is not None and n_candidates is None:
         n_candidates = 4 * int(n_components)
