@@ -149,3 +149,34 @@ def test_the_client_gathers_one_total_gram_not_the_fold_grams(data, local_cluste
     with limit_blas_threads(1):  # as the workers' (their eigh's rounding depends on the BLAS threads)
         expected = cross_validate_statistics(stats, ALPHAS, True)
     np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-12, atol=0)
+
+
+def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
+    """A worker memory limit below a fold solve's part (fold_part_bytes) keeps the previous
+    path: the client gathers the statistics and solves the folds, with the same results.
+    The limit is only read (spilling, pausing and restarts off), so the small fit runs."""
+    import distributed
+
+    from dkrr.linalg._cv_tasks import fold_part_bytes, folds_on_workers
+
+    X, y, _ = data
+    est = RandomFeatureRidge(method="rff", n_components=256, gamma=0.5, cv=3, alphas=ALPHAS, random_state=0,
+                             precision="float64")
+    p = 512
+    limit = fold_part_bytes(p, 1, 3) - 2**20  # above the pass's part (13.9 MiB), below a fold solve's
+    with dask.config.set(scheduler="threads"):
+        ref = est.__class__(**est.get_params()).fit(X, y)
+    off = {f"distributed.worker.memory.{k}": False for k in ("target", "spill", "pause", "terminate")}
+    with dask.config.set(off), distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+            memory_limit=limit) as cluster, distributed.Client(cluster) as client:
+        assert not folds_on_workers(p, 1, 3) and folds_on_workers(p // 2, 1, 3)
+        client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
+        with distributed.get_task_stream() as stream, limit_blas_threads(1):  # the reference's fold solves' BLAS
+            got = est.fit(X, y)
+        assert not any("_score" in str(t["key"]) for t in stream.data)  # no fold solve ran on the worker
+        assert _bytes_to_non_workers(client) > 0.5 * 3 * p * p * 8  # the K packed fold Grams were gathered
+    np.testing.assert_allclose(got.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-12, atol=0)
+    # the final solve at the chosen alpha (1e-4: ill-conditioned) ran with other BLAS threads
+    assert got.alpha_ == ref.alpha_
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
