@@ -149,8 +149,8 @@ def test_a_chain_step_holds_two_packed_statistics_objects():
               block_rows=5000, n_blocks=8, n_chains=1, threads=1)
     # the pass's part; the folds solved on the client (with them on a worker, that worker holds
     # the pass's result, the totals and a fold solve: 1.36 + 0.54 + 3.0 GB)
-    estimate = ridge_memory_estimate(**kw, fold_tasks=False)
-    assert ridge_memory_estimate(**kw).fold_part == fold_part_bytes(8192, 1, 5) > 4.8e9
+    estimate = ridge_memory_estimate(**kw)
+    assert ridge_memory_estimate(**kw, fold_tasks=True).fold_part == fold_part_bytes(8192, 1, 5) > 4.8e9
     S = estimate.statistics
     assert S == statistics_bytes(8192, 1, 5) and 1.36e9 < S < 1.37e9
     assert estimate.worker == estimate.block_task
@@ -240,7 +240,7 @@ def test_client_estimate_is_the_traced_peak_of_a_fit(cv):
     est = RandomFeatureRidge(method="rff", n_components=256, cv=cv, alphas=[0.1, 1.0] if cv else None, alpha=1.0,
                              chunk_rows=1000, random_state=0)
     e = ridge_memory_estimate(kernel="gaussian", method="rff", n_features_in=4, n_components=256,
-                              n_folds=cv or 1, block_rows=1000, n_blocks=1, n_chains=1, threads=1)
+                              n_folds=cv or 1, block_rows=1000, n_blocks=1, n_chains=1, threads=1, fold_tasks=True)
     # with cv the process's peak is the folds' solve, here in the process: the pass's result,
     # the total and one fold solve (the estimate's fold_part, the worker's part)
     expected = e.client if cv is None else e.worker

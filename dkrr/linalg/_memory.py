@@ -188,7 +188,7 @@ def ridge_memory_estimate(
     n_chains: int | None = None,
     threads: int | None = None,
     is_complex: bool = False,
-    fold_tasks: bool = True,
+    fold_tasks: bool = False,
 ) -> MemoryEstimate:
     """Estimate the memory of a streamed ridge fit (formulas in the module docstring).
 
@@ -200,7 +200,8 @@ def ridge_memory_estimate(
     ``n_chains`` (``C``) and ``threads`` (``T`` per worker) default to what the active
     scheduler gives (:func:`~dkrr.linalg._reduce.default_n_chains`, :func:`threads_per_worker`).
     ``is_complex``: a complex projection (complex ROMs), whose features are 2 D columns.
-    ``fold_tasks``: with ``cv`` (no ``sampling``) the folds are solved on the workers; False: on the client.
+    ``fold_tasks``: with ``cv`` (no ``sampling``) the folds are solved on the workers
+    (:func:`check_fit_memory` passes ``folds_on_workers``); False: on the client.
 
     Returns
     -------
@@ -444,7 +445,6 @@ def check_feature_map_budget(method: str, n_features_in: int, n_components: int,
 
 def _positive_int(value) -> bool:
     import numbers
-
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
