@@ -60,23 +60,19 @@ def main(argv=None) -> dict:
     from dkrr.linalg._weighted import streamed_statistics_maps
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-components", type=int, default=4096)
-    ap.add_argument("--cv", type=int, default=5)
-    ap.add_argument("--rows", type=int, default=20000)
-    ap.add_argument("--d", type=int, default=8)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    for name, default in (("n-components", 4096), ("cv", 5), ("rows", 20000), ("d", 8), ("workers", 2), ("seed", 0)):
+        ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--skip-client", action="store_true", help="only the workers' path")
     add_load_arguments(ap)
     args = ap.parse_args(argv)
     start = script_start(args)
+    K = int(args.cv)
+    fmap = build_random_feature_map(kernel="gaussian", method="rff", n_components=args.n_components,
+                                    gamma=1.0 / args.d, n_features_in=args.d, random_state=args.seed, options={})
     print(f"dkrr imported from {dkrr.__file__}")
     rng = np.random.default_rng(args.seed)
     X = rng.standard_normal((args.rows, args.d))
     y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(args.rows)
-    K = int(args.cv)
-    fmap = build_random_feature_map(kernel="gaussian", method="rff", n_components=args.n_components,
-                                    gamma=1.0 / args.d, n_features_in=args.d, random_state=args.seed, options={})
     p = fmap.n_output_features
     out = {"args": vars(args), "p": p, "dkrr": dkrr.__file__}
     with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard=False,
