@@ -19,7 +19,7 @@ grid (:func:`~dkrr.linalg._cv.score_fold`). The sums and the unpacking are those
 :meth:`~dkrr.linalg.RidgeStatistics.symmetrized` then
 :meth:`~dkrr.linalg.RidgeStatistics.total`, in the same order, so the fold errors are
 those of :func:`~dkrr.linalg.cross_validate_statistics` on the client (to the rounding
-of the eigendecomposition's BLAS threads).
+of the fold solve's BLAS threads).
 """
 
 from __future__ import annotations

@@ -49,8 +49,7 @@ number of blocks):
   the client gathers one total (``S_full`` of one fold) and a worker holds ``S``, the
   totals and its fold solves (:func:`~dkrr.linalg._cv_tasks.fold_part_bytes`, four
   ``p x p`` matrices and the inputs each); when no worker can, the client solves them:
-  ``S_full`` of K folds and ``56 p^2`` in place of ``32 p^2`` (7.1 measured with the
-  eigendecomposition; the tridiagonal reduction that replaced it works in the centred copy).
+  ``S_full`` of K folds and ``56 p^2`` in place of ``32 p^2`` (7.1 measured with eigh).
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the
 smallest Dask worker when a distributed ``Client`` is active (else with the available
