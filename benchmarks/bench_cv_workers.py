@@ -17,9 +17,9 @@ of ``--d`` columns, kept on the workers with ``persist``), then, on that same re
 For each it prints the step's wall time and the peak RSS of the client and of each worker
 (:class:`bench_fit_2m.PeakRSS`: ``VmHWM`` reset before the step, polled by a thread with
 psutil as a cross-check), and that both gave the same fold errors. The pass itself is not
-the point (its time is printed). Defaults are the issue's target; a p = 8192
-eigendecomposition takes about a minute per core here, so the full run takes ~10 minutes
-(pass ~2, workers' CV ~3, client's CV ~5)::
+the point (its time is printed). Defaults are the issue's target; the full run should take
+under 10 minutes on the 2-core machine (the pass of 20,000 rows at p = 8192 about 2; each
+CV step five p = 8192 fold solves, a tridiagonalisation each, plus the gathers)::
 
     .venv/bin/python benchmarks/bench_cv_workers.py [--n-components 4096] [--cv 5] [--rows 20000]
         [--d 8] [--workers 2] [--allow-load]
