@@ -92,7 +92,8 @@ class RefineResult:
         ``errors`` (passes, t): the estimated relative error ``||M^-1 r|| / ||beta||``
         of the same iterates (the last row bounds the returned coefficients', which add
         a final free correction where the passes allow, module docstring); ``converged``
-        (every target's last error at most ``tol``) and ``tol``.
+        (every target's last error at most ``tol``, or its residual at most
+        :data:`RESIDUAL_FLOOR`) and ``tol``.
     factor : ndarray (p, p)
         The preconditioner's factor it was given (the Bayesian reading reuses it).
     """
