@@ -46,10 +46,10 @@ import numpy as np
 
 try:
     from benchmarks._data import load_split, synthetic_arrays
-    from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
 except ImportError:  # run as a script from benchmarks/
     from _data import load_split, synthetic_arrays  # type: ignore[no-redef]
-    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
 
 __all__ = ["main"]
 
@@ -220,7 +220,7 @@ def main(argv=None):
     syn, rea = synthetic(args), real(args)
     lines = _summary(syn, rea)
     validity = script_end(run_start)
-    lines += ["", f"validity: {json.dumps(validity, default=str)}"]
+    lines += ["", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(lines))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
