@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
     from benchmarks.bench_fit_2m import PeakRSS, fmt_mb
 except ImportError:  # run as a script from benchmarks/
-    from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
     from bench_fit_2m import PeakRSS, fmt_mb  # type: ignore[no-redef]
 
 __all__ = ["main"]
@@ -188,7 +188,7 @@ def main(argv=None):
         lines.append(msg)
     validity = script_end(run_start)
     out["validity"] = validity
-    lines.append("validity: " + json.dumps(validity))
+    lines += ["validity: " + json.dumps(validity), verdict_line(validity)]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str))
