@@ -66,7 +66,7 @@ def test_fold_tasks_equal_the_client_side_cv(data, scheduler, case):
     every = [s if ref_fn is None else ref_fn(s) for s in streamed_statistics_maps(Xd, Yd, maps, **common)]
     expected = np.stack([cross_validate_statistics(s, ALPHAS, fit_intercept) for s in every])
     assert cv.fold_mse.shape == (len(maps), K, ALPHAS.size) and np.isfinite(cv.fold_mse).all()
-    np.testing.assert_allclose(cv.fold_mse, expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(cv.fold_mse, expected, rtol=1e-10, atol=0)  # BLAS blocking differs by thread count: 1e-12 to 1.4e-11 measured (oldest dependencies)
     np.testing.assert_array_equal(cv.alphas, ALPHAS)
     np.testing.assert_array_equal(cv.folds.n, every[0].n)
     np.testing.assert_array_equal(cv.folds.weights(), every[0].weights())
@@ -90,7 +90,7 @@ def test_default_alpha_grid_is_computed_with_the_folds(data, scheduler):
     every = streamed_statistics_maps(Xd, yd, maps, n_folds=K)
     np.testing.assert_array_equal(cv.alphas, default_alphas(every[1], True))
     expected = np.stack([cross_validate_statistics(s, cv.alphas, True) for s in every])
-    np.testing.assert_allclose(cv.fold_mse, expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(cv.fold_mse, expected, rtol=1e-10, atol=0)  # BLAS blocking differs by thread count: 1e-12 to 1.4e-11 measured (oldest dependencies)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
@@ -109,7 +109,7 @@ def test_estimator_cv_on_a_cluster_equals_threads(data, local_cluster, kind):
         ref = est.__class__(**est.get_params()).fit(X, target, sample_weight=w)
     with distributed.Client(local_cluster):
         got = est.fit(X, target, sample_weight=w)
-    np.testing.assert_allclose(got.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-10, atol=0)  # BLAS blocking differs by thread count: 1e-12 to 1.4e-11 measured (oldest dependencies)
     assert got.alpha_ == ref.alpha_
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
 
@@ -148,7 +148,7 @@ def test_the_client_gathers_one_total_gram_not_the_fold_grams(data, local_cluste
     assert len(solved_on) == 2, solved_on  # the K fold solves were spread over both workers
     with limit_blas_threads(1):  # as the workers' (their eigh's rounding depends on the BLAS threads)
         expected = cross_validate_statistics(stats, ALPHAS, True)
-    np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)  # BLAS blocking differs by thread count: 1e-12 to 1.4e-11 measured (oldest dependencies)
 
 
 def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
@@ -176,7 +176,7 @@ def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
             got = est.fit(X, y)
         assert not any("_score" in str(t["key"]) for t in stream.data)  # no fold solve ran on the worker
         assert _bytes_to_non_workers(client) > 0.5 * 3 * p * p * 8  # the K packed fold Grams were gathered
-    np.testing.assert_allclose(got.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.cv_results_["fold_mse"], ref.cv_results_["fold_mse"], rtol=1e-10, atol=0)  # BLAS blocking differs by thread count: 1e-12 to 1.4e-11 measured (oldest dependencies)
     # the final solve at the chosen alpha (1e-4: ill-conditioned) ran with other BLAS threads
     assert got.alpha_ == ref.alpha_
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)

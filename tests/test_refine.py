@@ -76,7 +76,7 @@ def test_the_error_estimate_it_stops_on_is_the_actual_error(intercept):
     actual = np.linalg.norm(last - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
     np.testing.assert_allclose(est, actual, rtol=0.5)  # the same number, not only a bound
     final = np.linalg.norm(res.beta - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
-    assert (final < 1e-2 * est).all() and (final < 2e-12).all(), (final, est)
+    assert (final < 0.05 * est).all() and (final < 2e-12).all(), (final, est)  # float64's own error: 2e-13 to 8e-13
     start = np.linalg.norm(beta0 - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
     np.testing.assert_allclose(res.info["errors"][0], start, rtol=0.5)  # and for the float32 start
 
