@@ -386,8 +386,8 @@ def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
     (``apply_M(R, cols)`` preconditions them). A column stops when its relative residual
     is at most ``tol`` or, with ``stop``, when ``stop(x, r, z, cols)`` (the iterates, the
     residuals and the preconditioned residuals ``z = M^-1 r`` of the running columns
-    ``cols``, before each step) marks it done. Returns ``(x, info)``; ``info["active"]`` marks the columns that
-    did not stop."""
+    ``cols``, before each step) marks it done. Returns ``(x, info)``; ``info["active"]``
+    marks the columns that did not stop."""
     p, t = b.shape
     bnorm = np.linalg.norm(b, axis=0)
     x = np.zeros((p, t))
