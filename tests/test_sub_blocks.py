@@ -54,3 +54,36 @@ def test_fold_feature_blocks_cut_the_engine_at_fold_boundaries():
         got[k].append(Zk.copy())
     for k in range(3):
         np.testing.assert_allclose(np.vstack(got[k]), Z[bounds[k]:bounds[k + 1]], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["rff", "orf", "sorf"])
+def test_sub_blocks_reuse_one_projection_buffer_with_the_same_features(method):
+    """Every sub-block's projection is written into one buffer allocated per call (in dask
+    workers, whose allocator returns freed memory at once, a fresh array per sub-block cost
+    its page faults each time), and the features are those of a fresh projection."""
+    from dkrr.features import RandomFeatureMap
+
+    X = np.random.default_rng(2).standard_normal((70, 4))
+    fmap = build_random_feature_map(kernel="gaussian", method=method, n_components=8, gamma=0.5,
+                                    n_features_in=4, random_state=0, options={})
+    assert isinstance(fmap, RandomFeatureMap) and fmap.projection_columns == 8
+    works = []
+
+    class Recording(type(fmap)):
+        def transform(self, X, out=None, work=None):
+            works.append(work)
+            return super().transform(X, out=out, work=work)
+
+    rec = Recording(**{f.name: getattr(fmap, f.name) for f in __import__("dataclasses").fields(fmap)})
+    whole = fmap.transform(X)
+    for precision, rtol in (("float64", 1e-13), ("float32", 1e-6)):
+        works.clear()
+        for start, stop, Zs in feature_sub_blocks(X, rec, 8 * 16 * 9, precision):
+            np.testing.assert_allclose(Zs, whole[start:stop], rtol=rtol, atol=rtol)
+            assert Zs.dtype == np.dtype(precision)
+        assert len(works) > 2 and all(w is not None and w.dtype == np.dtype(precision) for w in works)
+        assert len({w.__array_interface__["data"][0] for w in works}) == 1  # one buffer, reused
+    # the dense projections write into the buffer they are given
+    P = np.empty((70, 8))
+    assert fmap.projection.project(X, out=P) is P if method != "sorf" else True
+    np.testing.assert_array_equal(fmap.transform(X, work=np.empty((70, 8))), whole)

@@ -97,13 +97,17 @@ class Projection:
         return False
 
     # -- application --------------------------------------------------------------
-    def project(self, X: np.ndarray) -> np.ndarray:
+    def project(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Return ``X @ W.T`` with the fast path, in the dtype of ``X``.
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features_in), float32 or float64
             Already validated (finite, C-contiguous, floating).
+        out : ndarray, optional
+            A C-contiguous buffer of the result's shape and dtype that a projection computed
+            by one GEMM writes into (a reused buffer spares the allocation per sub-block);
+            other paths may ignore it. Use the returned array.
 
         Returns
         -------

@@ -129,10 +129,21 @@ class RandomFeatureMap(FeatureMap):
     def n_output_features(self) -> int:  # type: ignore[override]
         return output_width(self.kernel, self.projection.n_components, self.projection.is_complex)
 
-    def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    @property
+    def projection_columns(self) -> int:
+        """Columns of the projection ``X W^T`` (twice ``n_components`` for a complex ``W``):
+        the shape of :meth:`transform`'s ``work`` buffer."""
+        return self.projection.n_components * (2 if self.projection.is_complex else 1)
+
+    def transform(self, X: np.ndarray, out: np.ndarray | None = None, work: np.ndarray | None = None) -> np.ndarray:
+        """Features of a validated float block ``X`` (dtype kept), optionally into ``out``;
+        ``work`` (rows, :attr:`projection_columns`) of ``X``'s dtype is a buffer the
+        projection may use (the sub-block engine reuses one: a fresh array per sub-block
+        costs page faults where the allocator returns freed memory to the system at once,
+        as dask workers' ``MALLOC_TRIM_THRESHOLD_`` makes it)."""
         if self.column_scale is not None:
             X = X * self.column_scale.astype(X.dtype, copy=False)
-        P = self.projection.project(X)
+        P = self.projection.project(X) if work is None else self.projection.project(X, out=work)
         if self.radial is not None:
             P *= self.radial.astype(P.dtype, copy=False)
         return apply_nonlinearity(self.kernel, P, self.weights, out=out, n_components=self.projection.n_components)

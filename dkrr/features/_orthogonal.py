@@ -248,7 +248,7 @@ class HadamardBlockProjection(Projection):
             self._n_passes(),
         )
 
-    def project(self, X: np.ndarray, *, path: str = "auto") -> np.ndarray:
+    def project(self, X: np.ndarray, out: np.ndarray | None = None, *, path: str = "auto") -> np.ndarray:
         """Return ``X @ W.T`` in the dtype of ``X``.
 
         Parameters
@@ -258,11 +258,13 @@ class HadamardBlockProjection(Projection):
             ``"fast"``: FWHTs on all rows of a block at once, O(n D log d');
             ``"dense"``: one GEMM with ``W`` regenerated from the stored numbers
             (cached on the instance); ``"auto"``: :meth:`use_dense` decides.
+        out : ndarray, optional
+            Buffer the dense path's GEMM writes into (:meth:`Projection.project`).
         """
         if path == "auto":
             path = "dense" if self.use_dense() else "fast"
         if path == "dense":
-            return X @ self._dense_wt(X.dtype)
+            return np.matmul(X, self._dense_wt(X.dtype), out=out)
         if path == "fast":
             return self._project_fast(X)
         raise InvalidParameterError(f"path must be 'auto', 'fast' or 'dense', got {path!r}")

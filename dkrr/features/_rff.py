@@ -31,8 +31,8 @@ class DenseProjection(Projection):
             self._cast[dtype] = np.ascontiguousarray((self.scale * self.weights).T, dtype=dtype)
         return self._cast[dtype]
 
-    def project(self, X: np.ndarray) -> np.ndarray:
-        return X @ self._wt(X.dtype)
+    def project(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        return np.matmul(X, self._wt(X.dtype), out=out)
 
     def matrix(self) -> np.ndarray:
         return self.scale * self.weights

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "check_precision", "precision_error",
+__all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "cast_buffer", "check_precision", "precision_error",
            "sub_block_rows"]
 
 #: the values of ``precision``: the dtype of the features and of each sub-block's products
@@ -89,19 +89,31 @@ def precision_error(stats, alpha: float, precision: str) -> float:
 _CAST_BYTES = 4 * 2**20
 
 
-def _cross64(Z: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def cast_buffer(p: int, precision: str) -> np.ndarray | None:
+    """The reusable float64 buffer of :func:`_cross64` for float32 features of width ``p``
+    (None for float64 features, which need none)."""
+    if np.dtype(precision) == np.float64:
+        return None
+    return np.empty((max(1, _CAST_BYTES // (8 * int(p))), int(p)))
+
+
+def _cross64(Z: np.ndarray, Y: np.ndarray, cast: np.ndarray | None = None) -> np.ndarray:
     """``Z^T Y`` in float64 for float64 ``Y`` (t columns, t small).
 
-    A float32 ``Z`` is widened in row slices of at most :data:`_CAST_BYTES`, so the product
-    is a float64 GEMM: a float32 GEMM with the rounded targets sums thousands of products
-    in single precision and measured 5 eps32 relative error where the widened product has
-    0.3 eps32 (the features' own rounding). The cost is O(rows p t), against the Gram's
-    O(rows p^2).
+    A float32 ``Z`` is widened in row slices of at most :data:`_CAST_BYTES` (into ``cast``,
+    from :func:`cast_buffer`, when given), so the product is a float64 GEMM: a float32 GEMM
+    with the rounded targets sums thousands of products in single precision and measured 5
+    eps32 relative error where the widened product has 0.3 eps32 (the features' own
+    rounding). The cost is O(rows p t), against the Gram's O(rows p^2).
     """
     if Z.dtype == np.float64:
         return Z.T @ Y
+    if cast is None or cast.shape[1] != Z.shape[1]:
+        cast = cast_buffer(Z.shape[1], "float32")
     out = np.zeros((Z.shape[1], Y.shape[1]))
-    step = max(1, _CAST_BYTES // (8 * Z.shape[1]))
+    step = cast.shape[0]
     for a in range(0, Z.shape[0], step):
-        out += Z[a:a + step].astype(np.float64).T @ Y[a:a + step]
+        m = min(step, Z.shape[0] - a)
+        np.copyto(cast[:m], Z[a:a + m])
+        out += cast[:m].T @ Y[a:a + m]
     return out
