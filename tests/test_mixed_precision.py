@@ -18,7 +18,7 @@ from dkrr.datasets import load_casp, load_magic04
 from dkrr.errors import PrecisionWarning, SourceChangedError
 from dkrr.estimators._fitted import is_fitted_name
 from dkrr.io._model import load_model, save_model
-from dkrr.linalg._refine import DEFAULT_REFINE_TOL
+from dkrr.linalg._refine import DEFAULT_REFINE_TOL, targets_stopped
 
 
 def _rel(a, b):
@@ -70,9 +70,12 @@ def test_the_default_is_float32_statistics_refined_to_the_float64_fit(casp):
     assert info["tol"] == DEFAULT_REFINE_TOL and 2 <= info["passes"] <= 16
     r, e = info["residuals"], info["errors"]
     assert r.shape == e.shape == (info["passes"], 1) and r[0, 0] > 1e-9 and e[0, 0] > 1e-8
-    assert e[-1, 0] <= info["tol"] and r[-1, 0] < 1e-3 * r[0, 0]
-    # the estimate it stopped on bounds the coefficients' actual distance to float64's
-    assert _rel(auto.coef_, at.coef_) < 10 * e[-1, 0] + 1e-12, (_rel(auto.coef_, at.coef_), e[-1, 0])
+    assert targets_stopped(e, r, info["tol"]).all() and r[-1, 0] < 1e-3 * r[0, 0]
+    # the estimate it stopped on bounds the coefficients' actual distance to float64's:
+    # the iterate's estimate, or after the free final correction (which the last pass's
+    # contraction allowed) that estimate times the contraction
+    after = e[-1, 0] * min(1.0, e[-1, 0] / e[-2, 0])
+    assert _rel(auto.coef_, at.coef_) < 10 * after + 1e-12, (_rel(auto.coef_, at.coef_), e[:, 0])
     assert auto.precision_error_ < 1e-6 * f32.precision_error_  # the float64 estimate
 
 

@@ -448,7 +448,7 @@ def _agree_precision_error(est):
 
 def _agree_refinement(est):
     """With precision_ "mixed": converged in its passes, each target stopped by its rule."""
-    from ..linalg._refine import DEFAULT_REFINE_MAX_PASSES, RESIDUAL_FLOOR
+    from ..linalg._refine import DEFAULT_REFINE_MAX_PASSES, RESIDUAL_FLOOR, targets_stopped
 
     info, res, passes = est.refinement_, est.refinement_["residuals"], est.refinement_["passes"]
     if getattr(est, "precision_", None) != "mixed":
@@ -456,10 +456,10 @@ def _agree_refinement(est):
     if not info["converged"] or passes > DEFAULT_REFINE_MAX_PASSES:
         return f"records an unconverged refinement or {passes} passes (at most {DEFAULT_REFINE_MAX_PASSES}); it is kept only converged"
     err, floor = (info["errors"], RESIDUAL_FLOOR) if "errors" in info else (res, info["tol"])  # format 5: residual <= tol
-    if any(a.shape != (passes, _targets(est)) or (a < 0).any() for a in (res, err)) or (
-            (err[-1] > info["tol"]) & (res[-1] > floor)).any():
+    if any(a.shape != (passes, _targets(est)) or (a < 0).any() for a in (res, err)) or not (
+            targets_stopped(err, res, info["tol"]) if "errors" in info else res[-1] <= floor).all():
         return (f"residuals or errors has shape {res.shape} for {passes} passes of {_targets(est)} target(s), or "
-                f"negative values, or a target whose last error is above tol={info['tol']!r} and residual above {floor:g}")
+                f"negative values, or a target that no rule stopped (tol={info['tol']!r}, residual floor {floor:g})")
     return None
 
 
