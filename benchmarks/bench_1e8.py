@@ -15,6 +15,10 @@ x 1 thread, processes, 127.0.0.1):
    (kernel ``VmHWM`` reset before each fit; see :class:`benchmarks.bench_fit_2m.PeakRSS`).
 3. **Test error**: RMSE on ``--n-test`` fresh rows (another seed) against the noise
    standard deviation (the floor: a perfect model's RMSE).
+4. **Where the time goes**: each fit's refinement (passes, estimated errors) and the
+   summed task seconds by phase from ``distributed``'s task stream (statistics pass,
+   refinement passes, CV fold solves, reads, sums), against the bare Gram: ``n p^2`` at the
+   float32 SSYRK rate each worker measures at the start of the run (one BLAS thread).
 
 Run (the store takes 3.2 GB on disk; about 10 minutes for the store and the fits on 2
 cores)::
@@ -98,6 +102,51 @@ def ensure_store(args, client) -> tuple[float | None, str]:
     return time.perf_counter() - t0, "written"
 
 
+#: task-name fragments -> the phase of the fit they belong to (first match wins)
+PHASES = (("block_statistics", "statistics pass: float32 features and fold Grams"),
+          ("refine_block", "refinement passes: float64 features, Z^T (Z v)"),
+          ("dkrr-combine", "sums of the block results"),
+          ("getitem", "reading the store"), ("rows", "reading the store"),
+          ("_score", "CV fold solves"), ("_fold", "CV fold solves"))
+
+
+def phase_of(key) -> str:
+    """The phase of the fit a task key belongs to (:data:`PHASES`; else "other")."""
+    name = str(key[0] if isinstance(key, tuple) else key)
+    return next((phase for frag, phase in PHASES if frag in name), "other")
+
+
+def breakdown(tasks: list) -> dict:
+    """Summed compute and transfer seconds per phase from ``distributed``'s task stream,
+    and the refinement passes (distinct refinement task names)."""
+    out: dict = {}
+    refine = set()
+    for t in tasks:
+        phase = phase_of(t["key"])
+        name = str(t["key"][0] if isinstance(t["key"], tuple) else t["key"])
+        if "refine_block" in name:  # one task name per pass: "dkrr-refine_block-<token>[-<block>]"
+            head, _, tail = name.rpartition("-")
+            refine.add(head if tail.isdigit() else name)
+        row = out.setdefault(phase, {"tasks": 0, "compute_s": 0.0, "transfer_s": 0.0})
+        row["tasks"] += 1
+        for ss in t["startstops"]:
+            kind = "compute_s" if ss["action"] == "compute" else "transfer_s"
+            row[kind] += ss["stop"] - ss["start"]
+    return {"phases": out, "refine_task_groups": len(refine)}
+
+
+def _syrk_rate(p: int, seconds: float = 3.0) -> float:
+    """Measured ``rows p^2`` per second of one float32 ``Z^T Z`` (SSYRK) at p columns on
+    this worker's one BLAS thread: the Gram's hardware rate, the baseline of the breakdown."""
+    Z = np.random.default_rng(0).standard_normal((16384, p)).astype(np.float32)
+    np.matmul(Z.T, Z)
+    t0, k = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        np.matmul(Z.T, Z)
+        k += 1
+    return k * Z.shape[0] * p * p / (time.perf_counter() - t0)
+
+
 def fit_once(args, client, n: int) -> dict:
     from dkrr import RandomFeatureRidge
     from dkrr.io import open_dataset
@@ -109,7 +158,9 @@ def fit_once(args, client, n: int) -> dict:
     if args.precision:
         params["precision"] = args.precision
     est = RandomFeatureRidge(**params)
-    with PeakRSS(client) as mon:
+    from distributed import get_task_stream
+
+    with PeakRSS(client) as mon, get_task_stream(client) as stream:
         t0 = time.perf_counter()
         est.fit(X, y)
         t = time.perf_counter() - t0
@@ -118,8 +169,25 @@ def fit_once(args, client, n: int) -> dict:
     rmse = float(np.sqrt(np.mean((est.predict(Xt) - yt) ** 2)))
     return {"n": n, "fit_s": t, "alpha_": float(est.alpha_), "precision_": getattr(est, "precision_", None),
             "test_rmse": rmse, "rmse_over_noise": rmse / args.noise, "memory": mon.result,
+            "refinement": {k: np.asarray(v).tolist() for k, v in getattr(est, "refinement_", {}).items()},
+            "breakdown": breakdown(stream.data),
             "worker_peak_max": max(mon.worker_peaks()), "client_peak": mon.result["client"]["peak"],
             "lines": mon.lines(), "n_blocks": len(X.chunks[0])}
+
+
+def breakdown_lines(r: dict, rate: float, args) -> list[str]:
+    """The report's lines of one fit's breakdown: the refinement's passes and each phase's
+    summed task seconds, against the bare Gram at the measured SSYRK rate on every worker."""
+    ref = r["refinement"]
+    gram = r["n"] * (2 * args.D) ** 2 / rate / args.workers
+    out = [f"    refinement: {ref.get('passes')} passes, estimated errors "
+           f"{[f'{e[0]:.1e}' for e in ref.get('errors', [])]}" if ref else "    refinement: none",
+           f"    bare Gram at the measured rate on {args.workers} workers: {gram:.1f} s "
+           f"(fit / bare Gram {r['fit_s'] / gram:.2f}); task seconds by phase (summed over workers):"]
+    for phase, row in sorted(r["breakdown"]["phases"].items(), key=lambda kv: -kv[1]["compute_s"]):
+        out.append(f"      {phase:<52} {row['tasks']:5d} tasks {row['compute_s']:9.1f} s compute "
+                   f"{row['transfer_s']:7.1f} s transfer")
+    return out
 
 
 def main(argv=None):
@@ -170,6 +238,13 @@ def main(argv=None):
         print(msg, flush=True)
         lines.append(msg)
         out["store"] = {"how": how, "seconds": t_store, "bytes": size}
+        rate = float(np.median(client.gather([client.submit(_syrk_rate, 2 * args.D, pure=False, key=f"syrk-rate-{i}")
+                                              for i in range(args.workers)])))
+        out["syrk_rate"] = rate
+        msg = (f"baseline: one worker's float32 Z^T Z (SSYRK, 16,384 x {2 * args.D}, 1 BLAS thread) runs at "
+               f"{rate / 1e9:.1f}G rows*p^2/s, measured in this run")
+        print(msg, flush=True)
+        lines.append(msg)
         for n in sorted(set(args.compare_n) - {args.n}) + [args.n]:
             r = fit_once(args, client, n)
             msg = (f"n = {n:>11,}: fit {r['fit_s']:7.1f} s ({r['n_blocks']} blocks, {n / r['fit_s'] / 1e6:.2f}M rows/s), "
@@ -177,6 +252,9 @@ def main(argv=None):
                    f"{r['rmse_over_noise']:.3f} x the noise sd; peak RSS:")
             print(msg, *r["lines"], sep="\n", flush=True)
             lines += [msg, *r.pop("lines")]
+            bd = breakdown_lines(r, rate, args)
+            print(*bd, sep="\n", flush=True)
+            lines += bd
             out["fits"].append(r)
     big = out["fits"][-1]
     if len(out["fits"]) > 1:
