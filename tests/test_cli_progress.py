@@ -307,8 +307,10 @@ def test_fit_log_in_a_file_is_a_few_plain_lines(stores, tmp_path):
                               env={**_env(), "DKRR_PROGRESS_INTERVAL": "0"})
     assert proc.returncode == 0, log.read_text()
     lines = _log_lines(log)
-    _check_log(lines)
-    assert len(lines) <= 1 + 2 * 11 and log.stat().st_size < 4096, lines
+    bars = _check_log(lines)
+    # the cluster line, and each bar's label and at most 10 lines: the column moments' short
+    # pass draws a bar only when it outlasts a redraw (on a loaded machine), so count the bars
+    assert len(bars) <= 3 and len(lines) <= 1 + 11 * len(bars) and log.stat().st_size < 4096, lines
     assert "solver='auto' chose 'cholesky': the Gram path (p = 512 features) needs about" in proc.stdout
 
 

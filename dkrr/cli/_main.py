@@ -59,9 +59,21 @@ class _Terminated(KeyboardInterrupt):
     """Raised in the main thread by SIGTERM, so that it cleans up exactly as Ctrl-C."""
 
 
+#: the signal that interrupted the command, if any: the worker processes share the
+#: terminal's process group, so a Ctrl-C also stops them, and their loss can surface in the
+#: main thread as the computation's error before its own KeyboardInterrupt does
+_SIGNALLED: list[int] = []
+
+
 def _on_sigterm(signum, frame):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup
+    _SIGNALLED.append(signum)
     raise _Terminated
+
+
+def _on_sigint(signum, frame):
+    _SIGNALLED.append(signum)
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,9 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         print("dkrr: interrupted", file=sys.stderr)
         return 130
     _quiet_interrupted_distributed()
-    previous = None
+    previous = previous_int = None
+    _SIGNALLED.clear()
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
+            previous_int = signal.signal(signal.SIGINT, _on_sigint)
     try:
         # the libraries are imported here, inside the handlers: a Ctrl-C while they load
         # (a few seconds) is an interruption like any other, not an import traceback
@@ -90,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return int(handler(args) or 0)
         except (DkrrError, FileNotFoundError) as exc:
+            if _SIGNALLED:  # the interrupted workers' error came first: it is the interruption
+                raise (_Terminated if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt)() from exc
             print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
             return 1
     except _Terminated:
@@ -101,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":  # pragma: no cover
