@@ -143,7 +143,7 @@ class RandomFeatureMap(FeatureMap):
         as dask workers' ``MALLOC_TRIM_THRESHOLD_`` makes it)."""
         if self.column_scale is not None:
             X = X * self.column_scale.astype(X.dtype, copy=False)
-        P = self.projection.project(X) if work is None else self.projection.project(X, out=work)
+        P = self.projection.project(X, out=work)
         if self.radial is not None:
             P *= self.radial.astype(P.dtype, copy=False)
         return apply_nonlinearity(self.kernel, P, self.weights, out=out, n_components=self.projection.n_components)

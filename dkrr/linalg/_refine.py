@@ -125,8 +125,7 @@ def _stop_rules(e, prev, tol, final_correction=True):
     ``tol /`` :data:`CORRECTION_MARGIN`. The residual rule is the caller's."""
     e, prev = np.asarray(e, dtype=float), np.asarray(prev, dtype=float)
     correct = np.isfinite(prev) & (e <= FINAL_CORRECTION_CONTRACTION * prev) & bool(final_correction)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        after = np.where(prev > 0, e * (e / np.where(prev > 0, prev, 1.0)), 0.0)
+    after = np.where(prev > 0, e * (e / np.where(prev > 0, prev, 1.0)), 0.0)
     return (e <= tol) | (correct & (after * CORRECTION_MARGIN <= tol)), correct
 
 
@@ -293,8 +292,8 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
         return scipy.linalg.cho_solve((factor, True), R, check_finite=False)
 
     def stop(delta, r, z, cols):  # the error of beta0 + delta is about M^-1 r = z (module docstring)
-        prev = errors[-1][cols] if errors else np.full(len(cols), np.inf)
         row = errors[-1].copy() if errors else np.full(t, np.inf)
+        prev = row[cols]  # a copy (fancy index): the estimate before this pass
         norm = np.linalg.norm(beta0[:, cols] + delta, axis=0)
         e = row[cols] = np.linalg.norm(z, axis=0) / np.where(norm > 0, norm, 1.0)
         errors.append(row)

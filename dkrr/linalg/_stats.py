@@ -325,12 +325,9 @@ def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str
     Pbuf = None if width is None else np.empty((sub, width), dtype=dtype)
     for start in range(0, n_rows, sub):
         stop = min(n_rows, start + sub)
-        Xs = Xbuf[: stop - start]
-        np.copyto(Xs, X[start:stop], casting="same_kind")
-        if Pbuf is None:
-            Z = fmap.transform(Xs, out=Zbuf[: stop - start])
-        else:
-            Z = fmap.transform(Xs, out=Zbuf[: stop - start], work=Pbuf[: stop - start])
+        m = stop - start
+        np.copyto(Xbuf[:m], X[start:stop], casting="same_kind")
+        Z = fmap.transform(Xbuf[:m], out=Zbuf[:m], **({} if Pbuf is None else {"work": Pbuf[:m]}))
         if row_scale is not None:
             Z *= row_scale[start:stop, None]
         yield start, stop, Z
