@@ -277,6 +277,19 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def machine_line() -> str:
+    """One report line naming the machine a run measured: CPU model, cores, memory,
+    Python and the numeric libraries' versions (a report from another machine says so)."""
+    m = machine_info()
+    mem = m["memory_total_bytes"]
+    blas = ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')})" for b in m["blas"]
+                     if b.get("user_api") == "blas")
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+    memory = f"{mem / 2**30:.0f} GiB memory" if mem else "memory unknown"
+    return (f"machine: {m['cpu_model']}, {m['cores_available']} cores available ({m['logical_cores']} logical), "
+            f"{memory}; Python {m['python']}; BLAS {blas}; {versions}")
+
+
 # -- dkrr probes -----------------------------------------------------------------------
 def dkrr_ridge_classes() -> tuple[type, type]:
     """``(RandomFeatureRidge, RandomFeatureRidgeClassifier)`` from the public ``dkrr`` package.

@@ -42,9 +42,11 @@ import numpy as np
 
 try:
     from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line
+    from benchmarks._common import machine_line
     from benchmarks.bench_fit_2m import PeakRSS, fmt_mb
 except ImportError:  # run as a script from benchmarks/
     from _validity import add_load_arguments, script_end, script_start, verdict_line  # type: ignore[no-redef]
+    from _common import machine_line  # type: ignore[no-redef]
     from bench_fit_2m import PeakRSS, fmt_mb  # type: ignore[no-redef]
 
 __all__ = ["main"]
@@ -227,7 +229,8 @@ def main(argv=None):
              f"0.25 x3 x4 + {args.noise} e; SORF D = {args.D} ({2 * args.D} feature columns), gamma = {args.gamma:g}, "
              f"cv = {args.cv} over alphas {args.alphas}, precision = {args.precision or 'the default'}; "
              f"LocalCluster {args.workers} workers x 1 thread; chunk_rows {args.chunk_rows:,}"]
-    print(lines[0], lines[1], sep="\n", flush=True)
+    lines.append(machine_line())
+    print(*lines, sep="\n", flush=True)
     out: dict = {"args": vars(args), "fits": []}
     with local_cluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                        memory_limit=args.memory_limit, dashboard=False, quiet=True) as client:

@@ -36,9 +36,11 @@ import numpy as np
 
 try:
     from benchmarks._validity import add_load_arguments, script_end, script_start
+    from benchmarks._common import machine_line
     from benchmarks.bench_fit_2m import PeakRSS
 except ImportError:  # run as a script from benchmarks/
     from _validity import add_load_arguments, script_end, script_start  # type: ignore[no-redef]
+    from _common import machine_line  # type: ignore[no-redef]
     from bench_fit_2m import PeakRSS  # type: ignore[no-redef]
 
 
@@ -70,6 +72,7 @@ def main(argv=None) -> dict:
     fmap = build_random_feature_map(kernel="gaussian", method="rff", n_components=args.n_components,
                                     gamma=1.0 / args.d, n_features_in=args.d, random_state=args.seed, options={})
     print(f"dkrr imported from {dkrr.__file__}")
+    print(machine_line(), flush=True)
     rng = np.random.default_rng(args.seed)
     X = rng.standard_normal((args.rows, args.d))
     y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(args.rows)
