@@ -18,7 +18,7 @@ from dkrr.datasets import load_casp, load_magic04
 from dkrr.errors import PrecisionWarning, SourceChangedError
 from dkrr.estimators._fitted import is_fitted_name
 from dkrr.io._model import load_model, save_model
-from dkrr.linalg._refine import DEFAULT_REFINE_TOL, targets_stopped
+from dkrr.linalg._refine import DEFAULT_REFINE_MAX_PASSES, DEFAULT_REFINE_TOL, targets_stopped
 
 
 def _rel(a, b):
@@ -170,3 +170,21 @@ def test_a_source_rewritten_between_refinement_passes_stops_the_fit_unfitted(tmp
                                                          r"than in pass 1.*precision='auto' refines.*precision='float64'"):
                 est.fit(zarr.open_array(store, mode="r"), y[:1200])
     assert not any(is_fitted_name(k) for k in vars(est)), vars(est)  # nothing fitted
+
+
+def test_a_refinement_that_does_not_converge_falls_back_to_a_float64_pass(casp):
+    """300 rows, p = 512, alpha = 5e-6: just above where the float32 factor stops existing
+    (3e-6 here), the factor is too far from float64's G_c + alpha I for CG to reach the
+    tolerance in DEFAULT_REFINE_MAX_PASSES passes (measured: estimated error 1.1e-7 after
+    16 passes, tolerance 1e-10). The fit warns, says why, repeats the pass in float64 and
+    keeps no partial refinement."""
+    X, y = casp
+    X, y = X[:300], y[:300]
+    kw = dict(alpha=5e-6, n_components=256)
+    with pytest.warns(PrecisionWarning, match=rf"precision='auto': the float64 refinement at alpha=5e-06 did not "
+                                              rf"converge in {DEFAULT_REFINE_MAX_PASSES} passes.*repeated in float64"):
+        auto = RandomFeatureRidge(**{**BASE, **kw}).fit(X, y)
+    f64 = _fit(RandomFeatureRidge, X, y, precision="float64", **kw)
+    assert auto.precision_ == "float64" and "refinement_" not in vars(auto)
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+    np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
