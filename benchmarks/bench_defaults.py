@@ -205,6 +205,66 @@ def summarize(rows, factor_label):
     return lines
 
 
+def _pick(cv, rows):
+    """Row (index into WIDE) and alpha column of the least CV MSE among ``rows``."""
+    sub = cv[rows]
+    r, c = np.unravel_index(np.argmin(sub), sub.shape)
+    return rows[r], c
+
+
+def _extending(lo: int, hi: int, step: int):
+    """The rule that starts from ``2**[lo..hi]`` and, while CV chooses an end, adds ``step``
+    more exponents beyond it (another pass in a fit), up to the wide grid's ends."""
+    def choose(cv):
+        a, b = lo, hi
+        while True:
+            g, c = _pick(cv, [int(i) for i in np.flatnonzero((WIDE >= a) & (WIDE <= b))])
+            if WIDE[g] == a and a > WIDE[0]:
+                a = max(int(WIDE[0]), a - step)
+            elif WIDE[g] == b and b < WIDE[-1]:
+                b = min(int(WIDE[-1]), b + step)
+            else:
+                return g, c
+    return choose
+
+
+def rescore(results: dict) -> list[str]:
+    """Factor sets scored from a run's stored tables (``results.json``: every seed's wide
+    CV table and test errors), against both references: the oracle (least test error of
+    the wide grid) and the wide grid tuned by the same CV (what a user tuning by hand gets).
+    The rules: fixed sets ``2**[lo..hi]`` (one pass, ``hi - lo + 1`` widths), and sets that
+    extend past an end CV chooses (more passes where they extend). No fit is run."""
+    rules = {f"2**[{lo}..{hi}]": (lambda cv, lo=lo, hi=hi: _pick(cv, [int(i) for i in np.flatnonzero(
+        (WIDE >= lo) & (WIDE <= hi))])) for lo, hi in ((-2, 2), (-3, 1), (-3, 2), (-3, 3), (-4, 1), (-4, 4))}
+    rules.update({f"2**[-2..2], extended by {k} at a chosen end": _extending(-2, 2, k) for k in (1, 2)})
+    rows = results["rows"]
+    names = list(dict.fromkeys(r["dataset"] for r in rows))
+    lines = [f"factor sets scored from the stored tables of {len(rows)} fits ({len(names)} data sets x seeds); "
+             "gap = mean over seeds of err / ref - 1; ref = the oracle, or (d) the wide grid tuned by CV",
+             "columns: mean and worst gap to the oracle and the data sets above 2%; the same against (d); "
+             "fits whose choice lies at an end of a fixed set (a GridEdgeWarning)",
+             f"{'rule':<42} {'mean vs oracle':>14}  {'worst vs oracle':<24} {'> 2%':>4}  {'worst vs (d)':<22} "
+             f"{'> 2%':>4}  fits at an end"]
+    for name, choose in rules.items():
+        vs_o, vs_d, ends = {}, {}, 0
+        for r in rows:
+            te, cv = np.asarray(r["wide_test_error"], float), np.asarray(r["wide_cv_mean_mse"], float)
+            g, c = choose(cv)
+            dg, dc = _pick(cv, list(range(len(WIDE))))
+            vs_o.setdefault(r["dataset"], []).append(_gap(te[g, c], te.min()))
+            vs_d.setdefault(r["dataset"], []).append(_gap(te[g, c], te[dg, dc]))
+            lo_hi = name.split("]")[0].split("[")[1].split("..")
+            ends += "extended" not in name and WIDE[g] in (int(lo_hi[0]), int(lo_hi[1]))
+        o = {k: float(np.mean(v)) for k, v in vs_o.items()}
+        d = {k: float(np.mean(v)) for k, v in vs_d.items()}
+        wo, wd = max(o, key=o.get), max(d, key=d.get)
+        worst_o, worst_d = f"{100 * o[wo]:+.2f}% ({wo})", f"{100 * d[wd]:+.2f}% ({wd})"
+        lines.append(f"{name:<42} {100 * np.mean(list(o.values())):>+13.2f}%  {worst_o:<24} "
+                     f"{sum(v > 0.02 for v in o.values()):>4}  {worst_d:<22} {sum(v > 0.02 for v in d.values()):>4}  "
+                     + (f"{ends}/{len(rows)}" if "extended" not in name else "-"))
+    return lines
+
+
 def main(argv=None):
     from dkrr.linalg._cv import AUTO_GAMMA_FACTORS
 
@@ -219,8 +279,22 @@ def main(argv=None):
                     help="BLAS threads of this process (default 1: on a shared 2-core machine a 2-thread "
                          "OpenBLAS eigh of 512 x 512 took 1.8 s instead of 0.14 s)")
     ap.add_argument("--out", default="benchmarks/results/defaults", help="folder of report.txt and results.json")
+    ap.add_argument("--rescore", action="store_true",
+                    help="no fits: score other factor sets from OUT/results.json's stored tables into "
+                         "OUT/factor_sets.txt (deterministic, any load)")
     add_load_arguments(ap)
     args = ap.parse_args(argv)
+    if args.rescore:
+        src = Path(args.out) / "results.json"
+        if not src.is_file():
+            ap.error(f"--rescore reads a previous run's tables, and {src} does not exist: run the benchmark "
+                     f"with --out {args.out} first")
+        lines = [f"command: python -m benchmarks.bench_defaults " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+                 f"source: {src} (the run of {json.loads(src.read_text())['validity'].get('dkrr_commit')})",
+                 *rescore(json.loads(src.read_text()))]
+        print("\n".join(lines))
+        (Path(args.out) / "factor_sets.txt").write_text("\n".join(lines) + "\n")
+        return
     run_start = script_start(args)
     factors = [float(f) for f in AUTO_GAMMA_FACTORS]
     label = f"gamma_rule x {factors}"

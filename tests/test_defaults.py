@@ -305,7 +305,7 @@ def test_help_states_the_default_of_every_option(command):
     assert missing == [], f"dkrr {command} --help gives no default for {missing}"
     text = parser.format_help()
     if command == "fit":
-        for phrase in ("default 5", "default 0", "--no-cv", "Default: auto", "2**(-2..2)"):
+        for phrase in ("default 5", "default 0", "--no-cv", "Default: auto", "2**(-3..2)"):
             assert phrase in " ".join(text.split()), phrase
     assert "LocalCluster picks" in " ".join(text.split()) and "default auto" in text
 

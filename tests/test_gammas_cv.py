@@ -238,6 +238,32 @@ def test_auto_gamma_grid_is_the_explicit_grid_around_the_gamma_or_its_rule(data,
     np.testing.assert_array_equal(auto.coef_, explicit.coef_)
 
 
+def test_a_model_file_of_the_earlier_five_width_auto_grid_still_loads(tmp_path):
+    """``gammas="auto"`` was ``2**(-2..2)`` before it became ``2**(-3..2)``: a model file
+    written then (tests/data/models_v2/ridge_gammas_auto_5widths, saved by commit 83be4d9)
+    records five widths. Its check accepts that grid, the model predicts as the same fit
+    with those five widths given explicitly does today, and it saves again (a width off
+    that grid is refused: tests/test_model_agreement.py)."""
+    from pathlib import Path
+
+    from dkrr.io._model import load_model, save_model
+
+    src = Path(__file__).parent / "data" / "models_v2" / "ridge_gammas_auto_5widths"
+    old = load_model(src)
+    g = np.asarray(old.cv_results_["gammas"])
+    assert old.gammas == "auto" and g.size == 5
+    np.testing.assert_allclose(g, g[2] * 2.0 ** np.arange(-2, 3), rtol=1e-12)
+    rng = np.random.default_rng(0)  # the rows the file was fitted on
+    X = rng.standard_normal((120, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(120)
+    params = {k: v for k, v in old.get_params().items() if k != "gammas"}
+    today = RandomFeatureRidge(**{**params, "gammas": list(g)}).fit(X, y)
+    assert today.gamma_ == old.gamma_ and today.alpha_ == old.alpha_
+    np.testing.assert_array_equal(today.predict(X), old.predict(X))
+    save_model(old, tmp_path / "again")
+    np.testing.assert_array_equal(load_model(tmp_path / "again").predict(X), old.predict(X))
+
+
 def test_a_gamma_grid_scores_every_model_of_its_middle_gamma_alone(data):
     """The default alpha grid of a gamma grid follows the middle width's Gram: the single
     gamma's CV table is the middle row of the grid's (so the grid can only choose better
@@ -247,7 +273,8 @@ def test_a_gamma_grid_scores_every_model_of_its_middle_gamma_alone(data):
     single = RandomFeatureRidge(**params).fit(X, y)
     auto = RandomFeatureRidge(gammas="auto", **params).fit(X, y)
     np.testing.assert_array_equal(auto.cv_results_["alphas"], single.cv_results_["alphas"])
-    np.testing.assert_allclose(auto.cv_results_["mean_mse"][2], single.cv_results_["mean_mse"], rtol=1e-12)
+    middle = int(np.argsort(auto.cv_results_["gammas"])[len(auto.cv_results_["gammas"]) // 2])
+    np.testing.assert_allclose(auto.cv_results_["mean_mse"][middle], single.cv_results_["mean_mse"], rtol=1e-12)
     assert auto.best_score_ >= single.best_score_
 
 

@@ -138,8 +138,8 @@ def test_dask_fit_with_a_gamma_grid_equals_numpy_and_the_refit_at_the_chosen_gam
     assert est_d.gamma_ == pytest.approx(est.gamma_, rel=1e-12) and est_d.alpha_ == pytest.approx(est.alpha_, rel=1e-9)
     np.testing.assert_allclose(est_d.predict(da.from_array(X, chunks=(90, 5))).compute(), est.predict(X),
                                rtol=1e-8, atol=1e-8)
-    centre = est.cv_results_["gammas"][2]
-    np.testing.assert_allclose(est.cv_results_["gammas"], centre * 2.0 ** np.arange(-2, 3), rtol=1e-12)
+    centre = est.cv_results_["gammas"][3]  # the rule's own value, the middle one (the default alphas follow it)
+    np.testing.assert_allclose(est.cv_results_["gammas"], centre * 2.0 ** np.arange(-3, 3), rtol=1e-12)
     refit = RandomFeatureRidge(**{**kw, "cv": None, "gammas": None, "gamma": est.gamma_, "alpha": est.alpha_}).fit(X, y)
     np.testing.assert_allclose(refit.predict(X), est.predict(X), rtol=1e-9, atol=1e-9)
     assert est.score(X, y) > 0.8, est.score(X, y)

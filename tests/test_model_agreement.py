@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ MODELS = {
     # weighted folds: mean_mse is weighted by the folds' weight sums, not by fold_sizes
     "weighted": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, random_state=0).fit(
         _rows, _rows[:, 0], sample_weight=np.random.default_rng(1).uniform(0.1, 3.0, len(_rows))),
-    # the CLI's default: the grid gamma_rule * 2**(-2..2) around the 50-NN rule's value
+    # the CLI's default: the grid gamma_rule * 2**(-3..2) around the 50-NN rule's value
     "gammas_auto": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, gamma="median",
                                               gammas="auto", standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
     "rf": lambda: RandomFeatures(method="rff", n_components=4, gamma="median", standardize=True,
@@ -186,7 +187,7 @@ CASES = {
     "refinement_negative_residual": ("plain", _array("refinement_", "residuals", fn=lambda r: -r), "refinement_"),
     "refinement_one_target_for_two": ("plain", _array("refinement_", "residuals", fn=lambda r: r[:, :1].copy()),
                                       "refinement_"),
-    "gammas_auto_not_its_grid": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1.5]),
+    "gammas_auto_not_its_grid": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1, 1.5]),
                                  "cv_results_"),
     "gammas_auto_off_centre": ("gammas_auto", _array("cv_results_", "gammas", fn=lambda g: g * 2), "gamma_"),
     "fold_seed_out_of_range": ("clf", _value("fold_seed_", fn=lambda s: 2**63 + 5), "fold_seed_"),
@@ -227,6 +228,19 @@ def test_a_field_that_disagrees_is_refused_with_its_checksums_recomputed(saved, 
     tamper(d, doc)
     (d / "model.json").write_text(json.dumps(doc))
     with pytest.raises(ModelFormatError, match=rf"model\.{re.escape(field)} disagrees"):
+        load_model(d)
+
+
+def test_the_earlier_auto_grid_of_a_saved_file_is_checked_as_that_grid(tmp_path):
+    """A file saved when gammas='auto' was 2**(-2..2) (tests/data/models_v2/
+    ridge_gammas_auto_5widths) loads (tests/test_gammas_cv.py); one of its five widths off
+    that grid is refused as today's grid would be."""
+    src = Path(__file__).parent / "data" / "models_v2" / "ridge_gammas_auto_5widths"
+    d = shutil.copytree(src, tmp_path / "m")
+    doc = json.loads((d / "model.json").read_text())
+    _array("cv_results_", "gammas", fn=lambda g: g * [1, 1, 1, 1, 1.5])(d, doc)
+    (d / "model.json").write_text(json.dumps(doc))
+    with pytest.raises(ModelFormatError, match=r"model\.cv_results_ disagrees.*not gammas='auto''s grid"):
         load_model(d)
 
 

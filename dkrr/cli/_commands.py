@@ -271,7 +271,7 @@ def _command_defaults(options: dict) -> None:
       the single alpha is fitted;
     - with CV, a kernel with a width, a gamma *rule* and neither ``sampling`` nor
       ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
-      gamma_rule x 2**(-2..2) are scored in the same pass. ``gammas="none"`` turns that off.
+      gamma_rule x 2**(-3..2) are scored in the same pass. ``gammas="none"`` turns that off.
     """
     from ..features._nonlinear import WIDTH_KERNELS
 

@@ -285,7 +285,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         polynomial; not with ``sampling``; ``gamma`` is then not used). With an ARD
         ``gamma`` (an array) the grid holds multipliers ``t`` of the whole array: the
         widths ``t * gamma`` are scored, ``cv_results_["gammas"]`` are the multipliers and
-        ``gamma_`` the chosen ``t * gamma``. ``"auto"``: the grid ``gamma_ * 2**(-2..2)`` around
+        ``gamma_`` the chosen ``t * gamma``. ``"auto"``: the grid ``gamma_ * 2**(-3..2)`` around
         ``gamma`` or the value of its rule (``dkrr fit``'s default; equal to the fit with
         that explicit list; ALGORITHMS.md 3.6). Without ``alphas`` the default alpha grid
         follows the Gram of the grid's middle width. X is read once: one map is drawn and rescaled to each

@@ -261,16 +261,16 @@ def _agree_cv_results(est):
     if (est.gammas is not None) != bool(grid):
         return "has gammas, but the parameter gammas=None" if grid else f"lacks the gammas of the parameter gammas={est.gammas!r}"
     if grid and isinstance(est.gammas, str):  # "auto": the factors around the gamma or its rule's value
-        from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas
+        from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gamma_factors
 
-        if grid[0] != AUTO_GAMMA_FACTORS.size:
+        if (factors := auto_gamma_factors(grid[0])) is None:  # today's grid or an earlier release's
             return f"gammas {r['gammas'].tolist()} are not the {AUTO_GAMMA_FACTORS.size} widths of gammas='auto'"
-        centre = float(r["gammas"][int(np.flatnonzero(AUTO_GAMMA_FACTORS == 1.0)[0])])
+        centre = float(r["gammas"][int(np.flatnonzero(factors == 1.0)[0])])
         want = 1.0 if np.ndim(est.gamma) else None if isinstance(est.gamma, str) else float(est.gamma)
         if want is not None and centre != want:  # ARD: multipliers of the gamma array, centred on 1
             return f"gammas {r['gammas'].tolist()} are not centred on {'1 (ARD multipliers)' if np.ndim(est.gamma) else f'the parameter gamma={est.gamma!r}'}"
-        if not np.allclose(r["gammas"], auto_gammas(centre), rtol=1e-12, atol=0):
-            return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {AUTO_GAMMA_FACTORS.tolist()}"
+        if not np.allclose(r["gammas"], centre * factors, rtol=1e-12, atol=0):
+            return f"gammas {r['gammas'].tolist()} are not gammas='auto''s grid {centre!r} * {factors.tolist()}"
     elif grid:
         try:
             same = np.array_equal(r["gammas"], check_gammas(est.gammas, kernel=est.kernel, n_folds=K, sampling=est.sampling))

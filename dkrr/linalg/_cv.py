@@ -31,6 +31,7 @@ from ._solve import TridiagonalGram, _singular, center_statistics, solve_tridiag
 
 __all__ = [
     "AUTO_GAMMA_FACTORS",
+    "auto_gamma_factors",
     "auto_gammas",
     "check_alphas",
     "check_fold_weights",
@@ -69,8 +70,11 @@ def check_alphas(alphas) -> np.ndarray:
 
 
 #: ``gammas="auto"``: the grid ``gamma * AUTO_GAMMA_FACTORS`` around the estimator's
-#: (resolved) gamma, chosen by ``benchmarks/bench_defaults.py`` (docs/ALGORITHMS.md 3.6)
-AUTO_GAMMA_FACTORS = 2.0 ** np.arange(-2, 3)
+#: (resolved) gamma, which stays the middle width (the default alphas follow its Gram), chosen
+#: by ``benchmarks/bench_defaults.py`` (docs/ALGORITHMS.md 3.6)
+AUTO_GAMMA_FACTORS = 2.0 ** np.arange(-3, 3)
+#: the factors of ``gammas="auto"`` before: a model file saved then records that grid
+EARLIER_AUTO_GAMMA_FACTORS = (2.0 ** np.arange(-2, 3),)
 
 
 def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling=None) -> np.ndarray | str | None:
@@ -122,6 +126,13 @@ def check_gammas(gammas, *, kernel: str = "gaussian", n_folds: int = 2, sampling
 def auto_gammas(gamma: float) -> np.ndarray:
     """The grid of ``gammas="auto"``: ``gamma * AUTO_GAMMA_FACTORS``."""
     return float(gamma) * AUTO_GAMMA_FACTORS
+
+
+def auto_gamma_factors(n: int) -> np.ndarray | None:
+    """The factors of a ``gammas="auto"`` grid of ``n`` widths: today's, or those of an
+    earlier release (:data:`EARLIER_AUTO_GAMMA_FACTORS`, for model files saved then); None
+    when no release had ``n``."""
+    return next((f for f in (AUTO_GAMMA_FACTORS, *EARLIER_AUTO_GAMMA_FACTORS) if f.size == n), None)
 
 
 def check_folds(n_per_fold: np.ndarray) -> None:
