@@ -159,6 +159,34 @@ def test_defaults_give_a_good_classifier_on_magic04_small():
     assert acc >= 0.84, acc  # measured 0.85x; the majority class is 0.648, unscaled gamma=1 gives ~0.65
 
 
+def test_the_readme_cli_example_fits_without_a_warning():
+    """The README's `dkrr fit work/magic.zarr --classifier` in Python: its 80% of magic04
+    (every 5th row held out), the CLI's defaults (standardize, gamma="median",
+    gammas="auto", cv=5, D = 256, the default precision). The smoothest width's smallest
+    default alphas are below what the float32 statistics of the CV resolve (scored inf),
+    far below the best alpha: a new user's first fit says nothing about them (it used to
+    print a SingularAlphaWarning whose advice was precision='auto', the one in use)."""
+    import warnings
+
+    from dkrr.errors import DkrrWarning
+
+    import dask.array as da
+
+    X, y = load_magic04()
+    train = np.arange(len(y)) % 5 != 4
+    n = int(train.sum())
+    # as `dkrr ingest` stores it: float32 X in one chunk of the 15,216 rows
+    Xd, yd = da.from_array(X[train].astype(np.float32), chunks=(n, X.shape[1])), da.from_array(y[train], chunks=n)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        clf = RandomFeatureRidgeClassifier(standardize=True, gamma="median", gammas="auto", cv=5, n_components=256,
+                                           random_state=0).fit(Xd, yd)
+    said = [str(w.message) for w in rec if issubclass(w.category, DkrrWarning)]
+    assert said == [], said
+    assert not np.isfinite(clf.cv_results_["mean_mse"]).all()  # the quiet case did occur
+    assert clf.score(X[~train], y[~train]) >= 0.85  # measured 0.8580 (the README's command)
+
+
 @pytest.mark.slow
 def test_defaults_give_a_good_classifier_on_magic04():
     from sklearn.model_selection import train_test_split

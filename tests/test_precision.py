@@ -217,20 +217,26 @@ def casp_wide():
 @pytest.mark.slow
 def test_float32_cv_scores_alphas_below_its_rounding_as_inf(casp_wide):
     """Found by the speed benchmark: the float32 CV failed with SingularSystemError on the
-    grid's smallest alpha. Those alphas are now scored inf (with a SingularAlphaWarning) and
-    the choice is float64's."""
+    grid's smallest alpha. Those alphas are now scored inf and the choice is float64's. Of
+    the default grid they are not warned about, the best alpha being far above them; the
+    same alphas given explicitly are (SingularAlphaWarning)."""
     X, y = casp_wide
     base = dict(n_components=1024, cv=5, standardize=True, gamma="median", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
-    with pytest.warns(SingularAlphaWarning, match="scored inf") as rec:
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
         m32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
+    assert not [w for w in quiet if issubclass(w.category, SingularAlphaWarning)], [str(w.message) for w in quiet]
     mean = m32.cv_results_["mean_mse"]
     bad = ~np.isfinite(mean)
     assert bad[0] and not bad.all() and np.isfinite(m64.cv_results_["mean_mse"]).all()
-    assert str(float(f"{m32.cv_results_['alphas'][0]:.4g}")) in str(rec[0].message)
     assert m32.alpha_ == pytest.approx(m64.alpha_, rel=1e-6)
+    with pytest.warns(SingularAlphaWarning, match="scored inf") as rec:
+        explicit = RandomFeatureRidge(precision="float32", alphas=list(m32.cv_results_["alphas"]), **base).fit(X, y)
+    assert str(float(f"{m32.cv_results_['alphas'][0]:.4g}")) in str(rec[0].message)
+    assert explicit.alpha_ == m32.alpha_
     # the alphas just above the float32 rounding score with a few % noise (far from the
     # best), those near the choice agree with float64's
     near = m32.cv_results_["alphas"] >= 1e-3 * m32.alpha_
@@ -281,3 +287,41 @@ def test_cross_validation_with_an_indefinite_fold():
     assert mse[0, 0] == np.inf and np.isfinite(mse[:, 1:]).all() and np.isfinite(good).all()
     with pytest.raises(SingularSystemError, match="fold 0"):
         cross_validate_statistics(stats, [1e-3, 0.1], fit_intercept=False)
+
+
+def test_the_default_grid_says_unscorable_alphas_only_when_the_best_is_next_to_them():
+    """Of dkrr's default grid (``default_grid=True``) the alphas scored inf are said only
+    when the best scored alpha is the least scored one (the best may lie below it);
+    a grid the user gave is always warned about."""
+    import warnings as _w
+
+    from dkrr.linalg import cross_validate_statistics
+    from dkrr.linalg._stats import RidgeStatistics
+
+    rng = np.random.default_rng(0)
+    K, p = 3, 6
+    stats = RidgeStatistics.zeros(K, p, 1)
+    for k in range(K):
+        Z = rng.standard_normal((20, p))
+        yk = Z @ rng.standard_normal((p, 1)) + 0.5 * rng.standard_normal((20, 1))
+        stats.G[k], stats.c[k], stats.zsum[k] = Z.T @ Z, Z.T @ yk, Z.sum(0)
+        stats.n[k], stats.ysum[k], stats.yy[k] = 20, yk.sum(0), (yk**2).sum(0)
+    G_train = stats.G[1] + stats.G[2]
+    lam, V = np.linalg.eigh(G_train)
+    stats.G[1] -= (lam[0] + 0.5) * np.outer(V[:, 0], V[:, 0])  # fold 0's training Gram: eigenvalue -0.5
+    dense = [1e-3] + [2.0**k for k in range(12)]  # a user's grid: the inf one is said
+    with pytest.warns(SingularAlphaWarning, match=r"^alphas \[0\.001\] leave"):
+        mse = cross_validate_statistics(stats, dense, fit_intercept=False)
+    assert mse[0, 0] == np.inf and np.isfinite(mse[:, 1:]).all()
+    b = dense[int(np.argmin(mse[:, 1:].mean(axis=0))) + 1]
+    assert 1.0 < b < dense[-1]  # an interior best, above the least scored alpha (1)
+    quiet_grid = [1e-3, 1.0, b, 1e4]  # the best has a scored alpha below it: not said
+    with _w.catch_warnings():
+        _w.simplefilter("error", SingularAlphaWarning)
+        out = cross_validate_statistics(stats, quiet_grid, fit_intercept=False, default_grid=True)
+    assert out[0, 0] == np.inf and int(np.argmin(out[:, 1:].mean(axis=0))) + 1 == 2
+    edge_grid = [1e-3, b, 1e4]  # the best is the least scored alpha: said
+    with pytest.warns(SingularAlphaWarning, match=r"best scored alpha of dkrr's default grid.*\[0\.001\]"):
+        cross_validate_statistics(stats, edge_grid, fit_intercept=False, default_grid=True)
+    with pytest.warns(SingularAlphaWarning, match=r"^alphas \[0\.001\].*precision='float64' scores smaller"):
+        cross_validate_statistics(stats, quiet_grid, fit_intercept=False)

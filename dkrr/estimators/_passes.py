@@ -187,8 +187,10 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     if K == 1:
         return Passes(stats, fmap, alpha, gamma)
     # the workers cannot hold a fold's solve (folds_on_workers): the client solves the folds
-    alphas = default_alphas(every[middle], est.fit_intercept) if alphas is None else alphas
-    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept)) for s in every])
+    default_grid = alphas is None
+    alphas = default_alphas(every[middle], est.fit_intercept) if default_grid else alphas
+    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept), default_grid=default_grid)
+                         for s in every])
     fold_weights = stats.n.copy() if wd is None else stats.weights()
     passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas,
                         fold_mse if gammas is not None else fold_mse[0], stats.n.copy(), fold_weights)

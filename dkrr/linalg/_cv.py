@@ -171,7 +171,7 @@ def check_fold_weights(fold_weights: np.ndarray) -> None:
         )
 
 
-def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
+def cross_validate_statistics(stats, alphas, fit_intercept: bool, *, default_grid: bool = False) -> np.ndarray:
     """Validation mean squared error of every (fold, alpha): shape (K, n_alphas).
 
     The MSE of a fold is its sum of squared errors over rows and targets divided by
@@ -183,6 +183,10 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
         Per-fold statistics with K >= 2 folds.
     alphas : array of shape (n_alphas,)
     fit_intercept : bool
+    default_grid : bool
+        ``alphas`` is dkrr's default grid (:func:`default_alphas`), not the user's: its
+        alphas below the statistics' rounding are scored ``inf`` without a warning unless
+        the best scored alpha is the least scored one (:func:`_report_unusable`).
     """
     alphas = check_alphas(alphas)
     check_folds(stats.n)
@@ -195,7 +199,7 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool) -> np.ndarray:
     lam_min = np.full(K, np.inf)
     for k in range(K):
         mse[k], lam_min[k] = score_fold(*fold_arguments(tot, stats.fold(k)), alphas, fit_intercept)
-    _report_unusable(alphas, mse, lam_min)
+    _report_unusable(alphas, mse, lam_min, default_grid=default_grid)
     return mse
 
 
@@ -277,11 +281,14 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
     return (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (n * B.shape[2])
 
 
-def _report_unusable(alphas, mse, lam_min) -> None:
+def _report_unusable(alphas, mse, lam_min, *, default_grid: bool = False) -> None:
     """Alphas scored ``inf`` (a fold's ``G' + alpha I`` not positive definite beyond the
-    rounding of the statistics): a :class:`~dkrr.errors.SingularAlphaWarning`, or, when
-    no alpha is usable in every fold, the :class:`~dkrr.errors.SingularSystemError` of
-    the largest alpha."""
+    rounding of the statistics; always the smallest of the grid): a
+    :class:`~dkrr.errors.SingularAlphaWarning`, or, when no alpha is usable in every fold,
+    the :class:`~dkrr.errors.SingularSystemError` of the largest alpha. Of dkrr's default
+    grid (``default_grid``), whose bottom lies below what float32 statistics resolve at
+    smooth widths, they are said only when the best scored alpha (least mean MSE over the
+    folds) is the least scored one: only then may the best alpha lie among them."""
     bad = ~np.isfinite(mse).all(axis=0)
     if not bad.any():
         return
@@ -290,13 +297,20 @@ def _report_unusable(alphas, mse, lam_min) -> None:
         a = float(alphas.max())
         raise _singular(a, f"in cross-validation fold {k}, whose training Gram has smallest eigenvalue "
                            f"{lam_min[k]:.3g}")
+    usable = np.flatnonzero(~bad)
+    best = usable[int(np.argmin(mse[:, usable].mean(axis=0)))]
+    if default_grid and alphas[best] > alphas[usable].min():
+        return
+    lead = ("the best scored alpha of dkrr's default grid is the least one it could score, and alphas "
+            if default_grid else "alphas ")
     warnings.warn(
-        f"alphas {[float(f'{a:.4g}') for a in alphas[bad]]} leave a cross-validation fold's training system "
+        f"{lead}{[float(f'{a:.4g}') for a in alphas[bad]]} leave a cross-validation fold's training system "
         f"G + alpha*I not positive definite at the rounding of the statistics (smallest eigenvalue of a "
         f"training Gram: {lam_min[k]:.3g}, fold {k}): they were scored inf and cannot be chosen. The "
-        "statistics carry the rounding of their precision (with precision='float32' about eps32 ||G||: "
-        "use precision='float64' or 'auto' for alphas this small), or the Gram is rank-deficient "
-        "(more features than rows).",
+        "statistics carry the rounding of their precision (float32 statistics, those of precision='float32' "
+        "and of the cross-validation of the default precision='auto', resolve alphas down to about "
+        "eps32 ||G||: precision='float64' scores smaller ones), or the Gram is rank-deficient (more features "
+        "than rows).",
         SingularAlphaWarning,
         stacklevel=4,
     )
