@@ -162,10 +162,12 @@ def test_defaults_give_a_good_classifier_on_magic04_small():
 def test_the_readme_cli_example_fits_without_a_warning():
     """The README's `dkrr fit work/magic.zarr --classifier` in Python: its 80% of magic04
     (every 5th row held out), the CLI's defaults (standardize, gamma="median",
-    gammas="auto", cv=5, D = 256, the default precision). The smoothest width's smallest
-    default alphas are below what the float32 statistics of the CV resolve (scored inf),
-    far below the best alpha: a new user's first fit says nothing about them (it used to
-    print a SingularAlphaWarning whose advice was precision='auto', the one in use)."""
+    gammas="auto", cv=5, D = 256, the default precision) says nothing. With numpy 2.4's
+    OpenBLAS the smoothest width's smallest default alpha is below what the CV's float32
+    statistics resolve (scored inf), five decades below the best alpha: the fit printed a
+    SingularAlphaWarning whose advice was precision='auto', the one in use (with numpy
+    1.26 that alpha rounds to a finite score). The rule itself is tested deterministically
+    in test_precision.py."""
     import warnings
 
     from dkrr.errors import DkrrWarning
@@ -183,7 +185,6 @@ def test_the_readme_cli_example_fits_without_a_warning():
                                            random_state=0).fit(Xd, yd)
     said = [str(w.message) for w in rec if issubclass(w.category, DkrrWarning)]
     assert said == [], said
-    assert not np.isfinite(clf.cv_results_["mean_mse"]).all()  # the quiet case did occur
     assert clf.score(X[~train], y[~train]) >= 0.85  # measured 0.8580 (the README's command)
 
 

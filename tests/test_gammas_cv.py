@@ -258,8 +258,9 @@ def test_a_model_file_of_the_earlier_five_width_auto_grid_still_loads(tmp_path):
     y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(120)
     params = {k: v for k, v in old.get_params().items() if k != "gammas"}
     today = RandomFeatureRidge(**{**params, "gammas": list(g)}).fit(X, y)
-    assert today.gamma_ == old.gamma_ and today.alpha_ == old.alpha_
-    np.testing.assert_array_equal(today.predict(X), old.predict(X))
+    # the same fit; the last digits may differ with another numpy (the oldest-dependency job)
+    assert today.gamma_ == old.gamma_ and today.alpha_ == pytest.approx(old.alpha_, rel=1e-12)
+    np.testing.assert_allclose(today.predict(X), old.predict(X), rtol=1e-9, atol=1e-12)
     save_model(old, tmp_path / "again")
     np.testing.assert_array_equal(load_model(tmp_path / "again").predict(X), old.predict(X))
 

@@ -233,7 +233,7 @@ def alphas_problem(est, alphas) -> str | None:
         if not np.array_equal(alphas, check_alphas(est.alphas)):
             return f"alphas {alphas.tolist()} differ from the parameter alphas={est.alphas!r}"
     elif alphas.shape[0] != DEFAULT_ALPHA_EXPONENTS.size or not (
-            alphas[7] > 0 and np.array_equal(alphas, alphas[7] * 10.0**DEFAULT_ALPHA_EXPONENTS)):
+            alphas[7] > 0 and np.allclose(alphas, alphas[7] * 10.0**DEFAULT_ALPHA_EXPONENTS, rtol=1e-12, atol=0)):
         return f"alphas {alphas.tolist()} are not the default grid s * 10**(-7..1) that alphas=None scores"
     return None
 
