@@ -35,7 +35,7 @@ ESTIMATOR_OPTIONS = [
     ("--gammas", "gammas", None, "gamma grid scored jointly with the alphas by the same one-pass "
                                  "cross-validation: comma-separated numbers (multipliers of an ARD --gamma), 'auto' (gamma x "
                                  "2**(-3..2), 6 widths around the rule's or the given gamma, which stays the middle one: "
-                                 "about 5x the fit time and 6x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
+                                 "2.7-3.9x the fit time at D = 256 and 6x the statistics' memory of one gamma) or 'none' (gamma alone). Default: auto with a gamma rule, "
                                  "a kernel with a width and CV (not with --solver pcg or --sampling); none "
                                  "with a numeric --gamma"),
     ("--cv", "cv", "cv", "folds of the one-pass cross-validation that chooses alpha (and gamma) "
