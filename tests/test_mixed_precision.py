@@ -79,19 +79,34 @@ def test_the_default_is_float32_statistics_refined_to_the_float64_fit(casp):
     assert auto.precision_error_ < 1e-6 * f32.precision_error_  # the float64 estimate
 
 
-def test_a_tiny_alpha_falls_back_to_a_float64_pass_with_a_warning(casp):
-    """300 rows, p = 512: G_c is singular, and at alpha = 1e-6 the float32 rounding makes
-    G_c + alpha I indefinite (no factor to refine with). CG refines far below that where
-    the float32 factor exists: alpha = 0 on 5,000 rows converged in 5 passes."""
+#: the two reasons a float32 start cannot be refined, on 300 rows at p = 512 (G_c singular)
+FALLBACKS = {
+    # alpha = 1e-6: the float32 rounding makes G_c + alpha I indefinite, no factor to refine with
+    # (CG refines far below that where the factor exists: alpha = 0 on 5,000 rows in 5 passes)
+    "no_factor": (1e-6, r"precision='auto': the float32 statistics' G_c \+ alpha I is not positive definite"
+                        r".*repeated in float64.*precision='float64'"),
+    # alpha = 5e-6, just above where the factor stops existing (3e-6 here): too far from
+    # float64's G_c + alpha I for CG to reach the tolerance in DEFAULT_REFINE_MAX_PASSES passes
+    # (measured: estimated error 1.1e-7 after 16 passes, tolerance 1e-10)
+    "not_converged": (5e-6, rf"precision='auto': the float64 refinement at alpha=5e-06 did not converge in "
+                            rf"{DEFAULT_REFINE_MAX_PASSES} passes.*repeated in float64"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_a_start_that_cannot_be_refined_falls_back_to_a_float64_pass_with_a_warning(casp, case):
+    """The fit warns, says why, repeats the pass in float64 (the float64 fit, bitwise) and
+    keeps no partial refinement."""
+    alpha, match = FALLBACKS[case]
     X, y = casp
     X, y = X[:300], y[:300]
-    kw = dict(alpha=1e-6, n_components=256)
-    with pytest.warns(PrecisionWarning, match=r"precision='auto': the float32 statistics' G_c \+ alpha I is not "
-                                              r"positive definite.*repeated in float64.*precision='float64'"):
+    kw = dict(alpha=alpha, n_components=256)
+    with pytest.warns(PrecisionWarning, match=match):
         auto = RandomFeatureRidge(**{**BASE, **kw}).fit(X, y)
     f64 = _fit(RandomFeatureRidge, X, y, precision="float64", **kw)
     assert auto.precision_ == "float64" and "refinement_" not in vars(auto)
     np.testing.assert_array_equal(auto.coef_, f64.coef_)
+    np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
 
 
 def test_dask_and_numpy_input_and_the_chunking_give_the_float64_answer(casp):
@@ -171,20 +186,3 @@ def test_a_source_rewritten_between_refinement_passes_stops_the_fit_unfitted(tmp
                 est.fit(zarr.open_array(store, mode="r"), y[:1200])
     assert not any(is_fitted_name(k) for k in vars(est)), vars(est)  # nothing fitted
 
-
-def test_a_refinement_that_does_not_converge_falls_back_to_a_float64_pass(casp):
-    """300 rows, p = 512, alpha = 5e-6: just above where the float32 factor stops existing
-    (3e-6 here), the factor is too far from float64's G_c + alpha I for CG to reach the
-    tolerance in DEFAULT_REFINE_MAX_PASSES passes (measured: estimated error 1.1e-7 after
-    16 passes, tolerance 1e-10). The fit warns, says why, repeats the pass in float64 and
-    keeps no partial refinement."""
-    X, y = casp
-    X, y = X[:300], y[:300]
-    kw = dict(alpha=5e-6, n_components=256)
-    with pytest.warns(PrecisionWarning, match=rf"precision='auto': the float64 refinement at alpha=5e-06 did not "
-                                              rf"converge in {DEFAULT_REFINE_MAX_PASSES} passes.*repeated in float64"):
-        auto = RandomFeatureRidge(**{**BASE, **kw}).fit(X, y)
-    f64 = _fit(RandomFeatureRidge, X, y, precision="float64", **kw)
-    assert auto.precision_ == "float64" and "refinement_" not in vars(auto)
-    np.testing.assert_array_equal(auto.coef_, f64.coef_)
-    np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
