@@ -141,10 +141,7 @@ def run_one(name, seed, args):
     mean_mse = np.asarray(wide.cv_results_["mean_mse"])
     cand = {}
     for key, exps in CANDIDATES.items():
-        rows = [int(np.flatnonzero(WIDE == e)[0]) for e in exps]
-        sub = mean_mse[rows]
-        r, c = np.unravel_index(np.argmin(sub), sub.shape)
-        cand[key] = float(errs[rows[r], c])
+        cand[key] = float(errs[_pick(mean_mse, [int(np.flatnonzero(WIDE == e)[0]) for e in exps])])
     return {
         "dataset": name, "seed": seed, "task": "binary" if classify else "regression",
         "n_train": int(len(ytr)), "n_test": int(len(yte)), "n_features": int(Xtr.shape[1]),
@@ -214,13 +211,18 @@ def _pick(cv, rows):
     return rows[r], c
 
 
+def _between(lo: int, hi: int) -> list[int]:
+    """Rows of WIDE whose exponent lies in ``[lo, hi]``."""
+    return [int(i) for i in np.flatnonzero((WIDE >= lo) & (WIDE <= hi))]
+
+
 def _extending(lo: int, hi: int, step: int):
     """The rule that starts from ``2**[lo..hi]`` and, while CV chooses an end, adds ``step``
     more exponents beyond it (another pass in a fit), up to the wide grid's ends."""
     def choose(cv):
         a, b = lo, hi
         while True:
-            g, c = _pick(cv, [int(i) for i in np.flatnonzero((WIDE >= a) & (WIDE <= b))])
+            g, c = _pick(cv, _between(a, b))
             if WIDE[g] == a and a > WIDE[0]:
                 a = max(int(WIDE[0]), a - step)
             elif WIDE[g] == b and b < WIDE[-1]:
@@ -236,9 +238,10 @@ def rescore(results: dict) -> list[str]:
     the wide grid) and the wide grid tuned by the same CV (what a user tuning by hand gets).
     The rules: fixed sets ``2**[lo..hi]`` (one pass, ``hi - lo + 1`` widths), and sets that
     extend past an end CV chooses (more passes where they extend). No fit is run."""
-    rules = {f"2**[{lo}..{hi}]": (lambda cv, lo=lo, hi=hi: _pick(cv, [int(i) for i in np.flatnonzero(
-        (WIDE >= lo) & (WIDE <= hi))])) for lo, hi in ((-2, 2), (-3, 1), (-3, 2), (-3, 3), (-4, 1), (-4, 4))}
-    rules.update({f"2**[-2..2], extended by {k} at a chosen end": _extending(-2, 2, k) for k in (1, 2)})
+    # name -> (choose(cv) -> (row, alpha column), the fixed set's end exponents or None)
+    rules = {f"2**[{lo}..{hi}]": (lambda cv, lo=lo, hi=hi: _pick(cv, _between(lo, hi)), (lo, hi))
+             for lo, hi in ((-2, 2), (-3, 1), (-3, 2), (-3, 3), (-4, 1), (-4, 4))}
+    rules.update({f"2**[-2..2], extended by {k} at a chosen end": (_extending(-2, 2, k), None) for k in (1, 2)})
     rows = results["rows"]
     names = list(dict.fromkeys(r["dataset"] for r in rows))
     lines = [f"factor sets scored from the stored tables of {len(rows)} fits ({len(names)} data sets x seeds); "
@@ -247,23 +250,23 @@ def rescore(results: dict) -> list[str]:
              "fits whose choice lies at an end of a fixed set (a GridEdgeWarning)",
              f"{'rule':<42} {'mean vs oracle':>14}  {'worst vs oracle':<24} {'> 2%':>4}  {'worst vs (d)':<22} "
              f"{'> 2%':>4}  fits at an end"]
-    for name, choose in rules.items():
+    tables = [(r["dataset"], np.asarray(r["wide_test_error"], float), np.asarray(r["wide_cv_mean_mse"], float))
+              for r in rows]
+    wide_cv = [te[_pick(cv, list(range(len(WIDE))))] for _, te, cv in tables]  # (d) of every fit
+    for name, (choose, ends_of) in rules.items():
         vs_o, vs_d, ends = {}, {}, 0
-        for r in rows:
-            te, cv = np.asarray(r["wide_test_error"], float), np.asarray(r["wide_cv_mean_mse"], float)
+        for (dataset, te, cv), d_err in zip(tables, wide_cv):
             g, c = choose(cv)
-            dg, dc = _pick(cv, list(range(len(WIDE))))
-            vs_o.setdefault(r["dataset"], []).append(_gap(te[g, c], te.min()))
-            vs_d.setdefault(r["dataset"], []).append(_gap(te[g, c], te[dg, dc]))
-            lo_hi = name.split("]")[0].split("[")[1].split("..")
-            ends += "extended" not in name and WIDE[g] in (int(lo_hi[0]), int(lo_hi[1]))
+            vs_o.setdefault(dataset, []).append(_gap(te[g, c], te.min()))
+            vs_d.setdefault(dataset, []).append(_gap(te[g, c], d_err))
+            ends += ends_of is not None and WIDE[g] in ends_of
         o = {k: float(np.mean(v)) for k, v in vs_o.items()}
         d = {k: float(np.mean(v)) for k, v in vs_d.items()}
         wo, wd = max(o, key=o.get), max(d, key=d.get)
         worst_o, worst_d = f"{100 * o[wo]:+.2f}% ({wo})", f"{100 * d[wd]:+.2f}% ({wd})"
         lines.append(f"{name:<42} {100 * np.mean(list(o.values())):>+13.2f}%  {worst_o:<24} "
                      f"{sum(v > 0.02 for v in o.values()):>4}  {worst_d:<22} {sum(v > 0.02 for v in d.values()):>4}  "
-                     + (f"{ends}/{len(rows)}" if "extended" not in name else "-"))
+                     + (f"{ends}/{len(rows)}" if ends_of is not None else "-"))
     return lines
 
 
@@ -291,9 +294,9 @@ def main(argv=None):
         if not src.is_file():
             ap.error(f"--rescore reads a previous run's tables, and {src} does not exist: run the benchmark "
                      f"with --out {args.out} first")
-        lines = [f"command: python -m benchmarks.bench_defaults " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
-                 f"source: {src} (the run of {json.loads(src.read_text())['validity'].get('dkrr_commit')})",
-                 *rescore(json.loads(src.read_text()))]
+        results = json.loads(src.read_text())
+        lines = ["command: python -m benchmarks.bench_defaults " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+                 f"source: {src} (the run of {results['validity'].get('dkrr_commit')})", *rescore(results)]
         print("\n".join(lines))
         (Path(args.out) / "factor_sets.txt").write_text("\n".join(lines) + "\n")
         return
