@@ -16,6 +16,14 @@ Both then score every alpha with the same expansion (``fold_validation_mse``). T
 gives the median times (min, max), their ratio, the largest relative difference of the
 fold MSEs over the alphas both find usable, and whether both refuse the same alphas.
 
+A second table times the 5 fold solves (fold 0's problem five times, the tridiagonal
+kernel) as dask's threaded scheduler runs them, in the same run, alternating the order:
+
+* **all threads**: ``--blas-threads`` solves at once, one BLAS thread each (dkrr before);
+* **dkrr**: ``fold_tasks_at_once`` solves at once (bounded by the last-level cache: the
+  float64 training Grams of the solves at once fit in it), ``threads // at once`` BLAS
+  threads each, as ``compute_limited`` gives them.
+
 Run: ``python -m benchmarks.bench_cv_solve`` (add ``--allow-load`` on a busy machine: the
 report then says NOT FOR PUBLICATION).
 """
@@ -101,6 +109,49 @@ def eigh_score_fold(total, fold, alphas, fit_intercept: bool):
     return mse, float(lam[0])
 
 
+def _folds_at_once(total, fold, alphas, at_once: int, threads: int) -> float:
+    """Seconds for N_FOLDS fold solves, ``at_once`` at a time on a thread pool, each with
+    ``threads // at_once`` BLAS threads (the limit is per process, as compute_limited's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from dkrr.linalg._cv import score_fold
+
+    with threadpool_limits(max(1, threads // at_once)), ThreadPoolExecutor(at_once) as pool:
+        t0 = time.perf_counter()
+        list(pool.map(lambda _: score_fold(total, fold, alphas, True), range(N_FOLDS)))
+        return time.perf_counter() - t0
+
+
+def _schedules(args, problems) -> tuple[list[str], list[dict]]:
+    """The second table: the fold solves at once (module docstring)."""
+    from dkrr._system import last_level_cache
+    from dkrr.linalg._cv_tasks import fold_tasks_at_once
+
+    threads = args.blas_threads
+    lines = ["", f"{N_FOLDS} fold solves on {threads} threads (last-level cache {last_level_cache() / 2**20:.0f} MiB): "
+                 f"{threads} at once with 1 BLAS thread each, against dkrr's choice (fold_tasks_at_once)",
+             f"{'p':>6} {'all threads s (min, max)':>26} {'dkrr s (min, max)':>24} {'at once':>8} {'ratio':>7}"]
+    rows = []
+    for p, (total, fold, alphas) in problems.items():
+        chosen = min(fold_tasks_at_once(p, 1, N_FOLDS), threads)
+        times = {"all_threads": [], "dkrr": []}
+        for r in range(args.repeats):
+            order = [("all_threads", threads), ("dkrr", chosen)]
+            for name, k in (order if r % 2 == 0 else order[::-1]):
+                times[name].append(_folds_at_once(total, fold, alphas, k, threads))
+        med = {k: float(np.median(v)) for k, v in times.items()}
+        rows.append({"p": p, "at_once": chosen, "times_s": times, "median_s": med,
+                     "ratio": med["dkrr"] / med["all_threads"]})
+        ta, td = times["all_threads"], times["dkrr"]
+        lines.append(f"{p:>6} {med['all_threads']:>10.3f} ({min(ta):.3f}, {max(ta):.3f}) {med['dkrr']:>8.3f} "
+                     f"({min(td):.3f}, {max(td):.3f}) {chosen:>8} {rows[-1]['ratio']:>7.2f}")
+        print(lines[-1], flush=True)
+    lines.append("ratio: dkrr median / all threads median (same run; 1.00 where dkrr chose all threads)")
+    return lines, rows
+
+
 def _timed(fn, *args):
     t0 = time.perf_counter()
     out = fn(*args)
@@ -133,10 +184,10 @@ def main(argv=None):
         f"{'same inf':>9}",
     ]
     print("\n".join(header), flush=True)
-    rows, lines = [], []
+    rows, lines, problems = [], [], {}
     with threadpool_limits(args.blas_threads):
         for p in args.sizes:
-            total, fold, alphas = fold_problem(p, args.rows_per_column)
+            total, fold, alphas = problems[p] = fold_problem(p, args.rows_per_column)
             times = {"eigh": [], "tridiagonal": []}
             for r in range(args.repeats):
                 order = [("eigh", eigh_score_fold), ("tridiagonal", score_fold)]
@@ -160,11 +211,13 @@ def main(argv=None):
                          f"{med['tridiagonal']:>12.3f} ({min(tt):.3f}, {max(tt):.3f}) {row['ratio']:>7.2f} "
                          f"{diff:>17.2e} {str(same):>9}")
             print(lines[-1], flush=True)
+    schedule_lines, schedule_rows = _schedules(args, problems)
     validity = script_end(run_start)
     summary = ["", "ratio: eigh median / tridiagonal median (same run); max rel MSE diff over the alphas both "
-                   "score finite", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
+                   "score finite", *schedule_lines, "", f"validity: {json.dumps(validity, default=str)}", verdict_line(validity)]
     print("\n".join(summary[1:]))
-    write_report(args.out, header + lines + summary, {"args": vars(args), "rows": rows, "validity": validity})
+    write_report(args.out, header + lines + summary, {"args": vars(args), "rows": rows, "schedules": schedule_rows,
+                                                        "validity": validity})
     return rows
 
 

@@ -6,9 +6,11 @@ of a distributed Client, as the memory checks and the messages need them.
 * :func:`local_memory` is the memory available to this process: psutil's available
   memory of the host, or what the cgroup limit leaves when that is less;
 * :func:`scheduler_workers` lists the scheduler's record of every worker of a Client;
+* :func:`last_level_cache` is the size of the CPU's largest cache (Linux sysfs);
 * :func:`format_bytes` writes a size for a message.
 
-The files read are the kernel's (``/sys/fs/cgroup``, ``/proc/self/cgroup``), never data;
+The files read are the kernel's (``/sys/fs/cgroup``, ``/proc/self/cgroup``,
+``/sys/devices/system/cpu``), never data;
 a file that is missing or does not hold what the kernel writes is skipped, never an error.
 """
 
@@ -17,13 +19,17 @@ from __future__ import annotations
 import dataclasses
 import os
 
-__all__ = ["CGROUP_ROOT", "CgroupMemory", "HOST_MEMORY", "cgroup_memory", "format_bytes", "local_memory",
-           "scheduler_workers"]
+__all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "cgroup_memory",
+           "format_bytes", "last_level_cache", "local_memory", "scheduler_workers"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
 CGROUP_ROOT = "/sys/fs/cgroup"
 #: cgroup v1 writes "no limit" as the largest page-aligned int64 (9223372036854771712)
 _CGROUP_UNLIMITED = 2**60
+#: where Linux lists the caches of the first CPU (``index*/level``, ``index*/size``)
+CACHE_ROOT = "/sys/devices/system/cpu/cpu0/cache"
+#: the last-level cache assumed where the kernel does not say (macOS, Windows): a common L3
+DEFAULT_CACHE_BYTES = 32 * 2**20
 #: what :func:`local_memory` calls the host's available memory in messages
 HOST_MEMORY = "the available memory of this machine"
 
@@ -159,6 +165,30 @@ def local_memory(root: str = CGROUP_ROOT) -> tuple[int, str]:
         f"the memory left under this process's cgroup v{cgroup.version} limit of "
         f"{format_bytes(cgroup.limit)} at {cgroup.path} with {format_bytes(cgroup.usage)} in use"
     )
+
+
+def last_level_cache(root: str = CACHE_ROOT) -> int:
+    """Bytes of the largest cache of the first CPU (its last level, the L3 of most
+    machines) as Linux lists it under ``root`` (``index*/size``, e.g. ``32768K``), or
+    :data:`DEFAULT_CACHE_BYTES` where no such file can be read."""
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+    sizes = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    for name in names:
+        if not name.startswith("index"):
+            continue
+        try:
+            with open(os.path.join(root, name, "size")) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        number, unit = text.rstrip("KMG"), text[len(text.rstrip("KMG")):]
+        if number.isdigit() and unit in units and int(number) > 0:
+            sizes.append(int(number) * units[unit])
+    return max(sizes, default=DEFAULT_CACHE_BYTES)
 
 
 def format_bytes(n: float) -> str:

@@ -18,5 +18,10 @@ def test_tiny_run_agrees_with_its_baseline_and_writes_its_report(tmp_path, capsy
         assert len(r["times_s"]["eigh"]) == len(r["times_s"]["tridiagonal"]) == 2 and r["ratio"] > 0
     assert "Publishable" in out or "NOT FOR PUBLICATION" in out
     report = (tmp_path / "report.txt").read_text()
-    assert "command: python -m benchmarks.bench_cv_solve" in report and report.count("\n    32 ") == 1
-    assert json.loads((tmp_path / "results.json").read_text())["validity"]["dkrr_commit"]
+    # a row per size in each table: the kernels', and the fold solves at once
+    assert "command: python -m benchmarks.bench_cv_solve" in report and report.count("\n    32 ") == 2
+    stored = json.loads((tmp_path / "results.json").read_text())
+    assert stored["validity"]["dkrr_commit"]
+    assert [r["p"] for r in stored["schedules"]] == [32, 64]
+    assert all(len(r["times_s"]["dkrr"]) == len(r["times_s"]["all_threads"]) == 2 and r["at_once"] >= 1
+               for r in stored["schedules"])

@@ -180,3 +180,53 @@ def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
     # the final solve at the chosen alpha (1e-4: ill-conditioned) ran with other BLAS threads
     assert got.alpha_ == ref.alpha_
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("cache", ["every Gram fits", "one Gram fits"])
+def test_threaded_fold_solves_at_once_follow_the_cache_with_the_same_errors(data, monkeypatch, cache):
+    """On dask's threaded scheduler the fold solves run as many at once as their float64
+    training Grams (8 p^2 bytes each) fit in the last-level cache together, each with
+    ``threads // at once`` BLAS threads: here a cache that holds one Gram makes them run one
+    at a time with every thread. The fold errors are the client-side ones either way."""
+    import threading
+
+    import threadpoolctl
+    from dask.system import CPU_COUNT
+
+    import dkrr._system
+    import dkrr.linalg._cv_tasks as cv_tasks
+
+    X, y, _ = data
+    maps = _maps([0.5])
+    p = maps[0].n_output_features
+    if cache == "one Gram fits":
+        monkeypatch.setattr(dkrr._system, "last_level_cache", lambda: 8 * p * p + 1)
+        at_once = 1
+    else:
+        at_once = min(K, CPU_COUNT)
+    seen, running, lock = [], [0], threading.Lock()
+    score = cv_tasks.score_fold
+
+    def recording(*args):  # the real solve, with the BLAS threads and solves running at its start
+        with lock:
+            running[0] += 1
+            blas = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+            seen.append((running[0], blas))
+        try:
+            return score(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(cv_tasks, "score_fold", recording)
+    Xd, yd = as_row_chunked(X, y, chunk_rows=150)
+    with dask.config.set(scheduler="threads"):
+        assert cv_tasks.fold_tasks_at_once(p, 1, K) == at_once
+        root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
+        cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=p)
+        every = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7)
+    assert len(seen) == K
+    assert max(r for r, _ in seen) <= at_once
+    assert all(blas and set(blas) == {max(1, CPU_COUNT // at_once)} for _, blas in seen), seen
+    expected = cross_validate_statistics(every[0], ALPHAS, True)
+    np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)  # BLAS threads differ, as above

@@ -15,7 +15,9 @@ packed, kept where the tree's root ran): one task converts the targets (the clas
 total and unpacks its Gram; per fold a task takes the fold's packed statistics (views of
 the root, so a worker that runs the fold's solve receives one packed Gram, plus the
 total once); the fold task unpacks its ``G_k``, forms ``G - G_k`` and scores the alpha
-grid (:func:`~dkrr.linalg._cv.score_fold`). The sums and the unpacking are those of
+grid (:func:`~dkrr.linalg._cv.score_fold`). On dask's threaded scheduler fewer fold solves
+than threads may run at once, each with more BLAS threads (:func:`fold_tasks_at_once`:
+where their Grams overflow the cache). The sums and the unpacking are those of
 :meth:`~dkrr.linalg.RidgeStatistics.symmetrized` then
 :meth:`~dkrr.linalg.RidgeStatistics.total`, in the same order, so the fold errors are
 those of :func:`~dkrr.linalg.cross_validate_statistics` on the client (to the rounding
@@ -81,13 +83,25 @@ def folds_on_workers(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, li
 
 def fold_tasks_at_once(p: int, n_targets: int, n_tasks: int) -> int:
     """On dask's threaded scheduler: how many of ``n_tasks`` fold solves may run at once,
-    the threads (:func:`~dkrr.linalg._reduce.default_n_chains`) that this machine's
-    available memory (:func:`~dkrr._system.local_memory`) holds fold solves for, at least one."""
-    from .._system import local_memory
+    at least one and at most the threads (:func:`~dkrr.linalg._reduce.default_n_chains`),
+    as many as this machine's available memory (:func:`~dkrr._system.local_memory`) holds
+    fold solves for and as many as keep their training Grams (``8 p^2`` bytes each)
+    together within the CPU's last-level cache (:func:`~dkrr._system.last_level_cache`).
+
+    :func:`~dkrr._progress.compute_limited` gives each solve ``threads // at once`` BLAS
+    threads. The tridiagonal reduction (``dsytrd``) reads the Gram once per column (half
+    its work is BLAS-2, bound by memory), so solves whose Grams overflow the cache together
+    slow each other down, and fewer solves with more BLAS threads each finish sooner.
+    Measured (5 folds, one target, 2 cores, 32 MiB L3; ``benchmarks/README.md``): p = 2048,
+    2.35 s as two solves of one BLAS thread each, 1.58 s one at a time with two; p = 1536,
+    1.02 / 0.95 s; p = 1024 (two Grams fit), 0.30 / 0.50 s.
+    """
+    from .._system import last_level_cache, local_memory
     from ._reduce import default_n_chains
 
     fits = int(local_memory()[0] // max(1, fold_task_bytes(p, n_targets)))
-    return max(1, min(int(n_tasks), default_n_chains(), fits))
+    cached = int(last_level_cache() // max(1, 8 * int(p) * int(p)))
+    return max(1, min(int(n_tasks), default_n_chains(), fits, cached))
 
 
 @dataclasses.dataclass(eq=False)
@@ -252,7 +266,7 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     if n_maps == 1:
         gathered.append(totals[0])
     kwargs = {}
-    if not workers:  # the threaded scheduler: as many fold solves at once as the memory holds
+    if not workers:  # the threaded scheduler: as many fold solves at once as the memory and the cache hold
         kwargs["num_workers"] = fold_tasks_at_once(int(p), int(n_targets), n_maps * K)
     out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=kwargs.get("num_workers"),
                           **kwargs)
