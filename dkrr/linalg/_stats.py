@@ -302,15 +302,20 @@ def _check_weight_block(w, block_index, row_offset) -> np.ndarray:
     return w
 
 
-def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str = "float64", row_scale=None):
+def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str = "float64", row_scale=None,
+                       bounds=None):
     """Yield ``(start, stop, Z)``: the features of rows ``start:stop`` of ``X``, piece by piece.
 
     The one sub-block engine of every pass (statistics, PCG, PCG validation) and of
     prediction: at most :func:`sub_block_rows` rows have features at a time, in one reused
     buffer (a yielded ``Z`` is overwritten by the next). Each sub-block of ``X`` is cast to
     the ``precision``'s dtype as it is read; ``row_scale`` (rows,) multiplies the rows of
-    ``Z`` (``sqrt(w)`` for sample weights ``w``: ``Z^T Z`` is then the weighted Gram). The
-    caller checks the block's rows first (:func:`~dkrr._validation.check_finite_rows`).
+    ``Z`` (``sqrt(w)`` for sample weights ``w``: ``Z^T Z`` is then the weighted Gram).
+    ``bounds`` (ascending row offsets from 0 to the rows, e.g. the folds' of
+    :func:`prepare_block`): no sub-block crosses one, so each lies in one segment and a
+    segment's rows are cut into full sub-blocks (not into the pieces that sub-blocks cut
+    at the segments' ends would leave: a float32 Gram of fewer rows is slower per row).
+    The caller checks the block's rows first (:func:`~dkrr._validation.check_finite_rows`).
     """
     n_rows = X.shape[0]
     p = fmap.n_output_features
@@ -323,27 +328,27 @@ def feature_sub_blocks(X: np.ndarray, fmap, max_block_bytes: int, precision: str
     Xbuf = np.empty((sub,) + X.shape[1:], dtype=dtype)
     width = getattr(fmap, "projection_columns", None)  # random feature maps take a projection buffer
     Pbuf = None if width is None else np.empty((sub, width), dtype=dtype)
-    for start in range(0, n_rows, sub):
-        stop = min(n_rows, start + sub)
-        m = stop - start
-        np.copyto(Xbuf[:m], X[start:stop], casting="same_kind")
-        Z = fmap.transform(Xbuf[:m], out=Zbuf[:m], **({} if Pbuf is None else {"work": Pbuf[:m]}))
-        if row_scale is not None:
-            Z *= row_scale[start:stop, None]
-        yield start, stop, Z
+    cuts = [0, n_rows] if bounds is None else [int(b) for b in bounds]
+    for first, last in zip(cuts[:-1], cuts[1:]):
+        for start in range(first, last, sub):
+            stop = min(last, start + sub)
+            m = stop - start
+            np.copyto(Xbuf[:m], X[start:stop], casting="same_kind")
+            Z = fmap.transform(Xbuf[:m], out=Zbuf[:m], **({} if Pbuf is None else {"work": Pbuf[:m]}))
+            if row_scale is not None:
+                Z *= row_scale[start:stop, None]
+            yield start, stop, Z
 
 
 def fold_feature_blocks(Xf: np.ndarray, Y: np.ndarray, bounds: np.ndarray, fmap, max_block_bytes: int,
                         precision: str = "float64"):
     """Yield ``(k, Z_k, Y_k)``: features and targets of fold ``k``'s rows, piece by piece:
-    :func:`feature_sub_blocks` cut at the fold boundaries (``Xf``, ``Y`` and ``bounds``
+    :func:`feature_sub_blocks` within the fold boundaries (``Xf``, ``Y`` and ``bounds``
     from :func:`prepare_block`)."""
-    for start, stop, Z in feature_sub_blocks(Xf, fmap, max_block_bytes, precision):
-        for k in range(len(bounds) - 1):
-            a = max(start, bounds[k]) - start
-            b = min(stop, bounds[k + 1]) - start
-            if b > a:
-                yield k, Z[a:b], Y[start + a : start + b]
+    bounds = np.asarray(bounds)
+    for start, stop, Z in feature_sub_blocks(Xf, fmap, max_block_bytes, precision, bounds=bounds):
+        k = int(np.searchsorted(bounds, start, side="right")) - 1
+        yield k, Z, Y[start:stop]
 
 
 def block_statistics(
