@@ -92,9 +92,9 @@ def fold_tasks_at_once(p: int, n_targets: int, n_tasks: int) -> int:
     threads. The tridiagonal reduction (``dsytrd``) reads the Gram once per column (half
     its work is BLAS-2, bound by memory), so solves whose Grams overflow the cache together
     slow each other down, and fewer solves with more BLAS threads each finish sooner.
-    Measured (5 folds, one target, 2 cores, 32 MiB L3; ``benchmarks/README.md``): p = 2048,
-    2.35 s as two solves of one BLAS thread each, 1.58 s one at a time with two; p = 1536,
-    1.02 / 0.95 s; p = 1024 (two Grams fit), 0.30 / 0.50 s.
+    Measured (5 folds, one target, 2 cores, 32 MiB L3; ``benchmarks/results/cv_solve/``):
+    p = 2048, 2.66 s as two solves of one BLAS thread each, 1.77 s one at a time with two;
+    p = 4096, 28.1 / 17.0 s.
     """
     from .._system import last_level_cache, local_memory
     from ._reduce import default_n_chains
