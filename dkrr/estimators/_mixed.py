@@ -53,17 +53,15 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
 
 def _start(passes, fit_intercept):
     """``(beta_0, L)``: the float32 statistics' solution and the lower Cholesky factor of
-    their ``G_c + alpha I``, or None when it is not positive definite. The centred copies
-    are freed on return, before the refinement's passes (the client holds p x p arrays:
-    the statistics' Gram and ``L``)."""
-    tot = passes.stats.total()
-    Gc, cc, _, _ = center_statistics(tot.G[0], tot.c[0], tot.zsum[0], tot.weights()[0], tot.ysum[0], fit_intercept)
-    del tot
-    try:
-        factor = posterior_factor(Gc, passes.alpha)
+    their ``G_c + alpha I``, or None when it is not positive definite. The client holds
+    two p x p arrays, the statistics' Gram and ``L``, here and in the refinement's passes."""
+    tot = passes.stats.total(shared=True)
+    n = tot.weights()[0]
+    _, cc, _, _ = center_statistics(None, tot.c[0], tot.zsum[0], n, tot.ysum[0], fit_intercept)
+    try:  # the centred Gram formed in the factor's own array: one p x p array besides G
+        factor = posterior_factor(tot.G[0], passes.alpha, (tot.zsum[0], n) if fit_intercept else None)
     except np.linalg.LinAlgError:
         return None
-    del Gc
     return scipy.linalg.cho_solve((factor, True), cc, check_finite=False), factor
 
 

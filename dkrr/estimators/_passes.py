@@ -63,7 +63,8 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
         if refined is not None:  # precision="auto": the float64 solution from float32 statistics
             beta, intercept = refined.beta, refined.intercept
         else:
-            beta, intercept = ridge_coefficients(passes.stats.total(), passes.alpha, bool(est.fit_intercept), solver)
+            beta, intercept = ridge_coefficients(passes.stats.total(shared=True), passes.alpha, bool(est.fit_intercept),
+                                                 solver)
     except SingularSystemError as exc:
         if precision != "float32":
             raise
@@ -76,7 +77,7 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     if not est._labels_mode:  # the regressor's Bayesian reading (ALGORITHMS 3.11)
         try:
             if refined is None:
-                posterior = bayes_posterior(passes.stats.total(), passes.alpha, bool(est.fit_intercept))
+                posterior = bayes_posterior(passes.stats.total(shared=True), passes.alpha, bool(est.fit_intercept))
             else:  # float64 residual and coefficients, the refinement's factor (ALGORITHMS 3.10)
                 posterior = bayes_posterior(refined.stats, passes.alpha, bool(est.fit_intercept),
                                             factor=refined.factor, beta=refined.beta)

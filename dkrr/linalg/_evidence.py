@@ -31,6 +31,8 @@ centred sum of squares of y, the row count) and one p x p factorisation.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.linalg
 
@@ -93,12 +95,26 @@ def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas) -> tuple[
     return logev, s2
 
 
-def posterior_factor(Gc, alpha: float) -> np.ndarray:
+def posterior_factor(Gc, alpha: float, centre=None) -> np.ndarray:
     """Lower Cholesky factor ``L`` of ``G_c + alpha I`` (the posterior precision of ``w``
-    over ``s^2``); :func:`predictive_variance` solves with it."""
-    A = np.array(Gc, dtype=np.float64, copy=True)
-    A[np.diag_indices_from(A)] += float(alpha)
-    return scipy.linalg.cholesky(A, lower=True, check_finite=False)
+    over ``s^2``); :func:`predictive_variance` solves with it. ``centre=(zsum, n)``: ``Gc``
+    is the uncentred Gram, centred as :func:`~dkrr.linalg._solve.center_statistics` does
+    it. ``L`` is the one ``p x p`` array made (:func:`~dkrr.linalg._solve.shifted_gram`,
+    factored in place).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``G_c + alpha I`` is not positive definite.
+    """
+    from ._solve import shifted_gram
+
+    A = shifted_gram(Gc, alpha, centre)
+    (potrf,) = scipy.linalg.get_lapack_funcs(("potrf",), (A,))
+    L, info = potrf(A, lower=1, overwrite_a=1, clean=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor of the array is not positive definite")
+    return L
 
 
 def predictive_variance(Z, mu, L, noise_variance, inv_weight_sum: float, *, observation: bool = True) -> np.ndarray:
@@ -164,16 +180,15 @@ def bayes_posterior(tot, alpha: float, fit_intercept: bool, *, factor=None, beta
     """
     if alpha <= 0:
         raise InvalidParameterError(f"the posterior needs alpha > 0, got {alpha!r}")
-    Gc, cc, yyc, mu, m, W = _centred_parts(tot, fit_intercept)
+    _, cc, yyc, mu, m, W = _centred_parts(dataclasses.replace(tot, G=None), fit_intercept)
     L = factor
-    if L is None:
+    if L is None:  # G_c formed in L's own array (posterior_factor): one p x p array besides G
         try:
-            L = posterior_factor(Gc, alpha)
+            L = posterior_factor(tot.G[0], alpha, (tot.zsum[0], W) if fit_intercept else None)
         except np.linalg.LinAlgError:
             raise InvalidParameterError(
                 f"G_c + alpha I is not positive definite at alpha={alpha:.3g} (the statistics' rounding): "
                 "the posterior needs a larger alpha") from None
-    del Gc
     if beta is None:
         beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
     R = yyc - np.einsum("pt,pt->t", cc, beta)

@@ -43,8 +43,8 @@ number of blocks):
   worker 2.85 GB, against 6.0 GB with full Grams and their ``p x p`` temporary (a worker
   process's RSS adds its baseline, 0.3 GB measured: interpreter, libraries, BLAS);
 * the client: the unpacked statistics ``S_full`` beside the packed result ``S`` while it
-  is unpacked, then beside four ``p x p`` matrices of the solve (the total Gram,
-  ``G + alpha I``, its factor or eigenvectors, a work copy): ``S_full + max(S, 32 p^2) + F``.
+  is unpacked, then beside four ``p x p`` matrices of the solve (the eigh path's; the
+  Cholesky path's is one, ``shifted_gram``): ``S_full + max(S, 32 p^2) + F``.
   With ``cv`` the fold solves run where the statistics are (:mod:`dkrr.linalg._cv_tasks`):
   the client gathers one total (``S_full`` of one fold) and a worker holds ``S``, the
   totals and its fold solves (:func:`~dkrr.linalg._cv_tasks.fold_part_bytes`, four

@@ -78,7 +78,7 @@ def precision_error(stats, alpha: float, precision: str) -> float:
     if stats.G is None:
         return float("nan")
     eps = float(np.finfo(np.dtype(precision)).eps)
-    G = stats.G.sum(axis=0)
+    G = stats.G[0] if stats.G.shape[0] == 1 else stats.G.sum(axis=0)  # no p x p copy of one fold
     norm = float(np.sqrt(np.einsum("ij,ij->", G, G)))
     if alpha <= 0:
         return float("inf") if norm > 0 else 0.0

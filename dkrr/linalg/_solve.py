@@ -26,6 +26,7 @@ __all__ = [
     "CONDITION_WARN",
     "center_statistics",
     "TridiagonalGram",
+    "shifted_gram",
     "check_alpha",
     "ridge_coefficients",
     "solve_cholesky",
@@ -101,8 +102,46 @@ def _warn_condition(cond, alpha):
         )
 
 
-def solve_cholesky(G, c, alpha: float) -> np.ndarray:
-    """``(G + alpha I)^-1 c`` by Cholesky (``G`` symmetric p x p, ``c`` p x t).
+#: bytes of the column slabs in which :func:`shifted_gram` forms ``G - n mu mu^T`` (no
+#: ``p x p`` temporary) and :func:`solve_cholesky` sums its 1-norm
+_SLAB_BYTES = 16 * 2**20
+
+
+def _slabs(p: int):
+    step = max(1, _SLAB_BYTES // (8 * max(1, p)))
+    return ((j, min(p, j + step)) for j in range(0, p, step))
+
+
+def shifted_gram(G, alpha: float, centre=None) -> np.ndarray:
+    """``G + alpha I``, or with ``centre=(zsum, n)`` the centred ``G - n mu mu^T + alpha I``
+    (``mu = zsum / n``), as one new Fortran-ordered ``p x p`` array, the only ``p x p``
+    memory it takes: LAPACK's Cholesky (:func:`solve_cholesky`,
+    :func:`~dkrr.linalg._evidence.posterior_factor`) factors it in place. The centring is
+    computed in column slabs elementwise as :func:`center_statistics` computes it
+    (``G - n * outer(mu, mu)``), so the factor is bitwise the one of its ``G_c`` (where
+    ``G_c``, ``G_c + alpha I`` and LAPACK's copy of it were three more ``p x p`` arrays:
+    2 GB at p = 8192)."""
+    G = np.asarray(G, dtype=np.float64)
+    p = G.shape[0]
+    A = np.empty((p, p), order="F")
+    mu = None
+    if centre is not None:
+        zsum, n = centre
+        n = float(n)
+        mu = np.asarray(zsum, dtype=np.float64) / n
+    for a, b in _slabs(p):
+        if mu is None:
+            A[:, a:b] = G[:, a:b]
+        else:
+            np.subtract(G[:, a:b], n * np.outer(mu, mu[a:b]), out=A[:, a:b])
+    A[np.diag_indices(p)] += float(alpha)
+    return A
+
+
+def solve_cholesky(G, c, alpha: float, *, centre=None) -> np.ndarray:
+    """``(G + alpha I)^-1 c`` by Cholesky (``G`` symmetric p x p, ``c`` p x t); with
+    ``centre=(zsum, n)`` the centred ``(G - n mu mu^T + alpha I)^-1 c`` (``mu = zsum / n``;
+    ``c`` already centred). One ``p x p`` array besides ``G`` (:func:`shifted_gram`).
 
     Warns with :class:`~dkrr.errors.IllConditionedWarning` (a ``scipy.linalg.LinAlgWarning``) when the condition number (LAPACK
     ``pocon`` estimate, 1-norm) exceeds :data:`CONDITION_WARN`.
@@ -113,14 +152,14 @@ def solve_cholesky(G, c, alpha: float) -> np.ndarray:
         ``G + alpha I`` is not positive definite (e.g. ``alpha <= 0`` on a
         rank-deficient G) or not finite.
     """
-    _check_finite_system(G, c)
-    A = G + alpha * np.eye(G.shape[0])
-    anorm = np.abs(A).sum(axis=0).max()
+    A = shifted_gram(G, alpha, centre)
+    _check_finite_system(A, c)
+    anorm = max(float(np.abs(A[:, a:b]).sum(axis=0).max()) for a, b in _slabs(A.shape[0])) if A.size else 0.0
     try:
-        cf = scipy.linalg.cho_factor(A, lower=False, check_finite=False)
+        cf = scipy.linalg.cho_factor(A, lower=False, overwrite_a=True, check_finite=False)
     except np.linalg.LinAlgError as exc:
         raise _singular(alpha, f"Cholesky failed: {exc}") from None
-    (pocon,) = scipy.linalg.get_lapack_funcs(("pocon",), (A,))
+    (pocon,) = scipy.linalg.get_lapack_funcs(("pocon",), (cf[0],))
     rcond, info = pocon(cf[0], anorm, uplo="L" if cf[1] else "U")
     if info != 0 or rcond <= 0 or rcond < _EPS:
         raise _singular(alpha, f"reciprocal condition number {rcond:.3g}")
@@ -280,13 +319,14 @@ def ridge_coefficients(stats, alpha: float, fit_intercept: bool, solver: str = "
         ``"eigh"``: the spectral path, :func:`solve_tridiagonal` (singularity and
         conditioning judged from the least and largest eigenvalues).
     """
-    G, c = stats.G[0], stats.c[0]
-    Gc, cc, mu, ybar = center_statistics(G, c, stats.zsum[0], stats.weights()[0], stats.ysum[0], fit_intercept)
-    if solver == "cholesky":
-        beta = solve_cholesky(Gc, cc, alpha)
-    elif solver == "eigh":
-        beta = solve_tridiagonal(TridiagonalGram(Gc, overwrite=fit_intercept), cc, [alpha])[0]
-    else:
+    G, c, n = stats.G[0], stats.c[0], stats.weights()[0]
+    if solver not in ("cholesky", "eigh"):
         raise InvalidParameterError(f"solver must be 'auto', 'cholesky' or 'eigh', got {solver!r}")
+    if solver == "cholesky":  # the centred Gram formed in the factor's own array (shifted_gram)
+        _, cc, mu, ybar = center_statistics(None, c, stats.zsum[0], n, stats.ysum[0], fit_intercept)
+        beta = solve_cholesky(G, cc, alpha, centre=(stats.zsum[0], n) if fit_intercept else None)
+    else:
+        Gc, cc, mu, ybar = center_statistics(G, c, stats.zsum[0], n, stats.ysum[0], fit_intercept)
+        beta = solve_tridiagonal(TridiagonalGram(Gc, overwrite=fit_intercept), cc, [alpha])[0]
     intercept = ybar - mu @ beta
     return beta, intercept

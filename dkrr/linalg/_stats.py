@@ -153,9 +153,11 @@ class RidgeStatistics:
         k = slice(exclude_fold, exclude_fold + 1)
         return self.map_parts(lambda a: a.sum(0, keepdims=True) - a[k])
 
-    def total(self) -> RidgeStatistics:
-        """Statistics of all rows (sum over folds), as a one-fold object."""
-        return self.training(None)
+    def total(self, *, shared: bool = False) -> RidgeStatistics:
+        """Statistics of all rows (sum over folds), as a one-fold object; ``shared``: a
+        one-fold object itself, not a copy (for a caller that only reads it: its Gram
+        is ``p x p``)."""
+        return self if shared and self.n_folds == 1 else self.training(None)
 
     def fold(self, k: int) -> RidgeStatistics:
         """Statistics of the rows of fold ``k``."""
