@@ -9,14 +9,57 @@ libraries, in the first second of the start, can still end that worker with a tr
 the nanny stops it at the cluster's close. A worker whose heartbeat finds the scheduler
 closed is being shut down with the cluster: that record (an ERROR with a traceback) is
 dropped, and so is aiohttp's "Unclosed client session" of an object store's client when
-the worker process ends (:func:`drop_unclosed_session`).
+the worker process ends (:func:`drop_unclosed_session`). A process that ends while Zarr's
+I/O thread is still busy (a chunk read of a task cut short) lets that thread finish first
+(:func:`let_zarr_io_finish_at_exit`), where Zarr's own exit handler gives it 0.2 s and then
+prints a ``RuntimeError`` traceback.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import signal
+import sys
 import threading
+
+#: seconds a process that is ending waits for Zarr's I/O thread (Zarr's own handler: 0.2)
+ZARR_EXIT_WAIT_S = 10.0
+_REGISTERED: list[bool] = []
+
+
+def _finish_zarr_io(timeout: float = ZARR_EXIT_WAIT_S) -> None:
+    """Stop Zarr's event loop and wait up to ``timeout`` for its thread to end, so that
+    Zarr's exit handler (``zarr.core.sync.cleanup_resources``, which follows: exit handlers
+    run last registered first) finds it stopped. Zarr keeps its loop and thread in
+    one-element lists of that module; where a Zarr release keeps them otherwise, nothing
+    is done."""
+    sync = sys.modules.get("zarr.core.sync")
+    loop = (getattr(sync, "loop", None) or [None])[0]
+    thread = (getattr(sync, "iothread", None) or [None])[0]
+    if loop is None or thread is None or not thread.is_alive() or loop.is_closed():
+        return
+    try:
+        loop.call_soon_threadsafe(loop.stop)
+    except RuntimeError:  # closed meanwhile
+        return
+    thread.join(timeout)
+
+
+def let_zarr_io_finish_at_exit() -> None:
+    """Register :func:`_finish_zarr_io` to run at this process's exit before Zarr's own
+    exit handler (Zarr is imported first, so that its handler is registered before this
+    one); once per process. Zarr's handler waits 0.2 s for its I/O thread and then closes
+    the loop under it, which raises "Cannot close a running event loop" (a traceback on
+    stderr) when a read is still running: at a Ctrl-C on a loaded machine it was."""
+    if _REGISTERED:
+        return
+    try:
+        import zarr.core.sync  # noqa: F401  (its exit handler is registered at import)
+    except ImportError:  # pragma: no cover - zarr is a dependency
+        return
+    atexit.register(_finish_zarr_io)
+    _REGISTERED.append(True)
 
 
 def _not_a_closing_heartbeat(record) -> bool:
@@ -41,3 +84,4 @@ def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes th
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.getLogger("distributed.worker").addFilter(_not_a_closing_heartbeat)
     logging.getLogger("asyncio").addFilter(drop_unclosed_session)
+    let_zarr_io_finish_at_exit()

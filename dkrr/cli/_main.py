@@ -98,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # the libraries are imported here, inside the handlers: a Ctrl-C while they load
         # (a few seconds) is an interruption like any other, not an import traceback
+        from .._worker_setup import let_zarr_io_finish_at_exit
         from ..errors import DkrrError
         from . import _commands
+
+        let_zarr_io_finish_at_exit()  # a read cut short by Ctrl-C ends before Zarr closes its loop
 
         handler = getattr(_commands, f"cmd_{args.command}")
         try:
