@@ -124,15 +124,13 @@ def shifted_gram(G, alpha: float, centre=None) -> np.ndarray:
     G = np.asarray(G, dtype=np.float64)
     p = G.shape[0]
     A = np.empty((p, p), order="F")
-    mu = None
-    if centre is not None:
+    if centre is None:
+        A[...] = G
+    else:
         zsum, n = centre
         n = float(n)
         mu = np.asarray(zsum, dtype=np.float64) / n
-    for a, b in _slabs(p):
-        if mu is None:
-            A[:, a:b] = G[:, a:b]
-        else:
+        for a, b in _slabs(p):
             np.subtract(G[:, a:b], n * np.outer(mu, mu[a:b]), out=A[:, a:b])
     A[np.diag_indices(p)] += float(alpha)
     return A
