@@ -325,3 +325,24 @@ def test_the_default_grid_says_unscorable_alphas_only_when_the_best_is_next_to_t
         cross_validate_statistics(stats, edge_grid, fit_intercept=False, default_grid=True)
     with pytest.warns(SingularAlphaWarning, match=r"^alphas \[0\.001\].*precision='float64' scores smaller"):
         cross_validate_statistics(stats, quiet_grid, fit_intercept=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_product_adds_the_column_sums_over_every_widened_slice(dtype):
+    """``_cross64(..., sums=)``: ``Z^T Y`` and Z's column sums from the same slices, over
+    several slices of the cast buffer (float32) and in one product (float64): the sums equal
+    float64's of the same numbers to float64 rounding, and are added to what ``sums`` held."""
+    from dkrr.linalg._precision import _cross64, cast_buffer
+
+    rng = np.random.default_rng(3)
+    p = 96
+    cast = cast_buffer(p, "float32")
+    rows = 2 * cast.shape[0] + 37  # two full slices and a short one
+    Z = (rng.standard_normal((rows, p)) + 0.5).astype(dtype)
+    Y = rng.standard_normal((rows, 2))
+    Z64 = Z.astype(np.float64)
+    sums = np.full(p, 3.0)
+    out = _cross64(Z, Y, cast, sums=sums)
+    np.testing.assert_allclose(out, Z64.T @ Y, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(sums, 3.0 + Z64.sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(_cross64(Z, Y, cast), out)  # without sums: the same product

@@ -425,7 +425,6 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
         stats.n[k] += Zk.shape[0]
         if w is None:
             r = None
-            stats.zsum[k] += Zk.sum(axis=0, dtype=np.float64)
             stats.ysum[k] += Yk.sum(axis=0)
         else:
             wk = Yk[:, t]
@@ -444,7 +443,7 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             B, out = products
             target = out if out.ndim == 2 else out[k]
             target += Zk.T @ (Zk @ B)
-        stats.c[k] += _cross64(Zk, Yk, cast)
+        stats.c[k] += _cross64(Zk, Yk, cast, sums=stats.zsum[k] if r is None else None)  # and Z's column sums
         if r is None and stats.yy is not None and not labels_mode:
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
         if stats.zsq is not None:
