@@ -113,7 +113,7 @@ def check_finite_rows(
     rows = np.nonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0]
     span = ""
     if block_index is not None:
-        span = f" in row block {block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}),"
+        span = f" in rows {row_offset} to {row_offset + block.shape[0] - 1} (row block {block_index}),"
     raise NonFiniteInputError(
         f"{name}{where} contains {int(bad.sum())} non-finite value(s) (NaN or inf){span} in "
         f"{len(rows)} row(s), first in row {row_offset + int(rows[0])}; remove or impute "
@@ -144,7 +144,7 @@ def check_class_labels(
     if rows.size:
         span = ""
         if block_index is not None:
-            span = f" in row block {block_index} (rows {row_offset} to {row_offset + block.shape[0] - 1}),"
+            span = f" in rows {row_offset} to {row_offset + block.shape[0] - 1} (row block {block_index}),"
         first = int(rows[0])
         raise InputValidationError(
             f"Unknown label type: continuous. {name} holds non-integer values{span} in "

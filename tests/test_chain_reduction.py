@@ -22,6 +22,7 @@ from dkrr.features import RandomFeatureMap
 from dkrr.linalg import as_row_chunked, reduce_row_blocks
 from dkrr.linalg._memory import ridge_memory_estimate, statistics_bytes
 from dkrr.linalg._packed import work_length
+from dkrr.linalg._chains import SPLIT_MIN_FRACTION, SPLIT_MIN_ROWS, chain_steps
 from dkrr.linalg._reduce import _accumulate_into, _chain_step, default_n_chains
 from dkrr.linalg._stats import RidgeStatistics, block_statistics, combine_statistics, fold_ids
 
@@ -96,12 +97,61 @@ def _concat(parts):
     return [item for p in parts for item in p]
 
 
+def _collect_rows(x, row_offset, block_index):
+    return [(block_index, row_offset, [int(v) for v in x[:, 0]])]
+
+
 @pytest.mark.parametrize("n_chains", [1, 2, 4, 7])
-def test_order_of_the_blocks_is_kept(n_chains):
-    """A non-commutative combine sees the blocks in order (chains are contiguous)."""
-    x = da.from_array(np.zeros((23, 2)), chunks=(3, 2))
-    out = reduce_row_blocks([x], _collect, _concat, n_chains=n_chains, split_every=2)
-    assert out == [(i, 3 * i, min(3, 23 - 3 * i)) for i in range(8)]
+def test_order_of_the_rows_is_kept(n_chains):
+    """A non-commutative combine sees the rows in order (chains are contiguous; a block
+    split between two chains comes as its pieces, in order), each step the rows of its
+    block it was given (a delivered block sliced right)."""
+    n, b = 230_000, 30_000  # 8 blocks; every cut of 2, 4 or 7 chains falls inside one, away from its edges
+    x = da.from_array(np.repeat(np.arange(float(n))[:, None], 2, axis=1), chunks=(b, 2))
+    out = reduce_row_blocks([x], _collect_rows, _concat, n_chains=n_chains, split_every=2)
+    assert [r for _, _, rows in out for r in rows] == list(range(n))
+    for i, offset, rows in out:
+        assert rows[0] == offset and b * i <= offset and offset + len(rows) <= min(n, b * i + b)
+    assert len(out) == sum(len(c) for c in chain_steps(x.chunks[0], n_chains)) and (len(out) > 8) == (n_chains > 1)
+
+
+K = SPLIT_MIN_ROWS
+
+
+@pytest.mark.parametrize("chunks, n_chains", [
+    ((65536,) * 30 + (33920,), 2), ((3 * K,) * 7 + (2 * K,), 4), ((10 * K,) * 3, 2), ((100 * K, K, K, K), 2),
+    ((100 * K, K, K, K), 3), ((1000 * K,) + (K,) * 9, 9), ((5 * K,) * 4, 4), ((5 * K,) * 4, 9),
+    ((7 * K,) * 5, 3), ((K,) * 9, 4), ((3,) * 7 + (2,), 4), ((100, 1, 1, 1), 2),
+])
+def test_chains_cut_the_rows_evenly_and_split_blocks_only_away_from_their_edges(chunks, n_chains):
+    """chain_steps: the steps cover the rows once, in order; a cut inside a block lies at
+    least SPLIT_MIN_FRACTION of the block and SPLIT_MIN_ROWS from its edges (small blocks
+    are never split); n_chains chains get rows within that of n / C; n_chains at least the
+    blocks: one block per chain."""
+    chains = chain_steps(chunks, n_chains)
+    starts = np.concatenate([[0], np.cumsum(chunks)])
+    at = 0
+    for chain in chains:
+        assert chain
+        for i, skip, rows in chain:
+            assert starts[i] + skip == at and rows > 0 and skip + rows <= chunks[i]
+            at += rows
+        i, skip, rows = chain[-1]
+        a = skip + rows  # the cut after this chain, within block i
+        if 0 < a < chunks[i]:
+            assert min(a, chunks[i] - a) >= max(SPLIT_MIN_ROWS, SPLIT_MIN_FRACTION * chunks[i])
+    assert at == starts[-1]
+    if n_chains >= len(chunks):
+        assert chains == [[(i, 0, r)] for i, r in enumerate(chunks)]
+    else:  # each cut moved at most SPLIT_MIN_FRACTION of its block (cuts that meet drop a chain)
+        assert len(chains) <= n_chains
+        if len(chains) == n_chains:
+            for chain in chains:
+                rows = sum(r for *_, r in chain)
+                moved = max(SPLIT_MIN_ROWS, SPLIT_MIN_FRACTION * max(chunks), max(chunks) / 2 if max(chunks) < 2 * K else 0)
+                assert abs(rows - starts[-1] / n_chains) <= 2 * moved + 1
+    if chunks == (65536,) * 30 + (33920,):  # the 2M-row fit: 16 blocks against 15 before
+        assert [sum(r for *_, r in c) for c in chains] == [1_000_000, 1_000_000]
 
 
 def test_fused_step_adds_in_place_into_its_own_object_only():

@@ -200,7 +200,7 @@ def test_non_finite_input_fails_before_a_model_exists(data, where):
     (X if where == "X" else y)[[450, 451]] = [np.nan, np.inf] if where == "y" else np.nan
     n_bad = 2 if where == "y" else 2 * D_IN
     est = make(alphas=[0.1, 1.0], cv=3)
-    with pytest.raises(NonFiniteInputError, match=rf"{where} contains {n_bad} non-finite value\(s\) \(NaN or inf\) in row block 4 \(rows 400 to 499\), in 2 row\(s\), first in row 450"):
+    with pytest.raises(NonFiniteInputError, match=rf"{where} contains {n_bad} non-finite value\(s\) \(NaN or inf\) in rows 400 to 499 \(row block 4\), in 2 row\(s\), first in row 450"):
         est.fit(da.from_array(X, chunks=(100, D_IN)), da.from_array(y, chunks=100))
     assert not hasattr(est, "coef_")
     with pytest.raises(NonFiniteInputError, match=f"{n_bad} non-finite"):
@@ -266,5 +266,5 @@ def test_non_finite_rows_in_lazy_predict_name_the_block(data):
     Xbad = X.copy()
     Xbad[333, 1] = np.inf
     pred = est.predict(da.from_array(Xbad, chunks=(150, D_IN)))
-    with pytest.raises(NonFiniteInputError, match=r"1 non-finite value\(s\) .* row block 2 \(rows 300 to 449\).*first in row 333"):
+    with pytest.raises(NonFiniteInputError, match=r"1 non-finite value\(s\) .* rows 300 to 449 \(row block 2\).*first in row 333"):
         pred.compute(scheduler="threads")

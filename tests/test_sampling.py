@@ -262,7 +262,7 @@ def test_bad_input_errors():
         RandomFeatureRidge(method="rff", n_components=8, n_candidates=32, sampling="surrogate_leverage").fit(X, np.full(60, 2.5))
     y_bad = y.copy()
     y_bad[17] = np.nan
-    with pytest.raises(NonFiniteInputError, match=r"y contains .* in row block 0 \(rows 0 to 59\)"):
+    with pytest.raises(NonFiniteInputError, match=r"y contains .* in rows 0 to 59 \(row block 0\)"):
         RandomFeatureRidge(method="rff", n_components=8, sampling="surrogate_leverage").fit(X, y_bad)
     y_bad[17] = np.inf
     with pytest.raises(NonFiniteInputError, match="non-finite"):

@@ -150,7 +150,7 @@ def test_non_finite_values_name_count_and_block(data, fmap, where):
     target[260] = np.inf
     Xd, yd = as_row_chunked(X, y, chunk_rows=100)
     n_bad = 3 * D_IN if where == "X" else 3
-    with pytest.raises(NonFiniteInputError, match=rf"{where} contains {n_bad} non-finite value\(s\) \(NaN or inf\) in row block 2 \(rows 200 to 299\), in 3 row\(s\), first in row 210"):
+    with pytest.raises(NonFiniteInputError, match=rf"{where} contains {n_bad} non-finite value\(s\) \(NaN or inf\) in rows 200 to 299 \(row block 2\), in 3 row\(s\), first in row 210"):
         streamed_statistics(Xd, yd, fmap)
 
 
@@ -243,8 +243,8 @@ def test_transform_names_the_global_rows_of_a_non_finite_value():
     X[13, 0] = np.nan
     rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(np.ones((5, 3)))
     Z = rf.transform(da.from_array(X, chunks=(5, 3)))
-    with pytest.raises(NonFiniteInputError, match=r"X contains 1 non-finite value\(s\) \(NaN or inf\) in row "
-                       r"block 2 \(rows 10 to 14\), in 1 row\(s\), first in row 13"):
+    with pytest.raises(NonFiniteInputError, match=r"X contains 1 non-finite value\(s\) \(NaN or inf\) in rows "
+                       r"10 to 14 \(row block 2\), in 1 row\(s\), first in row 13"):
         Z.compute(scheduler="threads")
 
 

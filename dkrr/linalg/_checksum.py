@@ -1,6 +1,8 @@
 """The guard of the multi-pass solves (PCG, ALGORITHMS.md 3.9; the mixed-precision
 refinement, 3.10) against a source that changes between passes: every block task returns
-the CRC-32 of its rows as read, the client compares each pass's with pass 1's."""
+the CRC-32 of its rows as read, the client compares each pass's with pass 1's. A block
+split between two chains (:func:`dkrr.linalg._chains.chain_steps`) has the XOR of its
+pieces' CRCs; every pass of one solve cuts the chains alike (``fixed_n_chains``)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def check_same_rows(reference: dict, checksums: dict, X, pass_number: int, weigh
     more = f" (and {len(changed) - 1} more of the {len(reference)} blocks)" if len(changed) > 1 else ""
     raise SourceChangedError(
         f"{'X or sample_weight' if weighted else 'X'} changed during the fit: row block {i} (rows {start} to {start + X.chunks[0][i] - 1}){more} read "
-        f"differently in pass {pass_number} than in pass 1 (CRC-32 {checksums.get(i, 0):#010x}, was "
+        f"differently in pass {pass_number} than in pass 1 (checksum {checksums.get(i, 0):#010x}, was "
         f"{reference.get(i, 0):#010x}). {reader[0]}, so the fit was stopped rather than mix two data sets. Do not "
         f"write to X's source (e.g. its Zarr store) during a fit and make a dask source deterministic, {reader[1]}."
     )

@@ -96,10 +96,12 @@ def _weighted_first_pass_block(X, y, w, row_offset, block_index, fmap, seed, ran
 
 
 def _merged_checksums(parts):
-    """The union of the partials' ``{block_index: checksum}`` (a new dict)."""
+    """The union of the partials' ``{block_index: checksum}`` (a new dict); the pieces of a
+    block split between two chains give one each, merged by XOR (:mod:`._checksum`)."""
     out = {}
     for part in parts:
-        out.update(part[-1])
+        for i, crc in part[-1].items():
+            out[i] = out[i] ^ crc if i in out else crc
     return out
 
 
@@ -334,8 +336,11 @@ def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: 
     -------
     PcgResult
     """
+    from ._reduce import fixed_n_chains
+
     p = fmap.n_output_features
     rank = int(min(rank, p))
+    n_chains = fixed_n_chains(n_chains)  # every pass cut alike: the same-rows check compares them
     stats, S, sums = first_pass(X, y, fmap, rank=rank, seed=seed, max_block_bytes=max_block_bytes,
                                 split_every=split_every, labels_mode=labels_mode, n_chains=n_chains,
                                 sample_weight=sample_weight)

@@ -135,9 +135,12 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
     -------
     PcgCvResult
     """
+    from ._reduce import fixed_n_chains
+
     K = int(n_folds)
     p = fmap.n_output_features
     rank = int(min(rank, p))
+    n_chains = fixed_n_chains(n_chains)  # every pass cut alike: the same-rows check compares them
     common = dict(max_block_bytes=max_block_bytes, split_every=split_every, n_chains=n_chains,
                   sample_weight=sample_weight)
     stats, S, sums = first_pass(X, y, fmap, rank=rank, seed=seed, labels_mode=labels_mode, n_folds=K,

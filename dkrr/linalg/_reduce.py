@@ -2,10 +2,11 @@
 
 :func:`reduce_row_blocks` is the streaming engine of dkrr: each row block (of X, and of
 y when given) is turned into a small object of partial sums, and those are merged into
-one result. The blocks are cut into ``C`` contiguous *chains* (``C`` = ``n_chains``, by
-default the number of threads that run tasks): along a chain one task per block computes
-the block's partial result and adds the running sum of the chain's earlier blocks into
-it (a fused step, so only running sums outlive their task), and a tree of combine tasks
+one result. The rows are cut into ``C`` contiguous *chains* of near-equal rows (``C`` =
+``n_chains``, by default the number of threads that run tasks; a block where a cut falls
+is split between two chains, :func:`~dkrr.linalg._chains.chain_steps`): along a chain one task per block
+computes the block's partial result and adds the running sum of the chain's earlier
+blocks into it (a fused step, so only running sums outlive their task), and a tree of combine tasks
 of fan-in ``split_every`` merges the ``C`` chain sums. A thread thus holds about two
 partial results at a time (the running sum it received and the one it builds) instead of
 the ``split_every + 1`` of a combine over block results. ``n_chains >= n_blocks`` gives
@@ -14,7 +15,10 @@ of plain tasks over the inputs' keys (``HighLevelGraph.from_collections``): an i
 dkrr reads from Zarr itself is read by slice inside the step that consumes its block
 (:mod:`dkrr._rows`), so a worker never reads blocks ahead of the chain; any other
 dask input (in-memory chunks, persisted results, a user's pipeline) stays a dependency.
-Every block is loaded exactly once per reduction, and the reduction runs on whatever
+Every block is loaded once per reduction (a block split between two chains, at most
+``C - 1`` of them, goes to both steps; a reader-backed one is read piece by piece: the
+pieces' partial results sum to the block's, so every reduction of dkrr, a sum, is
+unchanged but for rounding), and the reduction runs on whatever
 dask scheduler is active (a distributed ``Client`` when one is the default, else the
 threaded scheduler).
 
@@ -37,8 +41,10 @@ import numpy as np
 
 from .._validation import check_input, is_dask
 from ..errors import InputValidationError, InvalidParameterError
+from ._chains import chain_steps
 
-__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "default_n_chains", "reduce_row_blocks"]
+__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "default_n_chains", "fixed_n_chains",
+           "reduce_row_blocks"]
 
 #: fan-in of the combine tree when ``split_every`` is not given
 DEFAULT_SPLIT_EVERY = 8
@@ -77,6 +83,15 @@ def default_n_chains() -> int:
     if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
         return 1
     return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
+
+
+def fixed_n_chains(n_chains: int | None) -> int | None:
+    """``n_chains`` for every pass of a multi-pass solver: the default resolved once, now
+    (:func:`default_n_chains`), so that workers joining or leaving between the passes
+    change neither the order of the sums nor where blocks are split between chains (a
+    split block's pieces give the checksums of the passes' same-rows check). A given value
+    is returned as it is (checked by :func:`reduce_row_blocks`)."""
+    return default_n_chains() if n_chains is None else n_chains
 
 
 def _summable(part, acc) -> bool:
@@ -121,11 +136,6 @@ def _accumulate_into(part, acc, combine_fn):
 def _chain_step(block_fn, combine_fn, acc, *args):
     """One fused step of a chain: the block's partial result plus the running sum."""
     return _accumulate_into(block_fn(*args), acc, combine_fn)
-
-
-def _chain_bounds(n_blocks: int, n_chains: int) -> np.ndarray:
-    """First block of each of ``n_chains`` contiguous chains of near-equal length, and n_blocks."""
-    return np.linspace(0, n_blocks, n_chains + 1).round().astype(int)
 
 
 def default_chunk_rows(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
@@ -292,14 +302,17 @@ def _optimized(arrays: list) -> list:
     return out
 
 
-def _step(block_fn, combine_fn, acc, parts, row_offset, block_index, n_rows, *constants):
+def _step(block_fn, combine_fn, acc, parts, row_offset, block_index, n_rows, skip, *constants):
     """One step of a chain: read the block of each reader-backed input (its rows, now),
     compute the block's partial result and add the running sum ``acc`` (None for a chain's
-    first block) into it."""
+    first block) into it. A step of a block split between two chains (:func:`~dkrr.linalg._chains.chain_steps`)
+    takes ``n_rows`` rows after the block's first ``skip`` (``row_offset`` is its first
+    row's): a reader reads only those, a delivered block is sliced."""
     from .._rows import RowReader
 
     stop = row_offset + n_rows
-    blocks = [p.rows(row_offset, stop) if isinstance(p, RowReader) else p for p in parts]
+    blocks = [p.rows(row_offset, stop) if isinstance(p, RowReader)
+              else p if skip == 0 and p.shape[0] == n_rows else p[skip:skip + n_rows] for p in parts]
     if acc is None:
         return block_fn(*blocks, row_offset, block_index, *constants)
     return _chain_step(block_fn, combine_fn, acc, *blocks, row_offset, block_index, *constants)
@@ -350,8 +363,8 @@ def reduce_row_blocks(
     label : str
         Label of the progress bar (see :mod:`dkrr._progress`).
     n_chains : int, optional
-        ``C``, the chains the blocks are cut into (contiguous runs of near-equal length;
-        at most one per block). Default :func:`default_n_chains`, the threads that run
+        ``C``, the chains the rows are cut into (contiguous runs of near-equal rows, a
+        block split at a cut; at most one chain per block). Default :func:`default_n_chains`, the threads that run
         tasks. A chain task calls ``block_fn`` and adds the running sum it receives into
         the new partial result (in place for partials with ``PARTS``, see
         :func:`_accumulate_into`; else ``combine_fn([running, new])``), so a thread
@@ -434,16 +447,16 @@ def reduce_row_blocks(
         int(split_every), n_chains,
     )
     name = f"dkrr-{getattr(block_fn, '__name__', 'block').strip('_')}-{token}"
-    bounds = _chain_bounds(n_blocks, n_chains)
     layer: dict = {}
     level = []
-    for c in range(n_chains):
+    step = 0
+    for chain in chain_steps(row_chunks, n_chains):
         acc = None
-        for i in range(bounds[c], bounds[c + 1]):
-            key = f"{name}-{i}"  # the chain's sum up to block i
-            layer[key] = (_step, block_fn, combine_fn, acc, [p[i] for p in parts], int(offsets[i]), i,
-                          int(row_chunks[i]), *consts)
-            acc = key
+        for i, skip, rows in chain:
+            key = f"{name}-{step}"  # the chain's sum up to this step (block i, or a piece of it)
+            layer[key] = (_step, block_fn, combine_fn, acc, [p[i] for p in parts], int(offsets[i]) + skip, i,
+                          rows, skip, *consts)
+            acc, step = key, step + 1
         level.append(acc)
     depth = 0
     while True:

@@ -237,9 +237,10 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     SourceChangedError
         A pass read a row block of X (or of ``w``) differently from the first pass.
     """
-    from ._reduce import reduce_row_blocks
+    from ._reduce import fixed_n_chains, reduce_row_blocks
 
     arrays = [X, y] if w is None else [X, y, w]
+    n_chains = fixed_n_chains(n_chains)  # every pass cut alike: the same-rows check compares them
     fn = _refine_block if w is None else _refine_weighted_block
 
     reference, read = {}, 0  # pass 1's block checksums; passes made
