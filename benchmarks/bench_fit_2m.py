@@ -267,15 +267,49 @@ def dkrr_fit(args, n: int, precision: str = "float64") -> dict:
         t0 = time.perf_counter()
         RandomFeatureRidge(**est.get_params()).fit(Xw, yw)
         warm = time.perf_counter() - t0
-        with PeakRSS(client) as mon:
-            t0 = time.perf_counter()
+        from distributed import get_task_stream
+
+        with PeakRSS(client) as mon, get_task_stream(client) as stream:
+            t0, w0 = time.perf_counter(), time.time()
             est.fit(X, y)
-            t = time.perf_counter() - t0
-    return {
+            t, w1 = time.perf_counter() - t0, time.time()
+    return {"stream": stream_summary(stream.data, w0, w1),
         "n": n, "precision": precision, "fit_s": t, "warmup_s": warm, "alpha_": est.alpha_, "memory": mon.result, "lines": mon.lines(),
         "worker_peak_max": max(mon.worker_peaks()), "client_peak": mon.result["client"]["peak"],
         "n_blocks": len(X.chunks[0]), "est": est,
     }
+
+
+def stream_summary(tasks: list, start: float, stop: float) -> dict:
+    """Where a fit's wall time went, from ``distributed``'s task stream: per worker the
+    seconds computing (and in the statistics steps, ``dkrr-block_statistics``), the steps'
+    count and mean, and the seconds it was idle within the fit; the seconds before the
+    first task and after the last (graph construction, the client's unpack and solve)."""
+    workers: dict = {}
+    first, last = stop, start
+    for t in tasks:
+        w = workers.setdefault(t["worker"], {"compute_s": 0.0, "steps": 0, "step_s": 0.0})
+        for ss in t["startstops"]:
+            first, last = min(first, ss["start"]), max(last, ss["stop"])
+            if ss["action"] == "compute":
+                w["compute_s"] += ss["stop"] - ss["start"]
+                if "block_statistics" in str(t["key"]):
+                    w["steps"] += 1
+                    w["step_s"] += ss["stop"] - ss["start"]
+    for w in workers.values():
+        w["idle_s"] = (stop - start) - w["compute_s"]
+    return {"workers": workers, "before_first_task_s": max(0.0, first - start), "after_last_task_s": max(0.0, stop - last)}
+
+
+def stream_lines(s: dict, indent: str = "    ") -> list[str]:
+    """The report's lines of :func:`stream_summary`."""
+    out = [f"{indent}task stream: {s['before_first_task_s']:.2f} s before the first task, "
+           f"{s['after_last_task_s']:.2f} s after the last (the client's unpack and solve)"]
+    for name, w in sorted(s["workers"].items()):
+        mean = w["step_s"] / w["steps"] if w["steps"] else float("nan")
+        out.append(f"{indent}  worker {name}: {w['compute_s']:7.1f} s computing, {w['steps']} statistics steps "
+                   f"of {mean:.2f} s on average, idle {w['idle_s']:5.1f} s")
+    return out
 
 
 def bare_gram(n: int, p: int, slab: int, threads: int, seed: int = 1) -> dict:
@@ -424,7 +458,7 @@ def main(argv=None):
         r.pop("est")
         print(f"  n = {n:>9,}, precision={precision}: fit {r['fit_s']:7.1f} s ({r['n_blocks']} blocks, "
               f"{n / r['fit_s'] / 1e3:.1f}k rows/s); peak RSS:")
-        for line in r["lines"]:
+        for line in r["lines"] + stream_lines(r["stream"]):
             print(line)
         r.pop("lines")
         out["fits"].append(r)
