@@ -327,6 +327,25 @@ def test_the_default_grid_says_unscorable_alphas_only_when_the_best_is_next_to_t
         cross_validate_statistics(stats, quiet_grid, fit_intercept=False)
 
 
+@pytest.mark.parametrize("weights, said", [((9.0, 1.0), True), ((1.0, 9.0), False)])
+def test_the_default_grids_rule_takes_the_best_alpha_as_select_alpha_does(weights, said):
+    """"The best scored alpha" of the default grid's rule is select_alpha's: the fold-weighted
+    mean. Fold 0 (MSE 1.0 at 1e-3, 2.5 at 0.1) against fold 1 (10.0 and 1.0): by 9 : 1
+    weights the least scored alpha is best and the inf one is said, by 1 : 9 it is not;
+    the unweighted mean (5.5 against 1.75) would say neither."""
+    import warnings as _w
+
+    from dkrr.linalg._cv import _report_unusable, select_alpha
+
+    alphas = np.array([1e-6, 1e-3, 1e-1])
+    mse = np.array([[np.inf, 1.0, 2.5], [np.inf, 10.0, 1.0]])
+    assert (select_alpha(alphas[1:], mse[:, 1:], weights)[0] == 0) == said
+    with _w.catch_warnings(record=True) as got:
+        _w.simplefilter("always")
+        _report_unusable(alphas, mse, np.array([-1.0, -1.0]), np.array(weights), default_grid=True)
+    assert [issubclass(w.category, SingularAlphaWarning) for w in got] == ([True] if said else [])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_cross_product_adds_the_column_sums_over_every_widened_slice(dtype):
     """``_cross64(..., sums=)``: ``Z^T Y`` and Z's column sums from the same slices, over

@@ -199,7 +199,7 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool, *, default_gri
     lam_min = np.full(K, np.inf)
     for k in range(K):
         mse[k], lam_min[k] = score_fold(*fold_arguments(tot, stats.fold(k)), alphas, fit_intercept)
-    _report_unusable(alphas, mse, lam_min, default_grid=default_grid)
+    _report_unusable(alphas, mse, lam_min, weights, default_grid=default_grid)
     return mse
 
 
@@ -281,14 +281,15 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
     return (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (n * B.shape[2])
 
 
-def _report_unusable(alphas, mse, lam_min, *, default_grid: bool = False) -> None:
+def _report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False) -> None:
     """Alphas scored ``inf`` (a fold's ``G' + alpha I`` not positive definite beyond the
     rounding of the statistics; always the smallest of the grid): a
     :class:`~dkrr.errors.SingularAlphaWarning`, or, when no alpha is usable in every fold,
     the :class:`~dkrr.errors.SingularSystemError` of the largest alpha. Of dkrr's default
     grid (``default_grid``), whose bottom lies below what float32 statistics resolve at
-    smooth widths, they are said only when the best scored alpha (least mean MSE over the
-    folds) is the least scored one: only then may the best alpha lie among them."""
+    smooth widths, they are said only when the best scored alpha (:func:`select_alpha`'s
+    choice among the scored ones: the least fold-weighted mean MSE, ties to the larger
+    alpha) is the least scored one: only then may the best alpha lie among them."""
     bad = ~np.isfinite(mse).all(axis=0)
     if not bad.any():
         return
@@ -298,7 +299,7 @@ def _report_unusable(alphas, mse, lam_min, *, default_grid: bool = False) -> Non
         raise _singular(a, f"in cross-validation fold {k}, whose training Gram has smallest eigenvalue "
                            f"{lam_min[k]:.3g}")
     usable = np.flatnonzero(~bad)
-    best = usable[int(np.argmin(mse[:, usable].mean(axis=0)))]
+    best = usable[select_alpha(alphas[usable], mse[:, usable], fold_weights)[0]]
     if default_grid and alphas[best] > alphas[usable].min():
         return
     lead = ("the best scored alpha of dkrr's default grid is the least one it could score, and alphas "

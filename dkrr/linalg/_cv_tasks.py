@@ -276,7 +276,7 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     fold_mse = np.stack([np.stack([results[j * K + k][0] for k in range(K)]) for j in range(n_maps)])
     lam_min = np.array([[results[j * K + k][1] for k in range(K)] for j in range(n_maps)])
     for j in range(n_maps):
-        _report_unusable(grid_values, fold_mse[j], lam_min[j], default_grid=alphas is None)
+        _report_unusable(grid_values, fold_mse[j], lam_min[j], folds.weights(), default_grid=alphas is None)
     if n_maps == 1:  # gathered with the scores: the pass's result is no longer needed
         return FoldScores(grid_values, fold_mse, folds, None, targets_fn, bool(weighted), {0: out[-1]})
     return FoldScores(grid_values, fold_mse, folds, root, targets_fn, bool(weighted))
