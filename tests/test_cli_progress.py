@@ -409,6 +409,45 @@ def test_ctrl_c_while_dkrr_imports_its_libraries(stores):
     assert not (stores / "never").exists()
 
 
+#: a Ctrl-C raised inside a weakref callback while the command imports its libraries: CPython
+#: cannot raise out of such a callback ("Exception ignored in ..."), which is what a test of
+#: a Ctrl-C during the imports met once (the command then ran to the end and exited 0)
+_SWALLOWED_CTRL_C = """
+import os, signal, sys, time, weakref
+from importlib.abc import MetaPathFinder
+
+class Obj:
+    pass
+
+class Hook(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "dkrr.cli._commands":
+            sys.meta_path.remove(self)
+            o = Obj()
+            r = weakref.ref(o, lambda _: (os.kill(os.getpid(), signal.SIGINT), time.sleep(1)))
+            del o  # the callback runs: its KeyboardInterrupt is swallowed by CPython
+            print("callback done", file=sys.stderr)
+        return None
+
+sys.meta_path.insert(0, Hook())
+from dkrr.cli._main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_ctrl_c_that_cpython_swallows_during_the_imports_still_stops_the_command(stores, tmp_path):
+    """The handler records the signal; the command checks the record after its imports,
+    so a Ctrl-C whose exception CPython swallowed in a weakref callback stops it (exit 130,
+    nothing written), and CPython's "Exception ignored" traceback is not printed."""
+    out = tmp_path / "never"
+    proc = subprocess.run([sys.executable, "-c", _SWALLOWED_CTRL_C, "fit", str(stores / "reg.zarr"), "--out",
+                           str(out)], capture_output=True, text=True, env=_env(), timeout=120)
+    assert "callback done" in proc.stderr, proc.stderr  # the signal did arrive inside the callback
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert "dkrr: interrupted" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
 def test_import_dkrr_loads_no_library():
     code = ("import sys, dkrr, dkrr.cli; heavy = [m for m in ('dask', 'distributed', 'sklearn', "
             "'zarr', 'numba', 'scipy') if m in sys.modules]; print(heavy); "

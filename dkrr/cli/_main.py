@@ -76,6 +76,26 @@ def _on_sigint(signum, frame):
     raise KeyboardInterrupt
 
 
+def _quiet_swallowed_interrupt(previous_hook):
+    """A ``sys.unraisablehook`` that says nothing of the KeyboardInterrupt of a signal the
+    command recorded: CPython cannot raise an exception out of a weakref callback (its
+    import machinery runs some), so it prints it as "Exception ignored in ..." and goes on;
+    :func:`main` then stops at its next check of the recorded signal. Anything else goes
+    to ``previous_hook``."""
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _SIGNALLED:
+            return
+        previous_hook(unraisable)
+    return hook
+
+
+def _stop_if_signalled() -> None:
+    """Raise the recorded signal's exception: a Ctrl-C (or SIGTERM) whose exception CPython
+    swallowed stops the command all the same."""
+    if _SIGNALLED:
+        raise (_Terminated if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt)()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command.
 
@@ -91,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_interrupted_distributed()
     previous = previous_int = None
     _SIGNALLED.clear()
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_swallowed_interrupt(previous_hook)
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored
@@ -103,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         from . import _commands
 
         let_zarr_io_finish_at_exit()  # a read cut short by Ctrl-C ends before Zarr closes its loop
+        # a Ctrl-C while the libraries loaded whose exception CPython swallowed (raised in a
+        # weakref callback of the import machinery): the command stops before it starts
+        _stop_if_signalled()
 
         handler = getattr(_commands, f"cmd_{args.command}")
         try:
@@ -119,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print("dkrr: interrupted; no partial output was left behind", file=sys.stderr)
         return 130
     finally:
+        sys.unraisablehook = previous_hook
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         if previous_int is not None:
