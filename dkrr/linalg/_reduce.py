@@ -85,7 +85,7 @@ def default_n_chains() -> int:
     return max(1, int(dask.config.get("num_workers", None) or CPU_COUNT))
 
 
-def fixed_n_chains(n_chains: int | None) -> int | None:
+def fixed_n_chains(n_chains: int | None) -> int:
     """``n_chains`` for every pass of a multi-pass solver: the default resolved once, now
     (:func:`default_n_chains`), so that workers joining or leaving between the passes
     change neither the order of the sums nor where blocks are split between chains (a
