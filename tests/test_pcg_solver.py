@@ -538,6 +538,31 @@ def test_source_rewritten_between_passes_is_detected(tmp_path, cv):
     assert not any(is_fitted_name(k) for k in vars(est)), vars(est)  # nothing fitted
 
 
+@pytest.mark.parametrize("rewritten", [slice(10010, 10020), slice(16010, 16020)])
+def test_pcg_over_a_block_split_between_two_chains_iterates_to_a_true_residual(tmp_path, rewritten):
+    """27,000 Zarr rows in 3 blocks on 2 chains: the cut at row 13,500 splits block 1
+    (rows 9,000 to 17,999), and every CG pass reads it as two pieces. CG iterates (rank 8
+    of p = 128) to a true residual below the default tol against the explicit Gram, and
+    the passes agree on the pieces' checksums; rows rewritten in either piece after the
+    first pass stop the fit, naming block 1."""
+    n, b = 27_000, 9_000
+    assert [len(c) for c in chain_steps((b, b, b), 2)] == [2, 2]  # block 1 in both chains
+    store, Y = _zarr_X(tmp_path, n=n, chunk=b)
+    X = np.asarray(zarr.open_array(store, mode="r")[...])
+    kw = dict(MAP, alpha=0.1, solver="pcg", pcg_rank=8, pcg_persist=False)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        est = RandomFeatureRidge(**kw).fit(zarr.open_array(store, mode="r"), Y)
+        info = est.solver_info_
+        assert info["converged"] and 10 < info["n_iter"] <= _cg_iteration_bound(est, X, Y, 0.1), info["n_iter"]
+        true = _true_residual(est, X, Y, 0.1)
+        assert (true < est.tol).all() and est.tol == 1e-6, true
+        bad = RandomFeatureRidge(**kw)
+        with _RewriteAfter(store, rewritten, "first_pass_block"):
+            with pytest.raises(SourceChangedError, match=r"row block 1 \(rows 9000 to 17999\) read differently in pass 2"):
+                bad.fit(zarr.open_array(store, mode="r"), Y)
+    assert not any(is_fitted_name(k) for k in vars(bad))
+
+
 def test_sample_weights_rewritten_between_passes_are_detected(tmp_path):
     store, Y = _zarr_X(tmp_path)
     wstore = str(tmp_path / "w.zarr")
