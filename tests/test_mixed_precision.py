@@ -218,3 +218,45 @@ def test_a_block_split_between_two_chains_is_refined_and_checked_piece_by_piece(
             est.fit(zarr.open_array(store, mode="r"), y[:n])
     assert not any(is_fitted_name(k) for k in vars(est)), vars(est)
 
+
+
+class _MoreThreadsAfter(Callback):
+    """Raises dask's ``num_workers`` from 2 to 3 once the first pass of a multi-pass solve
+    (tasks named ``prefix``) has finished, as a worker joining the cluster between two
+    passes would: a later pass that resolved its chains anew would cut them differently."""
+
+    def __init__(self, prefix):
+        super().__init__()
+        self.prefix, self.done = prefix, False
+
+    def _finish(self, dsk, state, errored):
+        if not self.done and any(self.prefix in str(k) for k in dsk):
+            self.done = True
+            dask.config.set({"num_workers": 3})  # undone by the test's enclosing config.set
+
+
+@pytest.mark.parametrize("solver, prefix", [("cholesky", "dkrr-refine_block"), ("pcg", "dkrr-first_pass_block")])
+def test_threads_added_between_passes_leave_the_chains_cut_as_in_the_first_pass(casp_full, tmp_path, solver, prefix):
+    """27,000 rows in 3 Zarr blocks: 2 chains split block 1, 3 chains would not. With a
+    third thread from the second pass on, the solve keeps the first pass's two chains
+    (``fixed_n_chains``): the passes' checksums agree and the coefficients are those of an
+    unchanged run. (Resolving the chains per pass makes this fit fail with a
+    ``SourceChangedError`` on block 1: checked by hand.)"""
+    from dkrr.linalg._chains import chain_steps
+
+    X, y = casp_full
+    n, b = 27_000, 9_000
+    assert [len(c) for c in chain_steps((b, b, b), 2)] == [2, 2]  # block 1 split
+    assert [len(c) for c in chain_steps((b, b, b), 3)] == [1, 1, 1]  # not split
+    store = str(tmp_path / "X.zarr")
+    zarr.create_array(store, shape=(n, X.shape[1]), chunks=(b, X.shape[1]), dtype=X.dtype)[...] = X[:n]
+    kw = dict(method="rff", n_components=64, gamma=0.05, alpha=1e-3, random_state=5, solver=solver)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        steady = RandomFeatureRidge(**kw).fit(zarr.open_array(store, mode="r"), y[:n])
+    added = _MoreThreadsAfter(prefix)
+    with dask.config.set(scheduler="threads", num_workers=2), added:
+        grown = RandomFeatureRidge(**kw).fit(zarr.open_array(store, mode="r"), y[:n])
+    assert added.done and dask.config.get("num_workers", None) != 3
+    passes = grown.refinement_["passes"] if solver == "cholesky" else grown.solver_info_["passes"]
+    assert passes >= 2
+    np.testing.assert_allclose(grown.coef_, steady.coef_, rtol=1e-12, atol=1e-14 * np.abs(steady.coef_).max())
