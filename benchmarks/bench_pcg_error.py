@@ -17,8 +17,8 @@ path's reach (issue 16): EEG eye-state and a synthetic function at up to n = 1e6
     (0.5): f's spectrum is four times narrower (in variance) than the kernel's spectral
     density, so f is smooth at the kernel's scale and (nearly) in its RKHS, and the excess
     error of random features falls towards 0 as D grows. (With ``gamma_f = gamma``, f is
-    close to a sample of the kernel's Gaussian process, which is not in the RKHS: at n = 1e5
-    the MSE then stalls at 7-8x the floor by D = 4096, the rows or D notwithstanding.) The
+    close to a sample of the kernel's Gaussian process, which is not in the RKHS and is
+    learnt only slowly: at n = 1e5 its MSE stands at 7-8x the floor at D = 4096.) The
     model's D frequencies are drawn independently of the ``w_j``: the test MSE reaches the
     noise floor only at large D (given n rows). Rows are generated blockwise by dask
     (``--n`` up to 1e6 and beyond); the test rows are 20,000 fresh ones. The rows are
