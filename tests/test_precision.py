@@ -333,15 +333,13 @@ def test_the_default_grids_rule_takes_the_best_alpha_as_select_alpha_does(weight
     mean. Fold 0 (MSE 1.0 at 1e-3, 2.5 at 0.1) against fold 1 (10.0 and 1.0): by 9 : 1
     weights the least scored alpha is best and the inf one is said, by 1 : 9 it is not;
     the unweighted mean (5.5 against 1.75) would say neither."""
-    import warnings as _w
-
     from dkrr.linalg._cv import _report_unusable, select_alpha
 
     alphas = np.array([1e-6, 1e-3, 1e-1])
     mse = np.array([[np.inf, 1.0, 2.5], [np.inf, 10.0, 1.0]])
     assert (select_alpha(alphas[1:], mse[:, 1:], weights)[0] == 0) == said
-    with _w.catch_warnings(record=True) as got:
-        _w.simplefilter("always")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
         _report_unusable(alphas, mse, np.array([-1.0, -1.0]), np.array(weights), default_grid=True)
     assert [issubclass(w.category, SingularAlphaWarning) for w in got] == ([True] if said else [])
 
