@@ -6,7 +6,8 @@ of a distributed Client, as the memory checks and the messages need them.
 * :func:`local_memory` is the memory available to this process: psutil's available
   memory of the host, or what the cgroup limit leaves when that is less;
 * :func:`scheduler_workers` lists the scheduler's record of every worker of a Client;
-* :func:`last_level_cache` is the size of the CPU's largest cache (Linux sysfs);
+* :func:`last_level_cache` is the size of the CPU's largest cache (Linux sysfs; the
+  benchmarks record it);
 * :func:`format_bytes` writes a size for a message.
 
 The files read are the kernel's (``/sys/fs/cgroup``, ``/proc/self/cgroup``,

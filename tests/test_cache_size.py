@@ -1,5 +1,4 @@
-"""The last-level cache size that bounds the fold solves at once on dask's threaded
-scheduler (dkrr._system.last_level_cache): read from Linux's sysfs format, written here
+"""The last-level cache size the benchmarks record (dkrr._system.last_level_cache): read from Linux's sysfs format, written here
 under a temporary root; a missing or unreadable listing gives the documented default."""
 
 from __future__ import annotations

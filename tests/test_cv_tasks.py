@@ -58,8 +58,7 @@ def test_fold_tasks_equal_the_client_side_cv(data, scheduler, case):
     common = dict(sample_weight=wd, n_folds=K, fold_seed=7, labels_mode=bool(spec.get("labels")))
     root = streamed_statistics_maps(Xd, Yd, maps, persist=True, **common)
     fn = PlusMinusTargets() if spec.get("labels") else None
-    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, p=maps[0].n_output_features, targets_fn=fn,
-                             weighted=wd is not None)
+    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, targets_fn=fn, weighted=wd is not None)
     del root
     # the reference: the pass's statistics gathered, every fold scored on the client
     ref_fn = PlusMinusTargets() if spec.get("labels") else None
@@ -86,7 +85,7 @@ def test_default_alpha_grid_is_computed_with_the_folds(data, scheduler):
     maps = _maps([0.25, 0.5, 1.0])
     Xd, yd = as_row_chunked(X, y, chunk_rows=300)
     root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-    cv = cross_validate_pass(root, 3, K, None, True, p=maps[0].n_output_features, alpha_map=1)
+    cv = cross_validate_pass(root, 3, K, None, True, alpha_map=1)
     every = streamed_statistics_maps(Xd, yd, maps, n_folds=K)
     np.testing.assert_array_equal(cv.alphas, default_alphas(every[1], True))
     expected = np.stack([cross_validate_statistics(s, cv.alphas, True) for s in every])
@@ -134,7 +133,7 @@ def test_the_client_gathers_one_total_gram_not_the_fold_grams(data, local_cluste
         client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
         with distributed.get_task_stream() as stream:
             root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-            cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=p)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
             del root
         to_client = _bytes_to_non_workers(client)
         solved_on = {t["worker"] for t in stream.data if "_score" in str(t["key"])}
@@ -182,28 +181,22 @@ def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("cache", ["every Gram fits", "one Gram fits"])
-def test_threaded_fold_solves_at_once_follow_the_cache_with_the_same_errors(data, monkeypatch, cache):
-    """On dask's threaded scheduler the fold solves run as many at once as their float64
-    training Grams (8 p^2 bytes each) fit in the last-level cache together, each with
-    ``threads // at once`` BLAS threads: here a cache that holds one Gram makes them run one
-    at a time with every thread. The fold errors are the client-side ones either way."""
+@pytest.mark.parametrize("where", ["threads", "a worker of 2 threads"])
+def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(data, monkeypatch, where):
+    """Fold solves in one process do not overlap (two dsytrd in two threads take as long as
+    one after the other), so each runs alone with the threads of its scheduler or worker as
+    BLAS threads: here K = 4 solves on dask's threaded scheduler and on one in-process
+    worker of 2 threads, recorded as they start. The fold errors are the client-side ones."""
     import threading
 
+    import distributed
     import threadpoolctl
     from dask.system import CPU_COUNT
 
-    import dkrr._system
     import dkrr.linalg._cv_tasks as cv_tasks
 
     X, y, _ = data
     maps = _maps([0.5])
-    p = maps[0].n_output_features
-    if cache == "one Gram fits":
-        monkeypatch.setattr(dkrr._system, "last_level_cache", lambda: 8 * p * p + 1)
-        at_once = 1
-    else:
-        at_once = min(K, CPU_COUNT)
     seen, running, lock = [], [0], threading.Lock()
     score = cv_tasks.score_fold
 
@@ -220,13 +213,22 @@ def test_threaded_fold_solves_at_once_follow_the_cache_with_the_same_errors(data
 
     monkeypatch.setattr(cv_tasks, "score_fold", recording)
     Xd, yd = as_row_chunked(X, y, chunk_rows=150)
+    if where == "threads":
+        threads = CPU_COUNT
+        with dask.config.set(scheduler="threads", num_workers=threads):
+            root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+    else:
+        threads = 2
+        with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=threads,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster):
+            root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+            del root
     with dask.config.set(scheduler="threads"):
-        assert cv_tasks.fold_tasks_at_once(p, 1, K) == at_once
-        root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
-        cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=p)
-        every = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7)
+        (every,) = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7)
     assert len(seen) == K
-    assert max(r for r, _ in seen) <= at_once
-    assert all(blas and set(blas) == {max(1, CPU_COUNT // at_once)} for _, blas in seen), seen
-    expected = cross_validate_statistics(every[0], ALPHAS, True)
+    assert max(r for r, _ in seen) == 1, seen  # one at a time
+    assert all(blas and set(blas) == {threads} for _, blas in seen), seen
+    expected = cross_validate_statistics(every, ALPHAS, True)
     np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)  # BLAS threads differ, as above

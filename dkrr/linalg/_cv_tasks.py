@@ -15,9 +15,12 @@ packed, kept where the tree's root ran): one task converts the targets (the clas
 total and unpacks its Gram; per fold a task takes the fold's packed statistics (views of
 the root, so a worker that runs the fold's solve receives one packed Gram, plus the
 total once); the fold task unpacks its ``G_k``, forms ``G - G_k`` and scores the alpha
-grid (:func:`~dkrr.linalg._cv.score_fold`). On dask's threaded scheduler fewer fold solves
-than threads may run at once, each with more BLAS threads (:func:`fold_tasks_at_once`:
-where their Grams overflow the cache). The sums and the unpacking are those of
+grid (:func:`~dkrr.linalg._cv.score_fold`). Fold solves in one process run one at a time,
+each with every thread of the process's scheduler (or of its worker) as BLAS threads
+(:func:`_score`): two tridiagonal reductions (``dsytrd`` through scipy) in two threads of
+one process take as long as one after the other, while two processes run them side by
+side (measured; whatever in the process serialises them, a second thread gains nothing).
+The sums and the unpacking are those of
 :meth:`~dkrr.linalg.RidgeStatistics.symmetrized` then
 :meth:`~dkrr.linalg.RidgeStatistics.total`, in the same order, so the fold errors are
 those of :func:`~dkrr.linalg.cross_validate_statistics` on the client (to the rounding
@@ -26,11 +29,13 @@ of the fold solve's BLAS threads).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 
 import numpy as np
 
-from ._memory import memory_limits, statistics_bytes, threads_per_worker
+from ._memory import memory_limits, statistics_bytes
 from ._cv import (
     _report_unusable,
     check_alphas,
@@ -41,8 +46,10 @@ from ._cv import (
     score_fold,
 )
 
-__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "fold_tasks_at_once",
-           "folds_on_workers"]
+__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "folds_on_workers"]
+
+#: One fold solve at a time in a process (:func:`_score`).
+_SOLVE_LOCK = threading.Lock()
 
 
 def fold_task_bytes(p: int, n_targets: int = 1) -> int:
@@ -53,13 +60,14 @@ def fold_task_bytes(p: int, n_targets: int = 1) -> int:
     return statistics_bytes(p, n_targets, 1, packed=False) + statistics_bytes(p, n_targets, 1) + 32 * p * p
 
 
-def fold_part_bytes(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, threads: int = 1) -> int:
+def fold_part_bytes(p: int, n_targets: int, n_folds: int, n_gammas: int = 1) -> int:
     """What the worker that holds a cross-validated pass's result (the ``g = n_gammas``
     maps' K-fold statistics, G packed) holds while the folds are solved there: that result,
-    the ``g`` totals (G unpacked) and ``min(threads, K g)`` fold solves (:func:`fold_task_bytes`)."""
+    the ``g`` totals (G unpacked) and one fold solve (:func:`fold_task_bytes`; a process
+    solves one fold at a time, :func:`_score`)."""
     K, g = int(n_folds), int(n_gammas)
     return (g * (statistics_bytes(p, n_targets, K) + statistics_bytes(p, n_targets, 1, packed=False))
-            + min(int(threads), K * g) * fold_task_bytes(p, n_targets))
+            + fold_task_bytes(p, n_targets))
 
 
 def _client_active() -> bool:
@@ -70,38 +78,14 @@ def _client_active() -> bool:
 
 def folds_on_workers(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, limits=None) -> bool:
     """Whether the cross-validation's fold solves run as tasks where the statistics are
-    (:mod:`dkrr.linalg._cv_tasks`): always on dask's threaded scheduler (its concurrency
-    is then bounded by this machine's memory, :func:`fold_tasks_at_once`), and on a
+    (:mod:`dkrr.linalg._cv_tasks`): always on dask's threaded scheduler, and on a
     distributed Client when its smallest worker's memory limit (none: unlimited) holds
     :func:`fold_part_bytes`; else the client solves them (the K unpacked fold Grams on the
     client, as the module's ``S_full``). ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them."""
     if not _client_active():
         return True
     worker = memory_limits(limits).worker
-    return worker is None or fold_part_bytes(p, n_targets, n_folds, n_gammas, threads_per_worker()) <= worker
-
-
-def fold_tasks_at_once(p: int, n_targets: int, n_tasks: int) -> int:
-    """On dask's threaded scheduler: how many of ``n_tasks`` fold solves may run at once,
-    at least one and at most the threads (:func:`~dkrr.linalg._reduce.default_n_chains`),
-    as many as this machine's available memory (:func:`~dkrr._system.local_memory`) holds
-    fold solves for and as many as keep their training Grams (``8 p^2`` bytes each)
-    together within the CPU's last-level cache (:func:`~dkrr._system.last_level_cache`).
-
-    :func:`~dkrr._progress.compute_limited` gives each solve ``threads // at once`` BLAS
-    threads. The tridiagonal reduction (``dsytrd``) reads the Gram once per column (half
-    its work is BLAS-2, bound by memory), so solves whose Grams overflow the cache together
-    slow each other down, and fewer solves with more BLAS threads each finish sooner.
-    Measured (5 folds, one target, 2 cores, 32 MiB L3; ``benchmarks/results/cv_solve/``):
-    p = 2048, 2.66 s as two solves of one BLAS thread each, 1.77 s one at a time with two;
-    p = 4096, 28.1 / 17.0 s.
-    """
-    from .._system import last_level_cache, local_memory
-    from ._reduce import default_n_chains
-
-    fits = int(local_memory()[0] // max(1, fold_task_bytes(p, n_targets)))
-    cached = int(last_level_cache() // max(1, 8 * int(p) * int(p)))
-    return max(1, min(int(n_tasks), default_n_chains(), fits, cached))
+    return worker is None or fold_part_bytes(p, n_targets, n_folds, n_gammas) <= worker
 
 
 @dataclasses.dataclass(eq=False)
@@ -181,23 +165,34 @@ def _alphas(total, fit_intercept: bool) -> np.ndarray:
     return default_alphas(total, fit_intercept)
 
 
-def _score(total, fold, alphas, fit_intercept: bool):
-    """One fold's solve: ``(mse_row, lam_min)`` of :func:`score_fold`."""
-    return score_fold(*fold_arguments(total, fold.symmetrized()), alphas, fit_intercept)
+def _score(total, fold, alphas, fit_intercept: bool, blas_threads: int | None):
+    """One fold's solve: ``(mse_row, lam_min)`` of :func:`score_fold`, one at a time in this
+    process (:data:`_SOLVE_LOCK`): solves in two threads of one process do not overlap
+    (module docstring), so one solve with every thread finishes the K sooner than K with
+    one each (5 folds at p = 2048 on 2 cores: 2.1 s against 3.0 s in a fit at 100,000 rows).
+    ``blas_threads``: on a distributed worker its threads, set for the solve (the worker's
+    BLAS has one per thread); None on the threaded scheduler, whose compute already gives
+    BLAS every thread (:func:`cross_validate_pass`). The fold's Gram is unpacked inside the
+    lock, so a process holds one solve's matrices."""
+    from .._blas import limit_blas_threads
+
+    with _SOLVE_LOCK, (limit_blas_threads(blas_threads) if blas_threads else contextlib.nullcontext()):
+        return score_fold(*fold_arguments(total, fold.symmetrized()), alphas, fit_intercept)
 
 
-def _workers():
-    """The worker addresses of the active Client (sorted), or [] without one."""
+def _workers() -> dict:
+    """The worker addresses of the active Client, sorted, with their threads; {} without one."""
     from ._reduce import distributed_client
 
     client = distributed_client()
     if client is None:
-        return []
-    return sorted(client.scheduler_info(n_workers=-1)["workers"])
+        return {}
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    return {a: max(1, int(info[a].get("nthreads", 1))) for a in sorted(info)}
 
 
-def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, p: int, n_targets: int = 1,
-                        targets_fn=None, weighted: bool = False, alpha_map: int = 0) -> FoldScores:
+def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, targets_fn=None,
+                        weighted: bool = False, alpha_map: int = 0) -> FoldScores:
     """Score the alpha grid by K-fold CV with the fold solves as tasks on ``root``.
 
     Parameters
@@ -219,9 +214,6 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
         The pass has sample weights (:func:`~dkrr.linalg._weighted.check_weight_total`).
     alpha_map : int
         The map whose total sets the default alpha grid.
-    p, n_targets : int
-        Features and targets, for the threaded scheduler's bound on the fold solves that
-        run at once (:func:`fold_tasks_at_once`).
 
     Returns
     -------
@@ -250,6 +242,7 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     totals = [dask.delayed(_total, pure=True)(checked, j) for j in range(n_maps)]
     grid = dask.delayed(_alphas, pure=True)(totals[alpha_map], bool(fit_intercept)) if alphas is None else alphas
     workers = _workers()
+    names = list(workers)
     K = int(n_folds)
     scores = []
     for j in range(n_maps):
@@ -257,19 +250,17 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
         for k in range(K):
             fold = dask.delayed(_fold, pure=True)(checked, j, k)
             i = j * K + k
-            with dask.annotate(**({"workers": [workers[i % len(workers)]], "allow_other_workers": True}
-                                  if workers else {})):
-                row.append(dask.delayed(_score, pure=True)(totals[j], fold, grid, bool(fit_intercept)))
+            where = names[i % len(names)] if names else None
+            with dask.annotate(**({"workers": [where], "allow_other_workers": True} if where else {})):
+                row.append(dask.delayed(_score, pure=True)(totals[j], fold, grid, bool(fit_intercept),
+                                                           workers[where] if where else None))
         scores.append(row)
     grid_out = grid if alphas is None else dask.delayed(np.asarray, pure=True)(alphas)
     gathered = [linear, grid_out] + [s for row in scores for s in row]
     if n_maps == 1:
         gathered.append(totals[0])
-    kwargs = {}
-    if not workers:  # the threaded scheduler: as many fold solves at once as the memory and the cache hold
-        kwargs["num_workers"] = fold_tasks_at_once(int(p), int(n_targets), n_maps * K)
-    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=kwargs.get("num_workers"),
-                          **kwargs)
+    # threaded scheduler: BLAS gets every thread (n_tasks=1), the fold solves take turns
+    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=1)
     small, grid_values = out[0], np.asarray(out[1], dtype=np.float64)
     folds = small if targets_fn is None else targets_fn(small)
     results = out[2:2 + n_maps * K]

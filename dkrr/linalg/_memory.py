@@ -47,8 +47,8 @@ number of blocks):
   Cholesky path's is one, ``shifted_gram``): ``S_full + max(S, 32 p^2) + F``.
   With ``cv`` the fold solves run where the statistics are (:mod:`dkrr.linalg._cv_tasks`):
   the client gathers one total (``S_full`` of one fold) and a worker holds ``S``, the
-  totals and its fold solves (:func:`~dkrr.linalg._cv_tasks.fold_part_bytes`, four
-  ``p x p`` matrices and the inputs each); when no worker can, the client solves them:
+  totals and one fold solve at a time (:func:`~dkrr.linalg._cv_tasks.fold_part_bytes`,
+  four ``p x p`` matrices and its inputs); when no worker can, the client solves them:
   ``S_full`` of K folds and ``56 p^2`` in place of ``32 p^2`` (7.1 measured with eigh).
 
 :func:`check_memory_budget` compares the worker's part with the memory limit of the
@@ -234,15 +234,15 @@ def ridge_memory_estimate(
         if not ridge and n_folds > 1:  # one map over all rows + one per fold, as 2 "folds" each
             passes[1] = (int(n_components), True, n_folds + 1, sizes(p_fit, 1) + n_folds * sizes(p_fit, 2),
                          statistics_bytes(p_fit, t, n_folds))
-    from ._cv_tasks import _client_active, fold_part_bytes
+    from ._cv_tasks import fold_part_bytes
     on_workers = bool(fold_tasks) and sampling is None and n_folds > 1
     solve_matrices = 7 if n_folds > 1 and not on_workers else 4
     best = None
     for D, gram, n_maps, (stats, full), transient in passes:
         p = _output_width(kernel, D, is_complex)
         fold_part = 0
-        if on_workers:  # T fold solves at once on a worker; threaded: as many as the memory holds
-            fold_part = fold_part_bytes(p, t, n_folds, g, threads if _client_active() else 1)
+        if on_workers:  # one fold solve at a time in a process (dkrr.linalg._cv_tasks._score)
+            fold_part = fold_part_bytes(p, t, n_folds, g)
             full = statistics_bytes(p, t, 1, packed=False)
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
