@@ -20,9 +20,9 @@ A second table times the 5 fold solves (fold 0's problem five times, the tridiag
 kernel) as dask's threaded scheduler runs them, in the same run, alternating the order:
 
 * **all threads**: ``--blas-threads`` solves at once, one BLAS thread each (dkrr before);
-* **dkrr**: one solve at a time with ``--blas-threads`` BLAS threads, as
-  ``dkrr.linalg._cv_tasks`` runs them (two solves in two threads of one process do not
-  overlap: the first column shows it, and the fold lock makes them take turns).
+* **dkrr**: one solve at a time with ``solve_threads(p, --blas-threads)`` BLAS threads
+  (all of them from p = 1536, one below), as ``dkrr.linalg._cv_tasks`` runs them (two
+  solves in two threads of one process do not overlap, so its lock makes them take turns).
 
 Run: ``python -m benchmarks.bench_cv_solve`` (add ``--allow-load`` on a busy machine: the
 report then says NOT FOR PUBLICATION).
@@ -127,24 +127,26 @@ def _folds_at_once(total, fold, alphas, at_once: int, threads: int) -> float:
 def _schedules(args, problems) -> tuple[list[str], list[dict]]:
     """The second table: the fold solves at once (module docstring)."""
     from dkrr._system import last_level_cache
+    from dkrr.linalg._cv_tasks import solve_threads
 
     threads = args.blas_threads
     lines = ["", f"{N_FOLDS} fold solves on {threads} threads (last-level cache {last_level_cache() / 2**20:.0f} MiB): "
-                 f"{threads} at once with 1 BLAS thread each, against dkrr's one at a time with {threads}",
-             f"{'p':>6} {'all threads s (min, max)':>26} {'dkrr s (min, max)':>24} {'ratio':>7}"]
+                 f"{threads} at once with 1 BLAS thread each, against dkrr's one at a time (solve_threads BLAS threads)",
+             f"{'p':>6} {'all threads s (min, max)':>26} {'dkrr s (min, max)':>24} {'BLAS':>5} {'ratio':>7}"]
     rows = []
     for p, (total, fold, alphas) in problems.items():
+        blas = solve_threads(p, threads)
         times = {"all_threads": [], "dkrr": []}
         for r in range(args.repeats):
-            order = [("all_threads", threads), ("dkrr", 1)]
-            for name, k in (order if r % 2 == 0 else order[::-1]):
-                times[name].append(_folds_at_once(total, fold, alphas, k, threads))
+            order = [("all_threads", threads, threads), ("dkrr", 1, blas)]
+            for name, k, pool in (order if r % 2 == 0 else order[::-1]):
+                times[name].append(_folds_at_once(total, fold, alphas, k, pool))
         med = {k: float(np.median(v)) for k, v in times.items()}
-        rows.append({"p": p, "at_once": 1, "times_s": times, "median_s": med,
+        rows.append({"p": p, "at_once": 1, "blas_threads": blas, "times_s": times, "median_s": med,
                      "ratio": med["dkrr"] / med["all_threads"]})
         ta, td = times["all_threads"], times["dkrr"]
         lines.append(f"{p:>6} {med['all_threads']:>10.3f} ({min(ta):.3f}, {max(ta):.3f}) {med['dkrr']:>8.3f} "
-                     f"({min(td):.3f}, {max(td):.3f}) {rows[-1]['ratio']:>7.2f}")
+                     f"({min(td):.3f}, {max(td):.3f}) {blas:>5} {rows[-1]['ratio']:>7.2f}")
         print(lines[-1], flush=True)
     lines.append("ratio: dkrr median / all threads median (same run)")
     return lines, rows

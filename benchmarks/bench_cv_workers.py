@@ -91,7 +91,7 @@ def main(argv=None) -> dict:
 
         with PeakRSS(client, interval=0.02) as mon:
             t0 = time.perf_counter()
-            cv = cross_validate_pass(root, 1, K, None, True)
+            cv = cross_validate_pass(root, 1, K, None, True, p=p)
             total = cv.total(0)
             seconds = time.perf_counter() - t0
         out["workers"] = {"seconds": seconds, "memory": _rise(mon)}

@@ -58,7 +58,8 @@ def test_fold_tasks_equal_the_client_side_cv(data, scheduler, case):
     common = dict(sample_weight=wd, n_folds=K, fold_seed=7, labels_mode=bool(spec.get("labels")))
     root = streamed_statistics_maps(Xd, Yd, maps, persist=True, **common)
     fn = PlusMinusTargets() if spec.get("labels") else None
-    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, targets_fn=fn, weighted=wd is not None)
+    cv = cross_validate_pass(root, len(maps), K, ALPHAS, fit_intercept, p=maps[0].n_output_features,
+                             targets_fn=fn, weighted=wd is not None)
     del root
     # the reference: the pass's statistics gathered, every fold scored on the client
     ref_fn = PlusMinusTargets() if spec.get("labels") else None
@@ -85,7 +86,7 @@ def test_default_alpha_grid_is_computed_with_the_folds(data, scheduler):
     maps = _maps([0.25, 0.5, 1.0])
     Xd, yd = as_row_chunked(X, y, chunk_rows=300)
     root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-    cv = cross_validate_pass(root, 3, K, None, True, alpha_map=1)
+    cv = cross_validate_pass(root, 3, K, None, True, p=maps[0].n_output_features, alpha_map=1)
     every = streamed_statistics_maps(Xd, yd, maps, n_folds=K)
     np.testing.assert_array_equal(cv.alphas, default_alphas(every[1], True))
     expected = np.stack([cross_validate_statistics(s, cv.alphas, True) for s in every])
@@ -133,7 +134,7 @@ def test_the_client_gathers_one_total_gram_not_the_fold_grams(data, local_cluste
         client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
         with distributed.get_task_stream() as stream:
             root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, persist=True)
-            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=maps[0].n_output_features)
             del root
         to_client = _bytes_to_non_workers(client)
         solved_on = {t["worker"] for t in stream.data if "_score" in str(t["key"])}
@@ -181,11 +182,13 @@ def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("large", [True, False], ids=["p at the threaded bound", "p below it"])
 @pytest.mark.parametrize("where", ["threads", "a worker of 2 threads"])
-def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(data, monkeypatch, where):
+def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(data, monkeypatch, where, large):
     """Fold solves in one process do not overlap (two dsytrd in two threads take as long as
-    one after the other), so each runs alone with the threads of its scheduler or worker as
-    BLAS threads: here K = 4 solves on dask's threaded scheduler and on one in-process
+    one after the other), so each runs alone, with the threads of its scheduler or worker as
+    BLAS threads where p reaches THREADED_SOLVE_MIN_P (here lowered to the test's p = 48)
+    and one below it: K = 4 solves on dask's threaded scheduler and on one in-process
     worker of 2 threads, recorded as they start. The fold errors are the client-side ones."""
     import threading
 
@@ -212,23 +215,25 @@ def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(dat
                 running[0] -= 1
 
     monkeypatch.setattr(cv_tasks, "score_fold", recording)
+    p = maps[0].n_output_features
+    monkeypatch.setattr(cv_tasks, "THREADED_SOLVE_MIN_P", p if large else p + 1)
     Xd, yd = as_row_chunked(X, y, chunk_rows=150)
     if where == "threads":
         threads = CPU_COUNT
         with dask.config.set(scheduler="threads", num_workers=threads):
             root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
-            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=maps[0].n_output_features)
     else:
         threads = 2
         with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=threads,
                                       dashboard_address=None) as cluster, distributed.Client(cluster):
             root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
-            cv = cross_validate_pass(root, 1, K, ALPHAS, True)
+            cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=maps[0].n_output_features)
             del root
     with dask.config.set(scheduler="threads"):
         (every,) = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7)
     assert len(seen) == K
     assert max(r for r, _ in seen) == 1, seen  # one at a time
-    assert all(blas and set(blas) == {threads} for _, blas in seen), seen
+    assert all(blas and set(blas) == {threads if large else 1} for _, blas in seen), seen
     expected = cross_validate_statistics(every, ALPHAS, True)
     np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)  # BLAS threads differ, as above

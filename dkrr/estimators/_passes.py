@@ -167,7 +167,7 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
         # the fold Grams)
         root = streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, persist=True, **common)
         cv = cross_validate_pass(root, len(maps), K, alphas, bool(est.fit_intercept), targets_fn=targets_fn,
-                                 weighted=wd is not None, alpha_map=middle)
+                                 weighted=wd is not None, alpha_map=middle, p=p)
         del root
         fold_weights = cv.folds.n.copy() if wd is None else cv.folds.weights()
         passes, g = _choose(Passes(None, fmap, alpha, gamma), cv.alphas, gammas,

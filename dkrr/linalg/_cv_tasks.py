@@ -35,7 +35,7 @@ import threading
 
 import numpy as np
 
-from ._memory import memory_limits, statistics_bytes
+from ._memory import memory_limits, statistics_bytes, threads_per_worker
 from ._cv import (
     _report_unusable,
     check_alphas,
@@ -46,10 +46,22 @@ from ._cv import (
     score_fold,
 )
 
-__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "folds_on_workers"]
+__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "folds_on_workers", "solve_threads"]
 
 #: One fold solve at a time in a process (:func:`_score`).
 _SOLVE_LOCK = threading.Lock()
+#: Fold solves of at least this many features use every thread of their process as BLAS
+#: threads, smaller ones one: one fold's scoring (``score_fold``, the default grid) on 2
+#: cores took 0.083 / 0.278 / 0.607 s with one thread and 0.093 / 0.231 / 0.402 s with two
+#: at p = 1024 / 1536 / 2048 (the reduction is half BLAS-2: threads pay off only on
+#: larger matrices)
+THREADED_SOLVE_MIN_P = 1536
+
+
+def solve_threads(p: int, threads: int) -> int:
+    """BLAS threads of one fold solve of ``p`` features in a process of ``threads``
+    threads (:data:`THREADED_SOLVE_MIN_P`)."""
+    return max(1, int(threads)) if int(p) >= THREADED_SOLVE_MIN_P else 1
 
 
 def fold_task_bytes(p: int, n_targets: int = 1) -> int:
@@ -170,9 +182,9 @@ def _score(total, fold, alphas, fit_intercept: bool, blas_threads: int | None):
     process (:data:`_SOLVE_LOCK`): solves in two threads of one process do not overlap
     (module docstring), so one solve with every thread finishes the K sooner than K with
     one each (5 folds at p = 2048 on 2 cores: 2.1 s against 3.0 s in a fit at 100,000 rows).
-    ``blas_threads``: on a distributed worker its threads, set for the solve (the worker's
-    BLAS has one per thread); None on the threaded scheduler, whose compute already gives
-    BLAS every thread (:func:`cross_validate_pass`). The fold's Gram is unpacked inside the
+    ``blas_threads``: on a distributed worker :func:`solve_threads` of its threads, set for
+    the solve (the worker's BLAS has one per thread); None on the threaded scheduler, whose
+    compute already gives BLAS as many (:func:`cross_validate_pass`). The fold's Gram is unpacked inside the
     lock, so a process holds one solve's matrices."""
     from .._blas import limit_blas_threads
 
@@ -191,7 +203,7 @@ def _workers() -> dict:
     return {a: max(1, int(info[a].get("nthreads", 1))) for a in sorted(info)}
 
 
-def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, targets_fn=None,
+def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: bool, *, p: int, targets_fn=None,
                         weighted: bool = False, alpha_map: int = 0) -> FoldScores:
     """Score the alpha grid by K-fold CV with the fold solves as tasks on ``root``.
 
@@ -214,6 +226,8 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
         The pass has sample weights (:func:`~dkrr.linalg._weighted.check_weight_total`).
     alpha_map : int
         The map whose total sets the default alpha grid.
+    p : int
+        Features: the BLAS threads of a fold solve (:func:`solve_threads`).
 
     Returns
     -------
@@ -253,14 +267,15 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
             where = names[i % len(names)] if names else None
             with dask.annotate(**({"workers": [where], "allow_other_workers": True} if where else {})):
                 row.append(dask.delayed(_score, pure=True)(totals[j], fold, grid, bool(fit_intercept),
-                                                           workers[where] if where else None))
+                                                           solve_threads(p, workers[where]) if where else None))
         scores.append(row)
     grid_out = grid if alphas is None else dask.delayed(np.asarray, pure=True)(alphas)
     gathered = [linear, grid_out] + [s for row in scores for s in row]
     if n_maps == 1:
         gathered.append(totals[0])
-    # threaded scheduler: BLAS gets every thread (n_tasks=1), the fold solves take turns
-    out = compute_limited(*gathered, label=f"cross-validating {K} folds", n_tasks=1)
+    # threaded scheduler: BLAS gets solve_threads (n_tasks=1: every thread), the fold solves take turns
+    out = compute_limited(*gathered, label=f"cross-validating {K} folds",
+                          n_tasks=1 if solve_threads(p, threads_per_worker()) > 1 else None)
     small, grid_values = out[0], np.asarray(out[1], dtype=np.float64)
     folds = small if targets_fn is None else targets_fn(small)
     results = out[2:2 + n_maps * K]
