@@ -16,6 +16,12 @@ cores, half a core):
   the suites close their clusters, so worker processes are counted as ours), divided by
   the wall time. The load average at the end cannot serve: it counts the benchmark's own
   threads.
+
+A standalone script's validity also records the machine (:func:`machine_facts`: CPU model,
+cores, caches and the GEMM rate numpy reaches on it), because ratios between dkrr's paths
+move with it: a machine with faster BLAS shrinks the Gram's share of a fit and leaves the
+parts that are not GEMM (features, the refinement's matrix-vector passes, the fold
+reductions) a larger one.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ __all__ = [
     "check_quiet",
     "cpu_snapshot",
     "load_average",
+    "machine_facts",
     "other_cores_busy",
     "publication_problems",
     "write_report",
@@ -157,6 +164,59 @@ def check_quiet(*, allow_load: bool, max_load_per_core: float = DEFAULT_MAX_LOAD
     return load
 
 
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def gemm_gflops(dtype: str, n: int = 4096, p: int = 2048, repeats: int = 3) -> float:
+    """GFLOP/s of numpy's ``Z.T @ Z`` (``n x p``, counted as ``2 n p^2`` flops, the way
+    this project quotes GEMM rates) with the BLAS threads numpy has: the best of
+    ``repeats`` after one warm-up."""
+    import numpy as np
+
+    Z = np.random.default_rng(0).standard_normal((n, p)).astype(dtype)
+    Z.T @ Z
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        Z.T @ Z
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n * p * p / best / 1e9
+
+
+def machine_facts() -> dict[str, Any]:
+    """What a report says about the machine it ran on: CPU model, available cores, the
+    first core's L2 and the largest cache (bytes; None where Linux does not list them),
+    and :func:`gemm_gflops` in float64 and float32 (about a second, measured at the
+    script's start)."""
+    from dkrr._system import last_level_cache
+
+    l2 = None
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for name in sorted(os.listdir(root)):
+            try:
+                with open(os.path.join(root, name, "level")) as f:
+                    level = f.read().strip()
+                with open(os.path.join(root, name, "size")) as f:
+                    size = f.read().strip()
+            except OSError:
+                continue
+            if level == "2" and size.endswith("K") and size[:-1].isdigit():
+                l2 = int(size[:-1]) * 1024
+    except OSError:
+        pass
+    return {"cpu": _cpu_model(), "cores": _cores(), "l2_bytes": l2, "last_level_cache_bytes": last_level_cache(),
+            "gemm_gflops": {dt: round(gemm_gflops(dt), 1) for dt in ("float64", "float32")}}
+
+
 def validity_meta(load_start: Any, commit: str | None, cpu_start: dict[str, Any], *,
                   max_load_per_core: float) -> dict[str, Any]:
     """The ``validity`` entry of a report's metadata, measured up to now."""
@@ -196,9 +256,10 @@ def script_start(args) -> dict[str, Any]:
         print(f"refused: {exc}", file=sys.stderr)
         raise SystemExit(3) from None
     commit = _git_commit()
-    print(f"dkrr commit {commit}; load average at start {load}")
+    machine = machine_facts()
+    print(f"dkrr commit {commit}; load average at start {load}; machine {machine}")
     return {"load_average_at_start": load, "dkrr_commit": commit, "max_load_per_core": args.max_load_per_core,
-            "cpu_start": cpu_snapshot()}
+            "machine": machine, "cpu_start": cpu_snapshot()}
 
 
 def script_end(start: dict[str, Any]) -> dict[str, Any]:

@@ -100,3 +100,21 @@ def test_runner_refuses_to_start_when_the_threshold_cannot_be_met(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "refused" in proc.stderr and "--allow-load" in proc.stderr
     assert not out.exists()
+
+
+def test_a_scripts_validity_records_the_machine():
+    """script_start measures the machine the run's ratios belong to: CPU model, cores,
+    caches and numpy's GEMM rate in both precisions (positive, float32 the faster)."""
+    import argparse
+
+    from benchmarks._validity import add_load_arguments, gemm_gflops, machine_facts, script_end, script_start
+
+    facts = machine_facts()
+    assert facts["cores"] >= 1 and facts["last_level_cache_bytes"] > 0
+    assert set(facts["gemm_gflops"]) == {"float64", "float32"} and min(facts["gemm_gflops"].values()) > 0
+    assert gemm_gflops("float32", n=2048, p=512) > 0
+    ap = argparse.ArgumentParser()
+    add_load_arguments(ap)
+    start = script_start(ap.parse_args(["--allow-load"]))
+    assert start["machine"]["cores"] == facts["cores"] and start["machine"]["cpu"] == facts["cpu"]
+    assert script_end(start)["machine"] == start["machine"]
