@@ -237,3 +237,62 @@ def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(dat
     assert all(blas and set(blas) == {threads if large else 1} for _, blas in seen), seen
     expected = cross_validate_statistics(every, ALPHAS, True)
     np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)  # BLAS threads differ, as above
+
+
+def _record_fold_solves(dask_worker=None):  # runs in the worker process (client.run)
+    import threading
+
+    import threadpoolctl
+
+    import dkrr.linalg._cv_tasks as cv_tasks
+
+    seen, running, lock = [], [0], threading.Lock()
+    score = cv_tasks.score_fold
+
+    def recording(*args):
+        with lock:
+            running[0] += 1
+            seen.append((running[0], [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                                      if i["user_api"] == "blas"]))
+        try:
+            return score(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    cv_tasks.score_fold = recording
+    cv_tasks._SEEN = seen
+
+
+def _seen_fold_solves(dask_worker=None):
+    import dkrr.linalg._cv_tasks as cv_tasks
+
+    return list(getattr(cv_tasks, "_SEEN", []))
+
+
+def test_a_worker_process_of_two_threads_solves_its_folds_in_turn_with_both(data, monkeypatch):
+    """On a real worker process (a nanny's: one BLAS thread per worker thread from its
+    environment) with 2 threads, the fold solves of p >= THREADED_SOLVE_MIN_P take turns,
+    each with 2 BLAS threads; the errors are the client-side CV's. The recording wraps the
+    real score_fold inside the worker process."""
+    import distributed
+
+    import dkrr.linalg._cv_tasks as cv_tasks
+
+    X, y, _ = data
+    maps = _maps([0.5], n_components=cv_tasks.THREADED_SOLVE_MIN_P // 2)
+    p = maps[0].n_output_features
+    Xd, yd = as_row_chunked(X, y, chunk_rows=300)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        client.run(_record_fold_solves)
+        root = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7, persist=True)
+        cv = cross_validate_pass(root, 1, K, ALPHAS, True, p=p)
+        del root
+        (seen,) = client.run(_seen_fold_solves).values()
+        (stats,) = streamed_statistics_maps(Xd, yd, maps, n_folds=K, fold_seed=7)
+    assert len(seen) == K and max(r for r, _ in seen) == 1, seen
+    assert all(set(blas) == {2} for _, blas in seen), seen
+    with dask.config.set(scheduler="threads"):
+        expected = cross_validate_statistics(stats, ALPHAS, True)
+    np.testing.assert_allclose(cv.fold_mse[0], expected, rtol=1e-10, atol=0)
