@@ -164,17 +164,6 @@ def check_quiet(*, allow_load: bool, max_load_per_core: float = DEFAULT_MAX_LOAD
     return load
 
 
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
 def gemm_gflops(dtype: str, n: int = 4096, p: int = 2048, repeats: int = 3) -> float:
     """GFLOP/s of numpy's ``Z.T @ Z`` (``n x p``, counted as ``2 n p^2`` flops, the way
     this project quotes GEMM rates) with the BLAS threads numpy has: the best of
@@ -192,11 +181,16 @@ def gemm_gflops(dtype: str, n: int = 4096, p: int = 2048, repeats: int = 3) -> f
 
 
 def machine_facts() -> dict[str, Any]:
-    """What a report says about the machine it ran on: CPU model, available cores, the
-    first core's L2 and the largest cache (bytes; None where Linux does not list them),
-    and :func:`gemm_gflops` in float64 and float32 (about a second, measured at the
+    """What a report says about the machine it ran on: CPU model and vector flags, available
+    cores, the first core's L2 and the largest cache (bytes; None where Linux does not list
+    them), and :func:`gemm_gflops` in float64 and float32 (about a second, measured at the
     script's start)."""
     from dkrr._system import last_level_cache
+
+    try:
+        from ._common import _cpu_flags, _cpu_model
+    except ImportError:  # run as a script from benchmarks/
+        from _common import _cpu_flags, _cpu_model  # type: ignore[no-redef]
 
     l2 = None
     root = "/sys/devices/system/cpu/cpu0/cache"
@@ -213,7 +207,7 @@ def machine_facts() -> dict[str, Any]:
                 l2 = int(size[:-1]) * 1024
     except OSError:
         pass
-    return {"cpu": _cpu_model(), "cores": _cores(), "l2_bytes": l2, "last_level_cache_bytes": last_level_cache(),
+    return {"cpu": _cpu_model(), "flags": _cpu_flags(), "cores": _cores(), "l2_bytes": l2, "last_level_cache_bytes": last_level_cache(),
             "gemm_gflops": {dt: round(gemm_gflops(dt), 1) for dt in ("float64", "float32")}}
 
 
