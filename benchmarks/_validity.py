@@ -207,7 +207,8 @@ def machine_facts() -> dict[str, Any]:
                 l2 = int(size[:-1]) * 1024
     except OSError:
         pass
-    return {"cpu": _cpu_model(), "flags": _cpu_flags(), "cores": _cores(), "l2_bytes": l2, "last_level_cache_bytes": last_level_cache(),
+    return {"cpu": _cpu_model(), "flags": _cpu_flags(), "cores": _cores(), "l2_bytes": l2,
+            "last_level_cache_bytes": last_level_cache(),
             "gemm_gflops": {dt: round(gemm_gflops(dt), 1) for dt in ("float64", "float32")}}
 
 

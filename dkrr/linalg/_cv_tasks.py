@@ -15,9 +15,10 @@ packed, kept where the tree's root ran): one task converts the targets (the clas
 total and unpacks its Gram; per fold a task takes the fold's packed statistics (views of
 the root, so a worker that runs the fold's solve receives one packed Gram, plus the
 total once); the fold task unpacks its ``G_k``, forms ``G - G_k`` and scores the alpha
-grid (:func:`~dkrr.linalg._cv.score_fold`). Fold solves in one process run one at a time,
-each with every thread of the process's scheduler (or of its worker) as BLAS threads
-(:func:`_score`): two tridiagonal reductions (``dsytrd`` through scipy) in two threads of
+grid (:func:`~dkrr.linalg._cv.score_fold`). Fold solves in one process run one at a time
+(:func:`_score`), each with every thread of the process's scheduler (or of its worker) as
+BLAS threads where p is large enough for them to pay (:func:`solve_threads`): two
+tridiagonal reductions (``dsytrd`` through scipy) in two threads of
 one process take as long as one after the other, while two processes run them side by
 side (measured; whatever in the process serialises them, a second thread gains nothing).
 The sums and the unpacking are those of
@@ -46,7 +47,8 @@ from ._cv import (
     score_fold,
 )
 
-__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "folds_on_workers", "solve_threads"]
+__all__ = ["FoldScores", "cross_validate_pass", "fold_part_bytes", "fold_task_bytes", "folds_on_workers",
+           "solve_threads"]
 
 #: One fold solve at a time in a process (:func:`_score`).
 _SOLVE_LOCK = threading.Lock()
@@ -184,8 +186,8 @@ def _score(total, fold, alphas, fit_intercept: bool, blas_threads: int | None):
     one each (5 folds at p = 2048 on 2 cores: 2.1 s against 3.0 s in a fit at 100,000 rows).
     ``blas_threads``: on a distributed worker :func:`solve_threads` of its threads, set for
     the solve (the worker's BLAS has one per thread); None on the threaded scheduler, whose
-    compute already gives BLAS as many (:func:`cross_validate_pass`). The fold's Gram is unpacked inside the
-    lock, so a process holds one solve's matrices."""
+    compute already gives BLAS as many (:func:`cross_validate_pass`). The fold's Gram is
+    unpacked inside the lock, so a process holds one solve's matrices."""
     from .._blas import limit_blas_threads
 
     with _SOLVE_LOCK, (limit_blas_threads(blas_threads) if blas_threads else contextlib.nullcontext()):
