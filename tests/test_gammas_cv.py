@@ -258,9 +258,12 @@ def test_a_model_file_of_the_earlier_five_width_auto_grid_still_loads(tmp_path):
     y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(120)
     params = {k: v for k, v in old.get_params().items() if k != "gammas"}
     today = RandomFeatureRidge(**{**params, "gammas": list(g)}).fit(X, y)
-    # the same fit; the last digits may differ with another numpy (the oldest-dependency job)
-    assert today.gamma_ == old.gamma_ and today.alpha_ == pytest.approx(old.alpha_, rel=1e-12)
-    np.testing.assert_allclose(today.predict(X), old.predict(X), rtol=1e-9, atol=1e-12)
+    # the same fit; the last digits may differ with another numpy (the oldest-dependency job),
+    # and the default alpha grid follows the float32 statistics' trace, whose rounding
+    # differs by CPU (3e-8 relative measured on an AVX-512 machine, oldest dependencies, and
+    # the predictions at that alpha 2.5e-8)
+    assert today.gamma_ == old.gamma_ and today.alpha_ == pytest.approx(old.alpha_, rel=1e-6)
+    np.testing.assert_allclose(today.predict(X), old.predict(X), rtol=1e-6, atol=1e-12)
     save_model(old, tmp_path / "again")
     np.testing.assert_array_equal(load_model(tmp_path / "again").predict(X), old.predict(X))
 

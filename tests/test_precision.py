@@ -43,8 +43,9 @@ def blobs():
 
 @pytest.mark.parametrize("method", ["rff", "orf", "sorf", "fastfood", "nystroem", "rom"])
 def test_float32_statistics_equal_float64_within_eps32(blobs, method):
-    """The bound: relative Frobenius error of G and of Z^T y at most 2 eps32 (measured 0.4-1.2
-    eps32 here, the rounding of the float32 features included), of the column sums eps32,
+    """The bound: relative Frobenius error of G, of Z^T y and of the column sums at most 2
+    eps32 (measured 0.4-1.2 eps32 here, the rounding of the float32 features included; the
+    column sums up to 1.03 eps32, ROM, in the oldest dependencies on an AVX-512 machine),
     counts exact."""
     X, y = blobs
     kernel = "linear" if method == "rom" else "gaussian"
@@ -58,7 +59,7 @@ def test_float32_statistics_equal_float64_within_eps32(blobs, method):
     for k in range(3):
         assert _rel(s32.G[k], s64.G[k]) <= 2 * EPS32
         assert _rel(s32.c[k], s64.c[k]) <= 2 * EPS32
-        assert _rel(s32.zsum[k], s64.zsum[k]) <= EPS32
+        assert _rel(s32.zsum[k], s64.zsum[k]) <= 2 * EPS32
         assert _rel(s32.G[k], s64.G[k]) > 0  # really computed in float32
         np.testing.assert_array_equal(s32.G[k], s32.G[k].T)
 

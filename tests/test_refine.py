@@ -119,7 +119,9 @@ def test_a_fast_contraction_stops_a_pass_early_with_the_corrected_coefficients(a
     correction (``e_k^2 / e_(k-1)``, times the margin 10) is below tol, the refinement stops
     though ``e_k`` itself is above tol: one pass fewer than the plain rule (measured 2
     against 3 at alpha 0.3 and 0.1, 3 against 4 at 0.01), the same coefficients (float64's
-    own distance, 7e-13 to 3e-11, either way)."""
+    own distance, 7e-13 to 3e-11, either way). At 0.01 the third pass's estimate can already
+    be below tol (the oldest dependencies on an AVX-512 machine: 3 passes both ways), and
+    then the rule has nothing to save."""
     Xd, yd, X, y, fmap = _problem()
     s64 = streamed_statistics(Xd, yd, fmap, precision="float64").total()
     beta64, _ = ridge_coefficients(s64, alpha, True)
@@ -127,8 +129,11 @@ def test_a_fast_contraction_stops_a_pass_early_with_the_corrected_coefficients(a
     fast = refine_ridge(Xd, yd, None, fmap, beta0, L, alpha, True)
     plain = refine_ridge(Xd, yd, None, fmap, beta0, L, alpha, True, final_correction=False)
     e = fast.info["errors"]
-    assert fast.info["converged"] and fast.info["passes"] == plain.info["passes"] - 1
-    assert (e[-1] > DEFAULT_REFINE_TOL).all() and (e[-1] * (e[-1] / e[-2]) * 10 <= DEFAULT_REFINE_TOL).all()
+    by_correction = bool((e[-1] > DEFAULT_REFINE_TOL).any())
+    assert by_correction or alpha == 0.01, e[:, 0]
+    assert fast.info["converged"] and fast.info["passes"] == plain.info["passes"] - by_correction
+    if by_correction:
+        assert (e[-1] * (e[-1] / e[-2]) * 10 <= DEFAULT_REFINE_TOL).all()
     assert targets_stopped(e, fast.info["residuals"], DEFAULT_REFINE_TOL).all()
     dist = [np.linalg.norm(r.beta - beta64, axis=0) / np.linalg.norm(beta64, axis=0) for r in (fast, plain)]
     assert (dist[0] < 0.5 * DEFAULT_REFINE_TOL).all() and (dist[0] < 3 * dist[1] + 1e-12).all(), dist

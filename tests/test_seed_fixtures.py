@@ -8,8 +8,12 @@ the same numbers, and the saved models must load (also when marked format versio
 "The same" is bitwise on the machine that wrote the fixtures, and within 1e-9 relative
 elsewhere: ORF's QR, Nystroem's eigendecomposition and the solves go through LAPACK/BLAS,
 whose kernels (chosen per CPU by OpenBLAS) round differently; measured on an AMD EPYC
-with OpenBLAS's SkylakeX kernels the largest difference was 2.7e-13 relative. A change in
-what is drawn, or in which order, moves the numbers by O(1).
+with OpenBLAS's SkylakeX kernels the largest difference was 2.7e-13 relative. The angular
+kernel's Nystroem map is the exception: ``arccos`` of a cosine within an ulp of 1 (a landmark
+against itself, whose last bit depends on the dot product's summation order) moves by
+``sqrt(eps)``, so its features agree to 1e-5 (measured 1.2e-6 with the oldest dependencies
+on an AVX-512 machine). A change in what is drawn, or in which order, moves the numbers by
+O(1).
 """
 
 import json
@@ -31,9 +35,9 @@ from make_seed_fixtures import MODELS, TRANSFORMS, data  # noqa: E402
 sys.path.remove(str(DATA))
 
 
-def _same(actual, desired):
+def _same(actual, desired, rtol=1e-9):
     """Equal up to the rounding of the CPU's BLAS/LAPACK kernels (see the module docstring)."""
-    np.testing.assert_allclose(actual, desired, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(actual, desired, rtol=rtol, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,7 @@ def test_transform_is_bitwise_the_old_one(expected, name):
     X, Xq, _, _ = data()
     params = {"gamma": 0.3, "n_components": 12, "random_state": 7, **TRANSFORMS[name]}
     rf = RandomFeatures(**params).fit(X)
-    _same(rf.transform(Xq), expected[f"transform__{name}"])
+    _same(rf.transform(Xq), expected[f"transform__{name}"], rtol=1e-5 if name == "nystroem_angular" else 1e-9)
     out32 = rf.transform(Xq.astype(np.float32))
     assert out32.dtype == expected[f"transform32__{name}"].dtype
     np.testing.assert_allclose(out32, expected[f"transform32__{name}"], rtol=1e-5, atol=1e-6)
@@ -101,4 +105,4 @@ def test_models_saved_by_the_old_code_load(tmp_path, expected, name, version):
 def test_random_features_saved_by_the_old_code_load(expected):
     rf = load_model(DATA / "models_v2" / "random_features_toeplitz_like")
     _, Xq, _, _ = data()
-    np.testing.assert_array_equal(rf.transform(Xq), expected["transform__toeplitz_like"])
+    _same(rf.transform(Xq), expected["transform__toeplitz_like"])  # its FFT products round per CPU
