@@ -185,28 +185,14 @@ def machine_facts() -> dict[str, Any]:
     cores, the first core's L2 and the largest cache (bytes; None where Linux does not list
     them), and :func:`gemm_gflops` in float64 and float32 (about a second, measured at the
     script's start)."""
-    from dkrr._system import last_level_cache
+    from dkrr._system import cache_sizes, last_level_cache
 
     try:
         from ._common import _cpu_flags, _cpu_model
     except ImportError:  # run as a script from benchmarks/
         from _common import _cpu_flags, _cpu_model  # type: ignore[no-redef]
 
-    l2 = None
-    root = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for name in sorted(os.listdir(root)):
-            try:
-                with open(os.path.join(root, name, "level")) as f:
-                    level = f.read().strip()
-                with open(os.path.join(root, name, "size")) as f:
-                    size = f.read().strip()
-            except OSError:
-                continue
-            if level == "2" and size.endswith("K") and size[:-1].isdigit():
-                l2 = int(size[:-1]) * 1024
-    except OSError:
-        pass
+    l2 = max((size for level, size in cache_sizes() if level == 2), default=None)
     return {"cpu": _cpu_model(), "flags": _cpu_flags(), "cores": _cores(), "l2_bytes": l2,
             "last_level_cache_bytes": last_level_cache(),
             "gemm_gflops": {dt: round(gemm_gflops(dt), 1) for dt in ("float64", "float32")}}

@@ -6,8 +6,8 @@ of a distributed Client, as the memory checks and the messages need them.
 * :func:`local_memory` is the memory available to this process: psutil's available
   memory of the host, or what the cgroup limit leaves when that is less;
 * :func:`scheduler_workers` lists the scheduler's record of every worker of a Client;
-* :func:`last_level_cache` is the size of the CPU's largest cache (Linux sysfs; the
-  benchmarks record it);
+* :func:`cache_sizes` lists the CPU's caches (Linux sysfs) and :func:`last_level_cache`
+  is the largest (the benchmarks record them);
 * :func:`format_bytes` writes a size for a message.
 
 The files read are the kernel's (``/sys/fs/cgroup``, ``/proc/self/cgroup``,
@@ -21,7 +21,7 @@ import dataclasses
 import os
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "cgroup_memory",
-           "format_bytes", "last_level_cache", "local_memory", "scheduler_workers"]
+           "cache_sizes", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -168,12 +168,12 @@ def local_memory(root: str = CGROUP_ROOT) -> tuple[int, str]:
     )
 
 
-def last_level_cache(root: str = CACHE_ROOT) -> int:
-    """Bytes of the largest cache of the first CPU (its last level, the L3 of most
-    machines) as Linux lists it under ``root`` (``index*/size``, e.g. ``32768K``), or
-    :data:`DEFAULT_CACHE_BYTES` where no such file can be read."""
+def cache_sizes(root: str = CACHE_ROOT) -> list[tuple[int | None, int]]:
+    """``(level, bytes)`` of every cache of the first CPU that Linux lists under ``root``
+    (``index*/size``, e.g. ``32768K``, and ``index*/level``; level None where unreadable);
+    entries without a readable positive size are skipped."""
     units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
-    sizes = []
+    out = []
     try:
         names = os.listdir(root)
     except OSError:
@@ -187,9 +187,22 @@ def last_level_cache(root: str = CACHE_ROOT) -> int:
         except OSError:
             continue
         number, unit = text.rstrip("KMG"), text[len(text.rstrip("KMG")):]
-        if number.isdigit() and unit in units and int(number) > 0:
-            sizes.append(int(number) * units[unit])
-    return max(sizes, default=DEFAULT_CACHE_BYTES)
+        if not (number.isdigit() and unit in units and int(number) > 0):
+            continue
+        try:
+            with open(os.path.join(root, name, "level")) as f:
+                level = f.read().strip()
+        except OSError:
+            level = ""
+        out.append((int(level) if level.isdigit() else None, int(number) * units[unit]))
+    return out
+
+
+def last_level_cache(root: str = CACHE_ROOT) -> int:
+    """Bytes of the largest cache of the first CPU (its last level, the L3 of most
+    machines) as Linux lists it under ``root`` (:func:`cache_sizes`), or
+    :data:`DEFAULT_CACHE_BYTES` where no such file can be read."""
+    return max((size for _, size in cache_sizes(root)), default=DEFAULT_CACHE_BYTES)
 
 
 def format_bytes(n: float) -> str:

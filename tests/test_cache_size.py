@@ -1,5 +1,6 @@
-"""The last-level cache size the benchmarks record (dkrr._system.last_level_cache): read from Linux's sysfs format, written here
-under a temporary root; a missing or unreadable listing gives the documented default."""
+"""The CPU caches the benchmarks record (dkrr._system.cache_sizes, last_level_cache): read
+from Linux's sysfs format, written here under a temporary root; a missing or unreadable
+listing gives the documented default."""
 
 from __future__ import annotations
 
@@ -46,3 +47,17 @@ def test_this_machine(tmp_path):
     assert size > 0
     if not os.path.isdir(CACHE_ROOT):
         assert size == DEFAULT_CACHE_BYTES
+
+
+def test_every_listed_cache_with_its_level(tmp_path):
+    from dkrr._system import cache_sizes
+
+    _cache(tmp_path, "index0", 1, "48K")
+    _cache(tmp_path, "index2", 2, "2048K")
+    _cache(tmp_path, "index3", 3, "266240K")
+    _cache(tmp_path, "index4", 2, "not a size")
+    assert sorted(cache_sizes(str(tmp_path)), key=lambda c: c[1]) == [(1, 48 * 2**10), (2, 2 * 2**20),
+                                                                      (3, 260 * 2**20)]
+    (tmp_path / "index3" / "level").unlink()
+    assert (None, 260 * 2**20) in cache_sizes(str(tmp_path))
+    assert cache_sizes(str(tmp_path / "missing")) == []

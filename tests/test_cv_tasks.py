@@ -182,6 +182,29 @@ def test_workers_too_small_for_a_fold_solve_leave_the_folds_to_the_client(data):
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
 
 
+def _fold_solve_recorder(score):
+    """``(recording, seen)``: ``recording`` calls the real ``score`` and appends to ``seen``,
+    as each solve starts, the solves then running (itself included) and the BLAS threads."""
+    import threading
+
+    import threadpoolctl
+
+    seen, running, lock = [], [0], threading.Lock()
+
+    def recording(*args):
+        with lock:
+            running[0] += 1
+            seen.append((running[0], [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                                      if i["user_api"] == "blas"]))
+        try:
+            return score(*args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    return recording, seen
+
+
 @pytest.mark.parametrize("large", [True, False], ids=["p at the threaded bound", "p below it"])
 @pytest.mark.parametrize("where", ["threads", "a worker of 2 threads"])
 def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(data, monkeypatch, where, large):
@@ -190,30 +213,14 @@ def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(dat
     BLAS threads where p reaches THREADED_SOLVE_MIN_P (here lowered to the test's p = 48)
     and one below it: K = 4 solves on dask's threaded scheduler and on one in-process
     worker of 2 threads, recorded as they start. The fold errors are the client-side ones."""
-    import threading
-
     import distributed
-    import threadpoolctl
     from dask.system import CPU_COUNT
 
     import dkrr.linalg._cv_tasks as cv_tasks
 
     X, y, _ = data
     maps = _maps([0.5])
-    seen, running, lock = [], [0], threading.Lock()
-    score = cv_tasks.score_fold
-
-    def recording(*args):  # the real solve, with the BLAS threads and solves running at its start
-        with lock:
-            running[0] += 1
-            blas = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
-            seen.append((running[0], blas))
-        try:
-            return score(*args)
-        finally:
-            with lock:
-                running[0] -= 1
-
+    recording, seen = _fold_solve_recorder(cv_tasks.score_fold)
     monkeypatch.setattr(cv_tasks, "score_fold", recording)
     p = maps[0].n_output_features
     monkeypatch.setattr(cv_tasks, "THREADED_SOLVE_MIN_P", p if large else p + 1)
@@ -240,28 +247,9 @@ def test_fold_solves_run_one_at_a_time_with_every_thread_and_the_same_errors(dat
 
 
 def _record_fold_solves(dask_worker=None):  # runs in the worker process (client.run)
-    import threading
-
-    import threadpoolctl
-
     import dkrr.linalg._cv_tasks as cv_tasks
 
-    seen, running, lock = [], [0], threading.Lock()
-    score = cv_tasks.score_fold
-
-    def recording(*args):
-        with lock:
-            running[0] += 1
-            seen.append((running[0], [i["num_threads"] for i in threadpoolctl.threadpool_info()
-                                      if i["user_api"] == "blas"]))
-        try:
-            return score(*args)
-        finally:
-            with lock:
-                running[0] -= 1
-
-    cv_tasks.score_fold = recording
-    cv_tasks._SEEN = seen
+    cv_tasks.score_fold, cv_tasks._SEEN = _fold_solve_recorder(cv_tasks.score_fold)
 
 
 def _seen_fold_solves(dask_worker=None):
@@ -270,7 +258,7 @@ def _seen_fold_solves(dask_worker=None):
     return list(getattr(cv_tasks, "_SEEN", []))
 
 
-def test_a_worker_process_of_two_threads_solves_its_folds_in_turn_with_both(data, monkeypatch):
+def test_a_worker_process_of_two_threads_solves_its_folds_in_turn_with_both(data):
     """On a real worker process (a nanny's: one BLAS thread per worker thread from its
     environment) with 2 threads, the fold solves of p >= THREADED_SOLVE_MIN_P take turns,
     each with 2 BLAS threads; the errors are the client-side CV's. The recording wraps the
