@@ -345,22 +345,26 @@ def test_the_default_grids_rule_takes_the_best_alpha_as_select_alpha_does(weight
     assert [issubclass(w.category, SingularAlphaWarning) for w in got] == ([True] if said else [])
 
 
+@pytest.mark.parametrize("targets", [1, 2, 5])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cross_product_adds_the_column_sums_over_every_widened_slice(dtype):
-    """``_cross64(..., sums=)``: ``Z^T Y`` and Z's column sums from the same slices, over
-    several slices of the cast buffer (float32) and in one product (float64): the sums equal
-    float64's of the same numbers to float64 rounding, and are added to what ``sums`` held."""
-    from dkrr.linalg._precision import _cross64, cast_buffer
+def test_cross_product_adds_the_column_sums_over_every_widened_slice(dtype, targets):
+    """``_cross64(..., sums=)``: ``Z^T Y`` and Z's column sums, for float32 ``Z`` up to
+    CROSS_ROWS_MAX_TARGETS targets by the compiled row loop, beyond from several slices of
+    the cast buffer, and in one product for float64: the sums equal float64's of the same
+    numbers to float64 rounding, and are added to what ``sums`` held."""
+    from dkrr.linalg._precision import CROSS_ROWS_MAX_TARGETS, _cross64, cast_buffer
 
+    assert (targets <= CROSS_ROWS_MAX_TARGETS) == (targets < 5)  # both float32 paths are covered
     rng = np.random.default_rng(3)
     p = 96
     cast = cast_buffer(p, "float32")
     rows = 2 * cast.shape[0] + 37  # two full slices and a short one
     Z = (rng.standard_normal((rows, p)) + 0.5).astype(dtype)
-    Y = rng.standard_normal((rows, 2))
+    Y = rng.standard_normal((rows, targets))
     Z64 = Z.astype(np.float64)
     sums = np.full(p, 3.0)
     out = _cross64(Z, Y, cast, sums=sums)
+    assert out.shape == (p, targets) and out.dtype == np.float64
     np.testing.assert_allclose(out, Z64.T @ Y, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(sums, 3.0 + Z64.sum(axis=0), rtol=1e-12)
     np.testing.assert_array_equal(_cross64(Z, Y, cast), out)  # without sums: the same product
