@@ -156,3 +156,41 @@ def test_the_record_check_finds_each_targets_own_last_pass():
     floor[2, 0] = 1e-15
     assert targets_stopped(slow, floor, tol).all()
     assert not targets_stopped(np.array([[1e-8]]), np.array([[1e-9]]), tol).any()  # one pass: no contraction known
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("columns", [1, 3, 4])
+def test_a_passs_block_products_equal_the_dense_float64_ones(columns, weighted, monkeypatch):
+    """One row block of a refinement pass: ``Z^T W Z B`` and (first pass) ``Z^T W Y``,
+    ``Z^T w`` equal the dense float64 products of the map's features, whether the compiled
+    row loop takes them (up to REFINE_ROWS_MAX_COLUMNS columns) or BLAS does (beyond, or
+    with the loop switched off), over several sub-blocks and a short last one."""
+    from dkrr.linalg import _refine
+
+    rng = np.random.default_rng(5)
+    n, d, D = 1100, 4, 96
+    X = rng.normal(size=(n, d))
+    y = rng.normal(size=(n, columns)) + 1.0
+    w = rng.uniform(0.2, 3.0, size=n) if weighted else None
+    fmap = build_feature_map(X[:300], kernel="gaussian", method="rff", n_components=D, gamma=0.3,
+                             random_state=np.random.default_rng(1), options={})
+    B = rng.normal(size=(2 * D, columns))
+    Z = fmap.transform(X)
+    ww = np.ones(n) if w is None else w
+    expected = (Z.T @ (ww[:, None] * (Z @ B)), Z.T @ (ww[:, None] * y), Z.T @ ww)
+    monkeypatch.setattr(_refine, "REFINE_SUB_BLOCK_BYTES", 8 * 2 * D * 256)  # 256 rows: 4 full sub-blocks + 76
+    results = {}
+    for loop in (True, False):
+        monkeypatch.setattr(_refine, "REFINE_ROWS_MAX_COLUMNS", 3 if loop else 0)
+        for linear in (True, False):
+            stats, out, sums = _refine._refine_weighted_block(X, y, w, 0, 7, fmap, B, False, 2**26, linear)
+            assert list(sums) == [7] and out.shape == (2 * D, columns)
+            np.testing.assert_allclose(out, expected[0], rtol=1e-12, atol=1e-12 * np.abs(expected[0]).max())
+            assert (stats is None) == (not linear)
+            if linear:
+                np.testing.assert_allclose(stats.c[0], expected[1], rtol=1e-12, atol=1e-12 * np.abs(expected[1]).max())
+                np.testing.assert_allclose(stats.zsum[0], expected[2], rtol=1e-12, atol=1e-12 * np.abs(expected[2]).max())
+                assert stats.n[0] == n
+            results[loop, linear] = out
+    # the two ways agree to float64 rounding (summed in different orders)
+    np.testing.assert_allclose(results[True, True], results[False, True], rtol=1e-13, atol=1e-13 * np.abs(expected[0]).max())
