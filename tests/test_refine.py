@@ -61,8 +61,9 @@ def test_the_error_estimate_it_stops_on_is_the_actual_error(intercept):
     estimate ``||M^-1 r|| / ||beta||`` it stops on is the actual distance of that iterate
     to float64's solution, it stops after two passes (the residual of the float32 start
     and one CG step, none spent only to confirm), and the free final correction by that
-    same ``M^-1 r`` takes the coefficients to float64's rounding (measured 7.4e-11 and
-    8.2e-11 before it, 1.7e-13 to 7.6e-13 after)."""
+    same ``M^-1 r`` takes the coefficients to float64's rounding (measured 1.6e-11 to
+    8.2e-11 before it, 1.7e-13 to 9.2e-13 after: the distance of two float64 solutions,
+    each off by float64's own error at this cond, which is then the floor)."""
     Xd, yd, X, y, fmap = _problem()
     alpha = 1.0
     s64 = streamed_statistics(Xd, yd, fmap, precision="float64").total()
@@ -76,7 +77,9 @@ def test_the_error_estimate_it_stops_on_is_the_actual_error(intercept):
     actual = np.linalg.norm(last - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
     np.testing.assert_allclose(est, actual, rtol=0.5)  # the same number, not only a bound
     final = np.linalg.norm(res.beta - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
-    assert (final < 0.05 * est).all() and (final < 2e-12).all(), (final, est)  # float64's own error: 2e-13 to 8e-13
+    # float64's own error (2e-13 to 9e-13), at least 10x below the estimate it corrected: 9.2e-13 at
+    # 1.75e-11 with the oldest dependencies on an AVX-512 machine, where the estimate is lowest
+    assert (final < 0.1 * est).all() and (final < 2e-12).all(), (final, est)
     start = np.linalg.norm(beta0 - beta64, axis=0) / np.linalg.norm(beta64, axis=0)
     np.testing.assert_allclose(res.info["errors"][0], start, rtol=0.5)  # and for the float32 start
 
