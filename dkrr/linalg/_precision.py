@@ -97,11 +97,11 @@ def cast_buffer(p: int, precision: str) -> np.ndarray | None:
     return np.empty((max(1, _CAST_BYTES // (8 * int(p))), int(p)))
 
 
-#: most targets for which :func:`_cross64` widens float32 features row by row in one compiled
-#: loop (:func:`dkrr.linalg._cross_numba.cross_rows`) rather than in slices for a float64 GEMM. Measured (4096 rows,
-#: p = 2048, one thread, with the column sums): 3.3 against 9.8 ms at 1 target, 4.8 against
-#: 13.7 at 2, 9.9 against 14.2 at 4, even at 8 and slower beyond (the loop reads each row
-#: once per target, from L1)
+#: most targets for which :func:`_cross64` widens float32 features row by row in one
+#: compiled loop (:func:`dkrr.linalg._cross_numba.cross_rows`) rather than in slices for a
+#: float64 GEMM. Measured (4096 rows, p = 2048, one thread, with the column sums): 3.3
+#: against 9.8 ms at 1 target, 4.8 against 13.7 at 2, 9.9 against 14.2 at 4, even at 8 and
+#: slower beyond (the loop reads each row once per target, from L1)
 CROSS_ROWS_MAX_TARGETS = 4
 
 
@@ -113,13 +113,13 @@ def _cross64(Z: np.ndarray, Y: np.ndarray, cast: np.ndarray | None = None, sums:
     rounded targets sums thousands of products in single precision and measured 5 eps32
     relative error where the widened product has 0.3 eps32 (the features' own rounding).
     Up to :data:`CROSS_ROWS_MAX_TARGETS` targets the widening, the products and the column
-    sums are one compiled pass over the rows (:func:`~dkrr.linalg._cross_numba.cross_rows`; 3x faster at one
-    target, and a separate ``Z.sum(axis=0, dtype=float64)`` of the float32 ``Z``, numpy's
-    buffered casting reduction, measured 5% of a float32 block at p = 1024). With more
-    targets ``Z`` is widened in row slices of at most :data:`_CAST_BYTES` (into ``cast``,
-    from :func:`cast_buffer`, when given) for a float64 GEMM, the column sums taken from
-    the same slices while they are in cache. The cost is O(rows p t), against the Gram's
-    O(rows p^2).
+    sums are one compiled pass over the rows (:func:`~dkrr.linalg._cross_numba.cross_rows`:
+    3x faster than the slices at one target). With more targets ``Z`` is widened in row
+    slices of at most :data:`_CAST_BYTES` (into ``cast``, from :func:`cast_buffer`, when
+    given) for a float64 GEMM, the column sums taken from the same slices while they are in
+    cache (a separate ``Z.sum(axis=0, dtype=float64)`` of the float32 ``Z``, numpy's
+    buffered casting reduction, measured 5% of a float32 block at p = 1024). The cost is
+    O(rows p t), against the Gram's O(rows p^2).
     """
     if Z.dtype == np.float64:
         if sums is not None:
