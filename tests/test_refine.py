@@ -197,3 +197,24 @@ def test_a_passs_block_products_equal_the_dense_float64_ones(columns, weighted, 
             results[loop, linear] = out
     # the two ways agree to float64 rounding (summed in different orders)
     np.testing.assert_allclose(results[True, True], results[False, True], rtol=1e-13, atol=1e-13 * np.abs(expected[0]).max())
+
+
+def test_every_kind_of_pass_shares_one_compiled_signature(monkeypatch):
+    """The first pass and the CG passes, weighted or not, with one or three targets (whose
+    sub-block slices of the targets are not contiguous: the classifier's case), call the
+    compiled row loop with the same argument types: one signature, compiled once per machine
+    (about 3 s) rather than once per kind of pass."""
+    from dkrr.linalg import _refine
+    from dkrr.linalg._refine_numba import refine_rows
+
+    monkeypatch.setattr(_refine, "REFINE_SUB_BLOCK_BYTES", 8 * 32 * 64)  # 64 rows: 5 sub-blocks
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    fmap = build_feature_map(X[:100], kernel="gaussian", method="rff", n_components=16, gamma=0.5,
+                             random_state=np.random.default_rng(0), options={})
+    for t in (1, 3):
+        y = rng.normal(size=(300, t))
+        for w in (None, rng.uniform(0.5, 2.0, size=300)):
+            for linear in (True, False):
+                _refine._refine_weighted_block(X, y, w, 0, 0, fmap, rng.normal(size=(32, t)), False, 2**26, linear)
+    assert len(refine_rows.signatures) == 1, refine_rows.signatures
