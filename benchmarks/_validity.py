@@ -170,13 +170,13 @@ def gemm_gflops(dtype: str, n: int = 4096, p: int = 2048, repeats: int = 3) -> f
     ``repeats`` after one warm-up."""
     import numpy as np
 
+    try:
+        from ._common import time_call
+    except ImportError:  # run as a script from benchmarks/
+        from _common import time_call  # type: ignore[no-redef]
+
     Z = np.random.default_rng(0).standard_normal((n, p)).astype(dtype)
-    Z.T @ Z
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        Z.T @ Z
-        best = min(best, time.perf_counter() - t0)
+    best = time_call(lambda: Z.T @ Z, repeats, warmup=1)[0]["min"]
     return 2.0 * n * p * p / best / 1e9
 
 

@@ -200,10 +200,10 @@ def test_a_passs_block_products_equal_the_dense_float64_ones(columns, weighted, 
 
 
 def test_every_kind_of_pass_shares_one_compiled_signature(monkeypatch):
-    """The first pass and the CG passes, weighted or not, with one or three targets (whose
-    sub-block slices of the targets are not contiguous: the classifier's case), call the
-    compiled row loop with the same argument types: one signature, compiled once per machine
-    (about 3 s) rather than once per kind of pass."""
+    """The first pass and the CG passes, weighted or not, with one or three targets over
+    several sub-blocks (three targets sliced by sub-block once gave the classifier a second
+    signature), call the compiled row loop with the same argument types: one signature,
+    compiled once per machine rather than once per kind of pass."""
     from dkrr.linalg import _refine
     from dkrr.linalg._refine_numba import refine_rows
 

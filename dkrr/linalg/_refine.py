@@ -184,14 +184,13 @@ def _refine_weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mod
 
         outT = np.zeros((m, p))  # (Z^T W Z B)^T
         BT = np.ascontiguousarray(B.T)
-        YT = np.asarray(Yr.T, dtype=np.float64) if linear else np.empty((0, Y.shape[0]))
+        # every argument C-contiguous float64 (a sub-block's rows of Y are), so every kind of
+        # pass shares one compiled signature (compiled once per machine)
+        Yc = np.ascontiguousarray(Yr, dtype=np.float64) if linear else np.empty((Y.shape[0], 0))
         cT, zsum = (np.zeros((t, p)), np.zeros(p)) if linear else (np.empty((0, p)), np.empty(0))
-        w_rows = np.asarray(rows, dtype=np.float64) if linear else np.empty(Y.shape[0])
+        w_rows = np.ascontiguousarray(rows, dtype=np.float64) if linear else np.empty(Y.shape[0])
         for start, stop, Z in subs:
-            # every argument C-contiguous float64 (the targets' slice copied: t x rows numbers),
-            # so both kinds of pass share one compiled signature (about 3 s to compile once)
-            refine_rows(Z, BT, outT, np.ascontiguousarray(YT[:, start:stop]), cT, w_rows[start:stop], zsum,
-                        bool(linear))
+            refine_rows(Z, BT, outT, Yc[start:stop], cT, w_rows[start:stop], zsum, bool(linear))
         out = np.ascontiguousarray(outT.T)
         if linear:
             stats.c[0] += cT.T

@@ -11,10 +11,10 @@ __all__ = ["refine_rows"]
 
 
 @njit_cached(nogil=True, boundscheck=False, error_model="numpy", fastmath={"contract", "reassoc"})
-def refine_rows(Z, BT, outT, YT, cT, w, zsum, linear):  # pragma: no cover - compiled
+def refine_rows(Z, BT, outT, Y, cT, w, zsum, linear):  # pragma: no cover - compiled
     """For the rows ``z`` of the float64 features ``Z`` (rows, p): ``outT[k] += sum_z z (z .
     BT[k])`` for every column k of ``B`` (``outT += (Z^T Z B)^T``) and, when ``linear``,
-    ``cT[k] += sum_i YT[k, i] z_i`` (``cT += (Z^T Y)^T``) and ``zsum += sum_i w[i] z_i``.
+    ``cT[k] += sum_i Y[i, k] z_i`` (``cT += (Z^T Y)^T``, ``Y`` (rows, t)) and ``zsum += sum_i w[i] z_i``.
 
     One read of each row from memory: the row (p numbers) stays in L1 between its dot
     products and its updates, where the two matrix-vector products ``Z^T (Z B)`` read the
@@ -24,7 +24,7 @@ def refine_rows(Z, BT, outT, YT, cT, w, zsum, linear):  # pragma: no cover - com
     the outputs (two levels, as a sub-block's product and the running sum of the BLAS path)."""
     n, p = Z.shape
     m = BT.shape[0]
-    t = YT.shape[0]
+    t = Y.shape[1]
     lo = np.zeros((m, p))
     lc = np.zeros((t, p))
     lz = np.zeros(p)
@@ -40,7 +40,7 @@ def refine_rows(Z, BT, outT, YT, cT, w, zsum, linear):  # pragma: no cover - com
                 ok[j] += zi[j] * u
         if linear:
             for k in range(t):
-                yk = YT[k, i]
+                yk = Y[i, k]
                 ck = lc[k]
                 for j in range(p):
                     ck[j] += zi[j] * yk
