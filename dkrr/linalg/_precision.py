@@ -99,9 +99,10 @@ def cast_buffer(p: int, precision: str) -> np.ndarray | None:
 
 #: most targets for which :func:`_cross64` widens float32 features row by row in one
 #: compiled loop (:func:`dkrr.linalg._cross_numba.cross_rows`) rather than in slices for a
-#: float64 GEMM. Measured (4096 rows, p = 2048, one thread, with the column sums): 3.3
-#: against 9.8 ms at 1 target, 4.8 against 13.7 at 2, 9.9 against 14.2 at 4, even at 8 and
-#: slower beyond (the loop reads each row once per target, from L1)
+#: float64 GEMM. Measured (``benchmarks/results/row_loops``: 4096 rows, one thread, with
+#: the column sums, median loop / slices): 0.33x / 0.29x / 0.46x at 1 / 2 / 4 targets at
+#: p = 1024, 0.48x / 0.44x / 0.66x at p = 2048; ad hoc, even at 8 targets and 1.6x slower
+#: at 16 (the loop reads each row once per target, from L1)
 CROSS_ROWS_MAX_TARGETS = 4
 
 
@@ -114,7 +115,7 @@ def _cross64(Z: np.ndarray, Y: np.ndarray, cast: np.ndarray | None = None, sums:
     relative error where the widened product has 0.3 eps32 (the features' own rounding).
     Up to :data:`CROSS_ROWS_MAX_TARGETS` targets the widening, the products and the column
     sums are one compiled pass over the rows (:func:`~dkrr.linalg._cross_numba.cross_rows`:
-    3x faster than the slices at one target). With more targets ``Z`` is widened in row
+    2-3x faster than the slices at one target). With more targets ``Z`` is widened in row
     slices of at most :data:`_CAST_BYTES` (into ``cast``, from :func:`cast_buffer`, when
     given) for a float64 GEMM, the column sums taken from the same slices while they are in
     cache (a separate ``Z.sum(axis=0, dtype=float64)`` of the float32 ``Z``, numpy's
