@@ -61,36 +61,52 @@ def _cell(v) -> str:
     return f"{np.median(v) * 1e3:8.2f} ({min(v) * 1e3:.2f}, {max(v) * 1e3:.2f})"
 
 
+def _compare(module, constant: str, call, baseline: str, repeats: int, diff):
+    """``call()`` with the loop (``module.constant`` as dkrr sets it) against ``baseline``
+    (the constant 0: the loop switched off, restored after every call): the times
+    (:func:`_alternating`), the ratio of the medians loop / baseline and ``diff(loop's
+    result, baseline's)``."""
+    saved = getattr(module, constant)
+
+    def run(limit):
+        setattr(module, constant, limit)
+        try:
+            return call()
+        finally:
+            setattr(module, constant, saved)
+
+    times, res = _alternating({"loop": lambda: run(saved), baseline: lambda: run(0)}, repeats)
+    return times, float(np.median(times["loop"]) / np.median(times[baseline])), diff(res["loop"], res[baseline])
+
+
+def _row_line(p, label, times, baseline, ratio, diff) -> str:
+    return f"{p:>6} {label:>6} {_cell(times['loop']):>26} {_cell(times[baseline]):>26} {ratio:>6.2f} {diff:>13.2e}"
+
+
 def cross_rows_table(sizes, targets, rows: int, repeats: int):
     from dkrr.linalg import _precision
 
     rng = np.random.default_rng(0)
-    lines = [f"{'p':>6} {'t':>3} {'loop ms (min, max)':>26} {'slices ms (min, max)':>26} {'ratio':>6} "
+    lines = [f"{'p':>6} {'t':>6} {'loop ms (min, max)':>26} {'slices ms (min, max)':>26} {'ratio':>6} "
              f"{'max rel diff':>13}"]
     out = []
-    saved = _precision.CROSS_ROWS_MAX_TARGETS
-    try:
-        for p in sizes:
-            Z = rng.standard_normal((rows, p)).astype(np.float32)
-            cast = _precision.cast_buffer(p, "float32")
-            for t in targets:
-                Y = rng.standard_normal((rows, t))
+    for p in sizes:
+        Z = rng.standard_normal((rows, p)).astype(np.float32)
+        cast = _precision.cast_buffer(p, "float32")
+        for t in targets:
+            Y = rng.standard_normal((rows, t))
 
-                def run(limit):
-                    _precision.CROSS_ROWS_MAX_TARGETS = limit
-                    sums = np.zeros(p)
-                    return _precision._cross64(Z, Y, cast, sums=sums), sums
+            def call():
+                sums = np.zeros(p)
+                return _precision._cross64(Z, Y, cast, sums=sums), sums
 
-                times, res = _alternating({"loop": lambda: run(saved), "slices": lambda: run(0)}, repeats)
-                ratio = float(np.median(times["loop"]) / np.median(times["slices"]))
-                diff = max(_rel(res["loop"][0], res["slices"][0]), _rel(res["loop"][1], res["slices"][1]))
-                out.append({"p": p, "targets": t, "loop_used": t <= saved, "times_s": times, "ratio": ratio,
-                            "max_rel_diff": diff})
-                lines.append(f"{p:>6} {t:>3} {_cell(times['loop']):>26} {_cell(times['slices']):>26} "
-                             f"{ratio:>6.2f} {diff:>13.2e}" + ("" if t <= saved else "  (beyond the loop's targets)"))
-                print(lines[-1], flush=True)
-    finally:
-        _precision.CROSS_ROWS_MAX_TARGETS = saved
+            used = t <= _precision.CROSS_ROWS_MAX_TARGETS
+            times, ratio, diff = _compare(_precision, "CROSS_ROWS_MAX_TARGETS", call, "slices", repeats,
+                                          lambda a, b: max(_rel(a[0], b[0]), _rel(a[1], b[1])))
+            out.append({"p": p, "targets": t, "loop_used": used, "times_s": times, "ratio": ratio,
+                        "max_rel_diff": diff})
+            lines.append(_row_line(p, t, times, "slices", ratio, diff) + ("" if used else "  (beyond the loop's targets)"))
+            print(lines[-1], flush=True)
     return lines, out
 
 
@@ -104,26 +120,18 @@ def refine_table(sizes, rows: int, repeats: int):
     lines = [f"{'p':>6} {'pass':>6} {'loop ms (min, max)':>26} {'BLAS ms (min, max)':>26} {'ratio':>6} "
              f"{'max rel diff':>13}"]
     out = []
-    saved = _refine.REFINE_ROWS_MAX_COLUMNS
-    try:
-        for p in sizes:
-            fmap = build_feature_map(X[:512], kernel="gaussian", method="rff", n_components=p // 2, gamma=1 / 16,
-                                     random_state=np.random.default_rng(0), options={})
-            B = rng.standard_normal((p, 1))
-            for linear, name in ((True, "first"), (False, "CG")):
-                def run(limit):
-                    _refine.REFINE_ROWS_MAX_COLUMNS = limit
-                    return _refine._refine_weighted_block(X, y, None, 0, 0, fmap, B, False, 2**26, linear)[1]
-
-                times, res = _alternating({"loop": lambda: run(saved), "blas": lambda: run(0)}, repeats)
-                ratio = float(np.median(times["loop"]) / np.median(times["blas"]))
-                diff = _rel(res["loop"], res["blas"])
-                out.append({"p": p, "pass": name, "times_s": times, "ratio": ratio, "max_rel_diff": diff})
-                lines.append(f"{p:>6} {name:>6} {_cell(times['loop']):>26} {_cell(times['blas']):>26} "
-                             f"{ratio:>6.2f} {diff:>13.2e}")
-                print(lines[-1], flush=True)
-    finally:
-        _refine.REFINE_ROWS_MAX_COLUMNS = saved
+    for p in sizes:
+        fmap = build_feature_map(X[:512], kernel="gaussian", method="rff", n_components=p // 2, gamma=1 / 16,
+                                 random_state=np.random.default_rng(0), options={})
+        B = rng.standard_normal((p, 1))
+        for linear, name in ((True, "first"), (False, "CG")):
+            times, ratio, diff = _compare(
+                _refine, "REFINE_ROWS_MAX_COLUMNS",
+                lambda: _refine._refine_weighted_block(X, y, None, 0, 0, fmap, B, False, 2**26, linear)[1],
+                "blas", repeats, _rel)
+            out.append({"p": p, "pass": name, "times_s": times, "ratio": ratio, "max_rel_diff": diff})
+            lines.append(_row_line(p, name, times, "blas", ratio, diff))
+            print(lines[-1], flush=True)
     return lines, out
 
 
