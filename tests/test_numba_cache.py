@@ -25,7 +25,7 @@ a = np.ones((2, 8))
 _hadamard.fwht(a, backend="numba")
 assert a[:, 0].tolist() == [8.0, 8.0] and not a[:, 1:].any()
 from dkrr.features import _trig
-_trig._kernel64(np.ones((2, 4)), 1.0, np.empty((2, 8)))
+_trig._kernel64(np.ones((2, 4)), 1.0, np.empty((2, 8)), 1e5)
 """
 
 
