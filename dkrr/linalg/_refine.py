@@ -59,18 +59,14 @@ __all__ = ["DEFAULT_REFINE_MAX_PASSES", "DEFAULT_REFINE_TOL", "RefineResult", "r
 #: tests/test_refine.py and docs/ALGORITHMS.md 3.10)
 DEFAULT_REFINE_TOL = 1e-10
 #: bytes of one feature sub-block in a refinement pass (at most the estimator's
-#: ``max_block_bytes``), but at least :data:`REFINE_SUB_BLOCK_MIN_ROWS` rows: 128 rows at
-#: p = 1024 in float64, 64 at p = 2048, which stay in the core's L2 (2 MiB here) for the
-#: row loop that follows. Measured on 100,000 rows, p = 2048, one thread: the linear pass
-#: 0.94 s with 64 MiB sub-blocks (the Gram pass's), 0.46 s with 4 MiB (the features alone
-#: 0.71 s against 0.35 s). With the row loop and the in-kernel range check of ``cos_sin``
-#: (ad hoc, 65,536 rows of SORF p = 1024 / 32,768 rows of RFF p = 2048, best of 5, one
-#: thread): 1 MiB took 0.92 / 0.94x the time of 4 MiB per first / CG pass at p = 1024 and
-#: the same at p = 2048 (64 rows); 32 rows (256 KiB at 1024, 512 KiB at 2048) were
-#: 1.0-1.06x, 16 rows 1.1-1.3x (the calls' own cost)
-REFINE_SUB_BLOCK_BYTES = 2**20
-#: fewest rows of a refinement pass's feature sub-block (:data:`REFINE_SUB_BLOCK_BYTES`)
-REFINE_SUB_BLOCK_MIN_ROWS = 64
+#: ``max_block_bytes``): 256 rows at p = 2048 in float64, which stay in cache for the
+#: matrix-vector products that follow. Measured on 100,000 rows, p = 2048, one thread:
+#: the linear pass 0.94 s with 64 MiB sub-blocks (the Gram pass's), 0.46 s with 4 MiB
+#: (the features alone 0.71 s against 0.35 s); 0.5 MiB is slower again (0.51 s). With the
+#: row loop (ad hoc, medians of 9-15 alternating repeats, one thread): on RFF p = 2048
+#: (d = 32) 2 MiB took 1.04x / 1.00x the time of 4 MiB per first / CG pass and 1 MiB
+#: 1.15x / 1.00x, while on SORF p = 1024 (d = 8) 1 MiB took 0.92x / 0.96x: not kept
+REFINE_SUB_BLOCK_BYTES = 4 * 2**20
 #: most columns of ``B`` (and targets, in the first pass) whose products a refinement pass
 #: takes row by row in one compiled loop (:func:`~dkrr.linalg._refine_numba.refine_rows`)
 #: rather than by BLAS's matrix-vector products. Measured on 256 rows, p = 2048, one thread
@@ -171,8 +167,7 @@ def _refine_weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mod
     pass (``linear``) also returns the float64 linear statistics (``n``, ``Z^T W Y``,
     ``Z^T w``, ``sum w Y``, ``yy``, ``wsum``): ``Z_s^T (r Y)`` and ``Z_s^T r`` with ``Z_s =
     r Z``, ``r = sqrt(w)`` (ones without weights). The sub-blocks are at most
-    :data:`REFINE_SUB_BLOCK_BYTES` (but at least :data:`REFINE_SUB_BLOCK_MIN_ROWS` rows),
-    so the features stay in cache. Up to
+    :data:`REFINE_SUB_BLOCK_BYTES`, so the features stay in cache. Up to
     :data:`REFINE_ROWS_MAX_COLUMNS` columns of ``B`` (and targets) every product of a row
     is taken while the row is in L1 (:func:`~dkrr.linalg._refine_numba.refine_rows`: one
     read of Z where BLAS's matrix-vector products read it twice, four times in the first
@@ -186,9 +181,8 @@ def _refine_weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mod
                                       with_weights=w is not None)
         Yr = Y if r is None else Y * r[:, None]
         rows = np.ones(Y.shape[0]) if r is None else r
-    # sub-blocks that stay in cache (REFINE_SUB_BLOCK_BYTES, REFINE_SUB_BLOCK_MIN_ROWS)
-    sub_bytes = max(REFINE_SUB_BLOCK_BYTES, REFINE_SUB_BLOCK_MIN_ROWS * p * 8)
-    subs = feature_sub_blocks(Xf, fmap, min(int(max_block_bytes), sub_bytes), "float64", row_scale=r)
+    # sub-blocks that stay in cache (REFINE_SUB_BLOCK_BYTES)
+    subs = feature_sub_blocks(Xf, fmap, min(int(max_block_bytes), REFINE_SUB_BLOCK_BYTES), "float64", row_scale=r)
     if m <= REFINE_ROWS_MAX_COLUMNS and (not linear or t <= REFINE_ROWS_MAX_COLUMNS):
         from ._refine_numba import refine_rows  # numba is imported by the first pass
 
