@@ -100,8 +100,9 @@ def cast_buffer(p: int, precision: str) -> np.ndarray | None:
 #: most targets for which :func:`_cross64` widens float32 features row by row in one
 #: compiled loop (:func:`dkrr.linalg._cross_numba.cross_rows`) rather than in slices for a
 #: float64 GEMM. Measured (``benchmarks/results/row_loops``: 4096 rows, one thread, with
-#: the column sums, median loop / slices): 0.33x / 0.29x / 0.46x at 1 / 2 / 4 targets at
-#: p = 1024, 0.48x / 0.44x / 0.66x at p = 2048; ad hoc, even at 8 targets and 1.6x slower
+#: the column sums, median loop / slices): 0.44x / 0.35x / 0.54x at 1 / 2 / 4 targets at
+#: p = 1024, 0.49x / 0.38x / 0.56x at p = 2048 (at 2575c2f, a faster period of this VM:
+#: 0.33 / 0.29 / 0.46x and 0.48 / 0.44 / 0.66x); ad hoc, even at 8 targets and 1.6x slower
 #: at 16 (the loop reads each row once per target, from L1)
 CROSS_ROWS_MAX_TARGETS = 4
 

@@ -72,8 +72,8 @@ REFINE_SUB_BLOCK_BYTES = 4 * 2**20
 #: rather than by BLAS's matrix-vector products. Measured on 256 rows, p = 2048, one thread
 #: (first pass / CG pass, against BLAS): 0.68 / 0.79x at 1 column, 0.56 / 0.54x at 2, 0.62 /
 #: 0.54x at 3, 0.93 / 1.05x at 4, 1.5x at 8 (ad hoc). A whole pass with its float64
-#: features (``benchmarks/results/row_loops``: 25,600 rows, one column, medians): 0.85 /
-#: 0.93x at p = 2048, 0.80 / 0.89x at p = 1024
+#: features (``benchmarks/results/row_loops``: 25,600 rows, one column, medians): 0.86 /
+#: 0.93x at p = 2048, 0.83 / 0.91x at p = 1024
 REFINE_ROWS_MAX_COLUMNS = 3
 #: relative residual ``||r|| / ||b||`` at which a target stops even above ``tol``: a
 #: float64 solve's own (backward-stable) residual, so nothing more can be had; at cond
