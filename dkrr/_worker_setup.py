@@ -3,10 +3,14 @@
 A Ctrl-C at a terminal signals the whole foreground process group: the command that
 started the LocalCluster *and* its worker processes. The command stops the work and
 closes the cluster (exit 130, nothing half-written); the workers must not also stop on
-their own, each printing a ``KeyboardInterrupt`` traceback. So each worker ignores
-SIGINT from the moment its preloads run (a Ctrl-C while a worker still imports its
+their own, each printing a ``KeyboardInterrupt`` traceback. So each worker takes SIGINT
+only as news from the moment its preloads run (a Ctrl-C while a worker still imports its
 libraries, in the first second of the start, can still end that worker with a traceback);
-the nanny stops it at the cluster's close. A worker whose heartbeat finds the scheduler
+the nanny stops it at the cluster's close. From that signal on the worker's log handlers
+drop every record (:func:`_quiet_once_interrupted`): the command is closing the cluster, and
+a worker then logs its peers' closing connections, e.g. "failed during get data" with a
+``CommClosedError`` traceback when a peer that was fetching a block from it closes first
+(seen once in the full suite under distributed 2024.9.1). A worker whose heartbeat finds the scheduler
 closed is being shut down with the cluster: that record (an ERROR with a traceback) is
 dropped, and so is aiohttp's "Unclosed client session" of an object store's client when
 the worker process ends (:func:`drop_unclosed_session`). A process that ends while Zarr's
@@ -62,6 +66,21 @@ def let_zarr_io_finish_at_exit() -> None:
     _REGISTERED.append(True)
 
 
+#: the signals this worker process received (SIGINT: the terminal's Ctrl-C reached the
+#: command's whole process group)
+_INTERRUPTED: list[int] = []
+
+
+def _note_interrupt(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
+    """SIGINT's handler in a worker: record it, stop nothing (the command closes the cluster)."""
+    _INTERRUPTED.append(signum)
+
+
+def _quiet_once_interrupted(record) -> bool:
+    """Log-handler filter: nothing once this worker process has received SIGINT."""
+    return not _INTERRUPTED
+
+
 def _not_a_closing_heartbeat(record) -> bool:
     return not str(record.msg).startswith("Failed to communicate with scheduler during heartbeat")
 
@@ -81,7 +100,13 @@ def drop_unclosed_session(record) -> bool:
 def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes the worker
     """Called by distributed in the worker process when the worker starts."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _note_interrupt)
+    # on the handlers, not the loggers: a logger's filters do not see its children's records
+    # (distributed.worker.state_machine, distributed.comm...), a handler's see them all
+    for logger in (logging.getLogger("distributed"), logging.getLogger()):
+        for handler in logger.handlers:
+            if _quiet_once_interrupted not in handler.filters:
+                handler.addFilter(_quiet_once_interrupted)
     logging.getLogger("distributed.worker").addFilter(_not_a_closing_heartbeat)
     logging.getLogger("asyncio").addFilter(drop_unclosed_session)
     let_zarr_io_finish_at_exit()

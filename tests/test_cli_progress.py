@@ -458,16 +458,26 @@ def test_import_dkrr_loads_no_library():
     assert proc.stdout.splitlines() == ["[]", "RandomFeatureRidge open_dataset"], proc.stdout
 
 
-def test_local_cluster_workers_ignore_sigint():
-    """The workers of dkrr's LocalCluster ignore SIGINT (a terminal's Ctrl-C signals the
-    whole process group): the command that started them handles it and closes them."""
+def test_local_cluster_workers_take_sigint_as_news():
+    """The workers of dkrr's LocalCluster do not stop at SIGINT (a terminal's Ctrl-C signals
+    the whole process group): the command that started them handles it and closes them. A
+    worker records the signal (its log handlers then drop what it logs while the cluster
+    closes: tests/test_worker_setup.py) and goes on."""
     from dkrr.cluster import local_cluster
 
-    def disposition():
-        return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    def interrupt():
+        import os
+        import time
+
+        from dkrr import _worker_setup
+
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs in the process's main thread
+        return list(_worker_setup._INTERRUPTED)
 
     with local_cluster(n_workers=1, quiet=True, dashboard=False) as client:
-        assert list(client.run(disposition).values()) == [True]
+        assert list(client.run(interrupt).values()) == [[signal.SIGINT]]
+        assert client.submit(sum, [1, 2]).result() == 3  # the worker still works
 
 
 def test_terminal_ctrl_c_during_a_fit_is_one_line(stores):
