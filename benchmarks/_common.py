@@ -26,6 +26,7 @@ import numpy as np
 __all__ = [
     "Config",
     "check_dkrr_methods",
+    "check_even_sizes",
     "dkrr_ridge_classes",
     "fmt_bytes",
     "fmt_num",
@@ -61,6 +62,13 @@ class Config:
     repeats: int
     out: Path
     seed: int = 0
+
+
+def check_even_sizes(ap, sizes) -> None:
+    """``ap.error`` (exit 2 with the usage) unless every ``--sizes`` value is an even feature
+    width ``p >= 2`` (``p = 2 D`` cos/sin columns)."""
+    if any(p < 2 or p % 2 for p in sizes):
+        ap.error(f"--sizes must be even numbers >= 2 (p = 2D feature columns), got {sizes}")
 
 
 # -- statistics ------------------------------------------------------------------------

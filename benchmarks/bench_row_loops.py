@@ -31,8 +31,10 @@ import time
 import numpy as np
 
 try:
+    from benchmarks._common import check_even_sizes
     from benchmarks._validity import add_load_arguments, script_end, script_start, verdict_line, write_report
 except ImportError:  # run as a script from benchmarks/
+    from _common import check_even_sizes  # type: ignore[no-redef]
     from _validity import (  # type: ignore[no-redef]
         add_load_arguments, script_end, script_start, verdict_line, write_report)
 
@@ -145,8 +147,7 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/row_loops")
     add_load_arguments(ap)
     args = ap.parse_args(argv)
-    if any(p < 2 or p % 2 for p in args.sizes):
-        ap.error(f"--sizes must be even numbers >= 2 (p = 2D feature columns), got {args.sizes}")
+    check_even_sizes(ap, args.sizes)
     run_start = script_start(args)
     from threadpoolctl import threadpool_limits
 
