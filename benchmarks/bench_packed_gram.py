@@ -18,6 +18,12 @@ times and their ratio, measured in the same run::
 ``--panel-rows 64 128 256`` compares panel heights (the choice of ``PANEL_ROWS``);
 ``--per-panel 256`` adds the simpler kernel of one SYRK and one GEMM per panel of 256
 rows (against the products of ``GROUP_ROWS x GROUP_COLS`` that dkrr groups them into).
+``--direct`` adds, for float64, the block task's in-place DSYRK into a ``p x p``
+accumulator whose upper triangle goes into the panels at the fold's end
+(``dkrr.linalg._packed.PackedGramSum`` in direct mode) and the bare in-place DSYRK of
+scipy (``beta = 1``, what the fit's "bare Gram" baselines do); ``--sub-blocks N`` times
+N sub-blocks a repetition (one fold's rows: the direct kernel adds into the panels once),
+16 being a block of 65,536 rows at p = 2,048.
 """
 
 from __future__ import annotations
@@ -56,8 +62,23 @@ def per_panel_gram(G, Z, work, nb):
             P[:, r:] += tmp
 
 
+def bare_dsyrk(G, Z, work=None):
+    """scipy's in-place DSYRK, ``beta = 1``, into the upper triangle of the C-ordered ``G``
+    (its ``lower`` in column-major terms); the lower triangle is mirrored before comparing."""
+    from scipy.linalg.blas import dsyrk
+
+    dsyrk(1.0, Z.T, beta=1.0, c=G.T, trans=0, lower=1, overwrite_c=1)
+
+
 def main(argv=None):
-    from dkrr.linalg._packed import PANEL_ROWS, add_packed_gram, packed_length, unpack_gram, work_length
+    from dkrr.linalg._packed import (
+        PANEL_ROWS,
+        PackedGramSum,
+        add_packed_gram,
+        packed_length,
+        unpack_gram,
+        work_length,
+    )
     from dkrr.linalg._precision import sub_block_rows
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,6 +86,8 @@ def main(argv=None):
     ap.add_argument("--precision", nargs="+", default=["float64", "float32"], choices=["float64", "float32"])
     ap.add_argument("--panel-rows", type=int, nargs="+", default=[PANEL_ROWS])
     ap.add_argument("--per-panel", type=int, nargs="*", default=[], help="panel rows of the per-panel kernel")
+    ap.add_argument("--direct", action="store_true", help="float64: the in-place DSYRK kernels too")
+    ap.add_argument("--sub-blocks", type=int, default=1, help="sub-blocks a repetition (one fold's)")
     ap.add_argument("--max-block-bytes", type=int, default=64 * 2**20)
     ap.add_argument("--repeat", type=int, default=5)
     add_load_arguments(ap)
@@ -78,6 +101,13 @@ def main(argv=None):
             rows = sub_block_rows(10**9, p, args.max_block_bytes, precision)
             Z = np.random.default_rng(0).standard_normal((rows, p)).astype(precision)
             kernels = {"full": (full_gram, np.zeros((p, p)), None)}
+            finish = {}
+            if args.direct and precision == "float64":
+                kernels["bare dsyrk"] = (bare_dsyrk, np.zeros((p, p)), None)
+                Gd = np.zeros(packed_length(p))
+                acc = PackedGramSum(Gd[None], p, np.float64, direct=True)
+                kernels[f"direct nb={PANEL_ROWS}"] = (lambda G, Z, w, acc=acc: acc.add(0, Z), Gd, None)
+                finish[f"direct nb={PANEL_ROWS}"] = acc.close
             for nb in args.panel_rows:
                 work = np.empty(work_length(p, nb), dtype=Z.dtype)
                 kernels[f"packed nb={nb}"] = (
@@ -92,19 +122,28 @@ def main(argv=None):
                 for rep in range(args.repeat + 1):
                     for name, (fn, G, work) in kernels.items():
                         t0 = time.perf_counter()
-                        fn(G, Z, work)
+                        for _ in range(args.sub_blocks):
+                            fn(G, Z, work)
+                        if name in finish:
+                            finish[name]()
                         if rep:  # the first round is the warm-up
                             times[name].append(time.perf_counter() - t0)
             full = kernels["full"][1]
             t_full = float(np.median(times["full"]))
-            flops = rows * p * p  # n p^2 (what SYRK does)
-            line = [f"p={p:5d} {precision} sub-block {rows:5d} rows: full {t_full:.3f} s "
+            flops = args.sub_blocks * rows * p * p  # n p^2 (what SYRK does)
+            line = [f"p={p:5d} {precision} {args.sub_blocks} sub-block(s) of {rows:5d} rows: full {t_full:.3f} s "
                     f"({flops / t_full / 1e9:.0f} GFLOP/s)"]
             for name, (_, G, _) in kernels.items():
                 if name == "full":
                     continue
-                nb = int(name.split("=")[1])
-                err = float(np.abs(unpack_gram(G[None], p, nb)[0] - full).max() / np.abs(full).max())
+                if name == "bare dsyrk":
+                    upper = np.triu(G)
+                    G = upper + np.triu(upper, 1).T
+                    nb = 0
+                    err = float(np.abs(G - full).max() / np.abs(full).max())
+                else:
+                    nb = int(name.split("=")[1])
+                    err = float(np.abs(unpack_gram(G[None], p, nb)[0] - full).max() / np.abs(full).max())
                 t = float(np.median(times[name]))
                 line.append(f"{name} {t:.3f} s, ratio {t / t_full:.2f} (max rel diff {err:.0e})")
                 rows_out.append((p, precision, rows, nb, t_full, t, t / t_full))

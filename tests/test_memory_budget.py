@@ -161,6 +161,19 @@ def test_a_chain_step_holds_two_packed_statistics_objects():
     assert "upper triangles of K=5 fold(s)" in str(excinfo.value)
 
 
+def test_a_chain_step_counts_the_direct_grams_p_by_p_accumulator():
+    """p = 2048 (D = 1024): 8 p^2 = 32 MiB fits the default 64 MiB budget, so a block task
+    may hold the in-place DSYRK's p x p accumulator instead of the 16 MiB work buffer; at a
+    budget of 16 MiB it may not, and the estimate counts the work buffer."""
+    kw = dict(kernel="gaussian", method="sorf", n_features_in=8, n_components=1024, block_rows=65536,
+              n_blocks=8, n_chains=1, threads=1)
+    wide = ridge_memory_estimate(**kw)
+    narrow = ridge_memory_estimate(**kw, max_block_bytes=16 * 2**20)
+    # the feature buffers: 4,096 rows of 64 MiB against 1,024 rows of 16 MiB
+    buffers = 8 * (4096 - 1024) * (2048 + 1024)
+    assert wide.block_task - narrow.block_task == buffers + 8 * 2048**2 - 8 * work_length(2048)
+
+
 def test_cv_folds_multiply_the_statistics():
     one = ridge_memory_estimate(kernel="gaussian", method="sorf", n_features_in=10, n_components=512,
                                 block_rows=1000)

@@ -6,14 +6,21 @@ The tests: the layout's length formula; the sums equal numpy's dense ``Z^T Z`` a
 full-storage accumulation that dkrr used before (``G += Z.T @ Z`` per sub-block) to
 1e-12, for shapes that cut panels, groups and column chunks; float32 products summed in
 float64; a pass over blocks, folds, chains and the tree equals the dense Grams; the
-refusal of a wrongly shaped accumulator.
+refusal of a wrongly shaped accumulator. The in-place DSYRK of a block task
+(:class:`PackedGramSum` in direct mode): its sums equal the dense ones over folds and
+sub-blocks, it leaves the strict lower triangle alone, it runs without the GIL, and the
+rule that chooses it (float64, the budget, the rows, one BLAS thread).
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import dask
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from dkrr.errors import InvalidParameterError
 from dkrr.linalg import as_row_chunked, streamed_statistics
@@ -21,10 +28,14 @@ from dkrr.linalg._packed import (
     GROUP_COLS,
     GROUP_ROWS,
     PANEL_ROWS,
+    PackedGramSum,
     add_packed_gram,
+    direct_gram,
+    gram_work_bytes,
     pack_gram,
     packed_length,
     panels,
+    syrk_upper,
     unpack_gram,
     work_length,
 )
@@ -144,3 +155,149 @@ def test_a_pass_returns_full_symmetric_grams_independent_of_chunks_and_threads(c
         assert not s.packed and s.G.shape == (4, 300, 300)
         np.testing.assert_array_equal(s.G, s.G.transpose(0, 2, 1))
         np.testing.assert_allclose(s.G, dense, rtol=1e-12, atol=1e-12 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("p", [1, 100, PANEL_ROWS + 1, 300])
+def test_direct_sums_over_folds_and_sub_blocks_equal_the_dense_grams(p):
+    """Direct mode: sub-blocks of folds 0, 0, 2, 2, 2, 3 (fold 1 has none), the pending
+    fold added into its panels when the next begins and at close. Each fold equals its
+    dense Gram and the grouped products' sum to 1e-12; the unpacked result is exactly
+    symmetric."""
+    rng = np.random.default_rng(10 + p)
+    parts = [(0, 30), (0, 1), (2, 17), (2, 40), (2, 5), (3, 23)]
+    blocks = [(k, rng.standard_normal((rows, p)) + 0.3) for k, rows in parts]
+    G = np.zeros((4, packed_length(p)))
+    direct = PackedGramSum(G, p, np.float64, direct=True)
+    H = np.zeros((4, packed_length(p)))
+    grouped = PackedGramSum(H, p, np.float64, direct=False)
+    for k, Z in blocks:
+        direct.add(k, Z)
+        grouped.add(k, Z)
+    direct.close()
+    direct.close()  # nothing pending: no second addition
+    out = unpack_gram(G, p)
+    dense = np.zeros((4, p, p))
+    for k, Z in blocks:
+        dense[k] += Z.T @ Z
+    scale = np.abs(dense).max()
+    assert not out[1].any()
+    for k in range(4):
+        np.testing.assert_array_equal(out[k], out[k].T)
+        np.testing.assert_allclose(out[k], dense[k], rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(out, unpack_gram(H, p), rtol=1e-12, atol=1e-12 * scale)
+
+
+def test_syrk_upper_writes_only_the_upper_triangle():
+    """beta = 0 overwrites the upper triangle with Z^T Z, beta = 1 adds to it; the strict
+    lower triangle keeps what it held; wrong dtypes or layouts are refused."""
+    rng = np.random.default_rng(11)
+    p = 37
+    A, B = rng.standard_normal((50, p)), rng.standard_normal((9, p))
+    C = np.full((p, p), 7.0)
+    syrk_upper(C, A, 0.0)
+    upper = np.triu_indices(p)
+    lower = np.tril_indices(p, -1)
+    np.testing.assert_allclose(C[upper], (A.T @ A)[upper], rtol=1e-13, atol=1e-13)
+    assert (C[lower] == 7.0).all()
+    syrk_upper(C, B, 1.0)
+    np.testing.assert_allclose(C[upper], (A.T @ A + B.T @ B)[upper], rtol=1e-13, atol=1e-13)
+    assert (C[lower] == 7.0).all()
+    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
+        syrk_upper(C, A.astype(np.float32), 1.0)
+    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
+        syrk_upper(np.asfortranarray(C), A, 1.0)
+    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
+        syrk_upper(C, A[:, ::-1], 1.0)
+
+
+def _main_thread_steps_during(call):
+    """Steps a Python loop in this thread makes while ``call()`` runs in another one (a
+    short switch interval: a call that holds the GIL leaves only a few steps, after it)."""
+    started, done = threading.Event(), threading.Event()
+
+    def run():
+        started.set()
+        call()
+        done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        started.wait()
+        steps = 0
+        while not done.is_set():
+            steps += 1
+        thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return steps
+
+
+def test_the_direct_syrk_runs_without_the_gil():
+    """While one thread runs the in-place DSYRK (ctypes), another runs Python: it makes
+    many times the steps it makes during scipy's f2py dsyrk of the same product, which
+    holds the GIL (why numpy's matmul, not scipy's wrapper, made the products before)."""
+    from scipy.linalg.blas import dsyrk
+
+    rng = np.random.default_rng(12)
+    Z = rng.standard_normal((8192, 1024))
+    C = np.zeros((1024, 1024))
+    with threadpool_limits(limits=1):
+        syrk_upper(C, Z[:64], 0.0)  # load the function before it is timed
+        # three of each, the best of each kept: a busy machine can deschedule either thread
+        free = max(_main_thread_steps_during(lambda: syrk_upper(C, Z, 1.0)) for _ in range(3))
+        held = min(_main_thread_steps_during(lambda: dsyrk(1.0, Z.T, beta=1.0, c=C.T, trans=0, lower=1,
+                                                           overwrite_c=1)) for _ in range(3))
+    assert free > 20 * max(held, 1000), (free, held)
+
+
+def test_the_direct_mode_is_chosen_for_float64_blocks_within_budget_on_one_blas_thread():
+    """float64, 8 p^2 within the budget, at least p rows a fold, one BLAS thread: direct.
+    Any one of them missing: the grouped products."""
+    budget = 64 * 2**20
+    with threadpool_limits(limits=1):
+        assert direct_gram(2048, 65536, 5, np.float64, budget)
+        assert direct_gram(2896, 2896, 1, np.float64, budget)
+        assert not direct_gram(2897, 65536, 1, np.float64, budget)  # 8 p^2 above 64 MiB
+        assert not direct_gram(2048, 65536, 5, np.float32, budget)
+        assert not direct_gram(2048, 5 * 2048 - 1, 5, np.float64, budget)
+    with threadpool_limits(limits=2):
+        assert not direct_gram(2048, 65536, 5, np.float64, budget)
+    assert gram_work_bytes(2048, budget) == 8 * 2048 * 2048 > 8 * work_length(2048)
+    assert gram_work_bytes(8192, budget) == 8 * work_length(8192)
+
+
+@pytest.mark.parametrize("with_weights", [False, True])
+def test_block_statistics_are_the_same_by_both_gram_paths(with_weights):
+    """One block of 2,000 rows, 3 folds, p = 300, float64, sub-blocks of 300 rows: with
+    one BLAS thread the Gram takes the direct path, with two the grouped products; the
+    statistics agree to 1e-12 and equal the dense per-fold Grams."""
+    from dkrr.linalg._weighted import weighted_maps_block_statistics
+
+    rng = np.random.default_rng(13)
+    X, y = rng.standard_normal((2000, 6)), rng.standard_normal(2000)
+    w = rng.uniform(0.5, 2.0, 2000)
+    fmap = _fmap(6, 150)
+    budget = 8 * 300 * 300  # the direct accumulator just fits; 300 rows a sub-block
+
+    def stats():
+        if with_weights:
+            (out,) = weighted_maps_block_statistics(X, y, w, 500, 1, [fmap], 3, 5, budget, False)
+            return out
+        return block_statistics(X, y, 500, 1, fmap, 3, 5, budget)
+
+    with threadpool_limits(limits=1):
+        assert direct_gram(300, 2000, 3, np.float64, budget)
+        one = stats().symmetrized()
+    with threadpool_limits(limits=2):
+        assert not direct_gram(300, 2000, 3, np.float64, budget)
+        two = stats().symmetrized()
+    Z = fmap.transform(X) * (np.sqrt(w)[:, None] if with_weights else 1.0)
+    f = fold_ids(np.arange(500, 2500), 3, 5)
+    dense = np.stack([Z[f == k].T @ Z[f == k] for k in range(3)])
+    scale = np.abs(dense).max()
+    np.testing.assert_allclose(one.G, two.G, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(one.G, dense, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_array_equal(one.c, two.c)

@@ -26,8 +26,8 @@ number of blocks):
   eigenvectors and ``K_CC^(-1/2)``);
 * a block task (a step of a chain): two statistics objects (the running sum it receives
   and the block's, into which that sum is added; one when every chain is one block), the
-  work buffer of the packed Gram's products (``8 min(p, 1024) min(p, 2048)`` bytes, at
-  most 16 MiB, when a Gram is accumulated), the feature buffer of ``b = min(r, max(1,
+  Gram's work buffer (:func:`~dkrr.linalg._packed.gram_work_bytes`: ``8 p^2`` where that
+  fits ``max_block_bytes``, else ``8 min(p, 1024) min(p, 2048)``), the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
   map, the blocks of X and y and their copy sorted by fold (``16 r (d + t)``) and 1 MiB
   of interpreter and scheduler objects;
@@ -73,7 +73,7 @@ import numpy as np
 
 from .._system import HOST_MEMORY, format_bytes, local_memory
 from ..errors import MemoryBudgetError
-from ._packed import packed_length, work_length
+from ._packed import gram_work_bytes, packed_length
 
 __all__ = ["BudgetCheck", "MemoryEstimate", "MemoryLimits", "available_memory", "budget_checks",
            "check_feature_map_budget", "check_fit_memory", "check_memory_budget", "feature_map_bytes",
@@ -247,7 +247,7 @@ def ridge_memory_estimate(
         fmap = n_maps * feature_map_bytes(method, n_features_in, D, displacement_rank=displacement_rank)
         sub = min(int(block_rows), max(1, int(max_block_bytes) // (8 * p)))
         buffer = 8 * sub * (p + _work_width(method, n_features_in, D))
-        block = (held * int(stats) + transient + (8 * work_length(p) if gram else 0) + buffer + fmap
+        block = (held * int(stats) + transient + (gram_work_bytes(p, max_block_bytes) if gram else 0) + buffer + fmap
                  + 16 * int(block_rows) * (n_features_in + t) + _TASK_OVERHEAD)
         reduction = (fan_in + 1) * int(stats) + _TASK_OVERHEAD
         # the unpacked statistics, beside the packed result (while unpacking) or the solve's matrices

@@ -23,18 +23,32 @@ releases the GIL, so the block tasks of the threaded scheduler overlap. The summ
 is unpacked once, on the client, to full and exactly symmetric ``p x p`` matrices
 (:func:`unpack_gram`: the upper triangle is mirrored), which is what the solvers and the
 cross-validation read.
+
+A block task adds its sub-blocks through :class:`PackedGramSum`. Where a ``p x p``
+float64 matrix fits the feature buffer's budget (``8 p^2 <= max_block_bytes``: p <= 2896
+at the default 64 MiB), the block has float64 features and at least ``p`` rows a fold,
+and every BLAS thread pool of the process has one thread (a Dask worker's), it sums a
+fold's sub-blocks by BLAS's DSYRK with ``beta = 1`` straight into that matrix and adds
+its upper triangle into the fold's panels once, when the fold's rows end
+(:func:`direct_gram`). numpy's ``Z.T @ Z`` cannot accumulate (it writes a fresh product
+and mirrors it), and that cost the grouped products 1.10x the time of the in-place DSYRK
+at p = 2048 and 4096 (1.04x at p = 1024; benchmarks/README.md). DSYRK is called through
+scipy's Cython BLAS by ctypes, which releases the GIL (scipy's f2py ``dsyrk`` holds it).
+With several BLAS threads the two libraries' pools (numpy's and scipy's OpenBLAS) spin
+against each other: there the grouped products stay.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 
 import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["GROUP_COLS", "GROUP_ROWS", "PANEL_ROWS", "add_packed_gram", "pack_gram", "packed_length", "panels",
-           "unpack_gram", "work_length"]
+__all__ = ["GROUP_COLS", "GROUP_ROWS", "PANEL_ROWS", "PackedGramSum", "add_packed_gram", "direct_gram",
+           "gram_work_bytes", "pack_gram", "packed_length", "panels", "unpack_gram", "work_length"]
 
 #: rows of a stored panel. The strict lower triangles of the diagonal blocks are stored
 #: too: ``p (nb - 1) / 2`` numbers, 1.5% of the upper triangle at p = 8192 with 128 rows.
@@ -123,6 +137,114 @@ def add_packed_gram(Gk: np.ndarray, Z: np.ndarray, work: np.ndarray | None = Non
             np.matmul(Zg.T, Z[:, C:E], out=tmp)
             for a, b, P in group:
                 P[:, C - a : E - a] += tmp[a - A : b - A]
+
+
+def direct_gram_fits(p: int, max_block_bytes: int) -> bool:
+    """Whether a ``p x p`` float64 accumulator fits the budget of the feature buffer
+    (``8 p^2 <= max_block_bytes``): the size condition of :func:`direct_gram`."""
+    return 8 * int(p) * int(p) <= int(max_block_bytes)
+
+
+def gram_work_bytes(p: int, max_block_bytes: int) -> int:
+    """Bytes of a block task's Gram work buffers at most (the memory estimate's part): the
+    grouped products' buffer, or the ``p x p`` float64 accumulator where it may be used."""
+    return 8 * max(work_length(p), p * p if direct_gram_fits(p, max_block_bytes) else 0)
+
+
+def _blas_single_threaded() -> bool:
+    """Whether every BLAS thread pool of this process has one thread (threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - a dependency of dkrr and scikit-learn
+        return False
+    pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    return bool(pools) and all(int(pool.get("num_threads") or 0) == 1 for pool in pools)
+
+
+def direct_gram(p: int, rows: int, n_folds: int, dtype, max_block_bytes: int) -> bool:
+    """Whether a block of ``rows`` rows in ``n_folds`` folds sums its Gram by the in-place
+    DSYRK of :class:`PackedGramSum` rather than the grouped products: float64 features,
+    :func:`direct_gram_fits`, at least ``p`` rows a fold on average (the final addition
+    into the panels is then at most a few percent of the products) and one BLAS thread
+    per pool (:func:`_blas_single_threaded`; checked last, it costs about 0.5 ms)."""
+    return (np.dtype(dtype) == np.float64 and direct_gram_fits(p, max_block_bytes)
+            and int(rows) >= int(n_folds) * int(p) and _blas_single_threaded())
+
+
+@functools.lru_cache(maxsize=1)
+def _dsyrk():
+    """DSYRK of scipy's Cython BLAS as a ctypes function (ctypes releases the GIL)."""
+    from numba.extending import get_cython_function_address
+
+    int_p, double_p, char_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double), ctypes.c_char_p
+    prototype = ctypes.CFUNCTYPE(None, char_p, char_p, int_p, int_p, double_p, ctypes.c_void_p, int_p,
+                                 double_p, ctypes.c_void_p, int_p)
+    return prototype(get_cython_function_address("scipy.linalg.cython_blas", "dsyrk"))
+
+
+def syrk_upper(C: np.ndarray, Z: np.ndarray, beta: float) -> None:
+    """``C = beta C + Z^T Z`` on the upper triangle of the C-contiguous ``p x p`` float64
+    ``C`` (its strict lower triangle untouched), ``Z`` C-contiguous ``(rows, p)`` float64:
+    one DSYRK, without holding the GIL.
+
+    In column-major terms ``Z`` is the ``p x rows`` matrix ``Z^T`` and ``C`` is ``C^T``,
+    so ``uplo = "L"``, ``trans = "N"`` fill ``C^T``'s lower triangle, ``C``'s upper one.
+    """
+    rows, p = Z.shape
+    if not (C.dtype == Z.dtype == np.float64 and C.shape == (p, p) and C.flags.c_contiguous
+            and Z.flags.c_contiguous):
+        raise InvalidParameterError(
+            f"syrk_upper needs a C-contiguous float64 ({p}, {p}) C and a C-contiguous float64 Z, got "
+            f"{C.dtype} {C.shape} and {Z.dtype} {Z.shape}"
+        )
+    if rows == 0 or p == 0:
+        if beta != 1.0:
+            C[np.triu_indices(p)] *= beta
+        return
+    n, k = ctypes.c_int(p), ctypes.c_int(rows)
+    one, b = ctypes.c_double(1.0), ctypes.c_double(beta)
+    _dsyrk()(b"L", b"N", ctypes.byref(n), ctypes.byref(k), ctypes.byref(one), Z.ctypes.data, ctypes.byref(n),
+             ctypes.byref(b), C.ctypes.data, ctypes.byref(n))
+
+
+class PackedGramSum:
+    """Adds the feature sub-blocks of one block task into the packed fold Grams ``G`` (K, L).
+
+    ``direct`` (:func:`direct_gram`): a fold's sub-blocks, which come one after the other
+    (the rows are sorted by fold), are summed by :func:`syrk_upper` into one ``p x p``
+    float64 matrix, whose upper triangle is added into the fold's panels when the next
+    fold begins and at :meth:`close`. Else each sub-block goes through
+    :func:`add_packed_gram` (grouped products, any dtype). Either way the sums are float64
+    and the result is the same to rounding.
+    """
+
+    def __init__(self, G: np.ndarray, p: int, dtype, direct: bool = False, nb: int = PANEL_ROWS):
+        self.G, self.p, self.nb = G, int(p), int(nb)
+        self.direct = bool(direct)
+        # the strict lower triangle is never written: zeros, added into the diagonal blocks'
+        # stored lower triangles (which unpack_gram ignores)
+        self._full = np.zeros((self.p, self.p)) if self.direct else None
+        self._work = None if self.direct else np.empty(work_length(self.p, self.nb), dtype)
+        self._fold = None
+
+    def add(self, k: int, Z: np.ndarray) -> None:
+        """``G[k] += Z^T Z`` (in the packed panels at once, or at the fold's end)."""
+        if not self.direct:
+            add_packed_gram(self.G[k], Z, self._work, self.nb)
+            return
+        if self._fold is not None and k != self._fold:
+            self.close()
+        syrk_upper(self._full, np.ascontiguousarray(Z, dtype=np.float64), 0.0 if self._fold is None else 1.0)
+        self._fold = k
+
+    def close(self) -> None:
+        """Add the pending fold's sum into its panels (direct mode; call after the last sub-block)."""
+        if self._fold is None:
+            return
+        Gk, p, full = self.G[self._fold], self.p, self._full
+        for a, b, offset in panels(p, self.nb):
+            _panel(Gk, p, a, b, offset)[...] += full[a:b, a:]
+        self._fold = None
 
 
 def unpack_gram(G: np.ndarray, p: int, nb: int = PANEL_ROWS) -> np.ndarray:

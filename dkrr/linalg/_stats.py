@@ -35,7 +35,7 @@ import numpy as np
 from .._validation import check_class_labels, check_finite_rows
 from ..errors import InputValidationError, InvalidParameterError
 from ._folds import fold_ids, row_folds  # noqa: F401 - re-exported (the fold assignment's one place)
-from ._packed import add_packed_gram, packed_length, unpack_gram, work_length
+from ._packed import PackedGramSum, direct_gram, packed_length, unpack_gram
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
 from ._precision import _cross64, cast_buffer
 from ._wire import register_statistics_type
@@ -412,13 +412,15 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
     """Add the prepared block's sums into ``stats`` (its parts say which); ``w`` the
     block's sorted weights or None. Weighted: the rows of ``Z`` and ``Y`` are scaled by
     ``sqrt(w)`` (``Z`` in its buffer), so ``G`` is still one symmetric product (packed:
-    :func:`add_packed_gram`). With ``precision="float32"`` ``Z`` is float32: its Gram
+    :class:`~dkrr.linalg._packed.PackedGramSum`). With ``precision="float32"`` ``Z`` is float32: its Gram
     products are float32, added into the float64 sums; ``Z^T Y`` and the column sums are
     float64. ``products``: ``(B, out)`` adds ``Z^T W Z B`` of fold k into ``out[k]`` (the
     refinement passes' operator, without forming the Gram), or of every fold into a 2-D
     ``out`` (the PCG preconditioner's sketch, :mod:`dkrr.linalg._pcg`)."""
     t = Y.shape[1]
-    work = None if stats.G is None else np.empty(work_length(fmap.n_output_features), check_precision(precision))
+    p, dtype = fmap.n_output_features, check_precision(precision)
+    gram = None if stats.G is None else PackedGramSum(
+        stats.G, p, dtype, direct_gram(p, Xf.shape[0], len(bounds) - 1, dtype, max_block_bytes))
     cast = cast_buffer(fmap.n_output_features, precision)  # _cross64's, reused
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
     for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes, precision):
@@ -437,8 +439,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
                 stats.yy[k] += wk @ (Yk * Yk)
             Zk *= r[:, None]
             Yk = Yk * r[:, None]
-        if stats.G is not None:
-            add_packed_gram(stats.G[k], Zk, work)
+        if gram is not None:
+            gram.add(k, Zk)
         if products is not None:
             B, out = products
             target = out if out.ndim == 2 else out[k]
@@ -448,6 +450,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             stats.yy[k] += np.einsum("ij,ij->j", Yk, Yk)
         if stats.zsq is not None:
             stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk, dtype=np.float64)
+    if gram is not None:
+        gram.close()
 
 
 def streamed_statistics(
