@@ -31,8 +31,8 @@ and every BLAS thread pool of the process has one thread (a Dask worker's), it s
 fold's sub-blocks by BLAS's DSYRK with ``beta = 1`` straight into that matrix and adds
 its upper triangle into the fold's panels once, when the fold's rows end
 (:func:`direct_gram`). numpy's ``Z.T @ Z`` cannot accumulate (it writes a fresh product
-and mirrors it), and that cost the grouped products 1.10x the time of the in-place DSYRK
-at p = 2048 and 4096 (1.04x at p = 1024; benchmarks/README.md). DSYRK is called through
+and mirrors it): the direct sum takes 0.95x / 0.89x / 0.87x the grouped products' time at
+p = 1024 / 2048 / 4096, the bare in-place DSYRK's (benchmarks/README.md). DSYRK is called through
 scipy's Cython BLAS by ctypes, which releases the GIL (scipy's f2py ``dsyrk`` holds it).
 With several BLAS threads the two libraries' pools (numpy's and scipy's OpenBLAS) spin
 against each other: there the grouped products stay.
