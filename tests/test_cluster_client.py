@@ -26,6 +26,7 @@ from dkrr._connection import make_security, resolve_scheduler_address
 from dkrr.cluster import ClusterOptions, connect, local_cluster, worker_blas_threads
 from dkrr._blas import limit_blas_threads
 from dkrr.errors import DkrrError, InvalidParameterError, SchedulerUnreachableError
+from dkrr.linalg._packed import direct_gram
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,6 +85,9 @@ def test_one_blas_thread_per_worker_thread(threads_per_worker):
         (worker,) = client.scheduler_info()["workers"].values()
         assert worker["nthreads"] == threads_per_worker
         (info,) = worker_blas_threads(client).values()
+        # so a float64 block task there sums its Gram by the in-place DSYRK (dkrr.linalg._packed)
+        (direct,) = client.run(direct_gram, 2048, 65536, 5, "float64", 64 * 2**20).values()
+    assert direct is True
     # Set by distributed.nanny.pre-spawn-environ before the worker process imports numpy.
     assert info["environ"] == {
         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"
