@@ -17,10 +17,11 @@ threaded scheduler.
 
 from __future__ import annotations
 
+import functools
 import os
 from contextlib import contextmanager
 
-__all__ = ["BLAS_THREAD_VARIABLES", "limit_blas_threads", "worker_blas_threads"]
+__all__ = ["BLAS_THREAD_VARIABLES", "blas_single_threaded", "limit_blas_threads", "worker_blas_threads"]
 
 #: Environment variables that bound the thread pools of the common BLAS libraries.
 BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -45,6 +46,28 @@ def limit_blas_threads(n_threads=1):
         return
     with threadpool_limits(limits=n_threads):
         yield
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_pools() -> tuple:
+    """The BLAS libraries of this process (threadpoolctl's controllers), found once, after
+    numpy's and scipy's (``scipy.linalg.cython_blas``) are loaded: the scan of the loaded
+    libraries takes milliseconds, a controller's thread count microseconds."""
+    import numpy  # noqa: F401
+    import scipy.linalg.cython_blas  # noqa: F401
+
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - a dependency of dkrr and scikit-learn
+        return ()
+    return tuple(lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas")
+
+
+def blas_single_threaded() -> bool:
+    """Whether every BLAS library of this process (numpy's, scipy's) runs one thread now:
+    in a Dask worker, and within :func:`limit_blas_threads` ``(1)`` (about 2 us a call)."""
+    pools = _blas_pools()
+    return bool(pools) and all(lib.num_threads == 1 for lib in pools)
 
 
 def _blas_info():

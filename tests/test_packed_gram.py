@@ -202,6 +202,10 @@ def test_syrk_upper_writes_only_the_upper_triangle():
     syrk_upper(C, B, 1.0)
     np.testing.assert_allclose(C[upper], (A.T @ A + B.T @ B)[upper], rtol=1e-13, atol=1e-13)
     assert (C[lower] == 7.0).all()
+    syrk_upper(C, A[:0], 1.0)  # no rows: C unchanged
+    np.testing.assert_allclose(C[upper], (A.T @ A + B.T @ B)[upper], rtol=1e-13, atol=1e-13)
+    syrk_upper(C, A[:0], 0.0)  # no rows, beta = 0: the upper triangle zero
+    assert not C[upper].any() and (C[lower] == 7.0).all()
     with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
         syrk_upper(C, A.astype(np.float32), 1.0)
     with pytest.raises(InvalidParameterError, match="C-contiguous float64"):

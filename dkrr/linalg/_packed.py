@@ -151,24 +151,16 @@ def gram_work_bytes(p: int, max_block_bytes: int) -> int:
     return 8 * max(work_length(p), p * p if direct_gram_fits(p, max_block_bytes) else 0)
 
 
-def _blas_single_threaded() -> bool:
-    """Whether every BLAS thread pool of this process has one thread (threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # pragma: no cover - a dependency of dkrr and scikit-learn
-        return False
-    pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
-    return bool(pools) and all(int(pool.get("num_threads") or 0) == 1 for pool in pools)
-
-
 def direct_gram(p: int, rows: int, n_folds: int, dtype, max_block_bytes: int) -> bool:
     """Whether a block of ``rows`` rows in ``n_folds`` folds sums its Gram by the in-place
     DSYRK of :class:`PackedGramSum` rather than the grouped products: float64 features,
     :func:`direct_gram_fits`, at least ``p`` rows a fold on average (the final addition
     into the panels is then at most a few percent of the products) and one BLAS thread
-    per pool (:func:`_blas_single_threaded`; checked last, it costs about 0.5 ms)."""
+    per library (:func:`dkrr._blas.blas_single_threaded`)."""
+    from .._blas import blas_single_threaded
+
     return (np.dtype(dtype) == np.float64 and direct_gram_fits(p, max_block_bytes)
-            and int(rows) >= int(n_folds) * int(p) and _blas_single_threaded())
+            and int(rows) >= int(n_folds) * int(p) and blas_single_threaded())
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,14 +189,11 @@ def syrk_upper(C: np.ndarray, Z: np.ndarray, beta: float) -> None:
             f"syrk_upper needs a C-contiguous float64 ({p}, {p}) C and a C-contiguous float64 Z, got "
             f"{C.dtype} {C.shape} and {Z.dtype} {Z.shape}"
         )
-    if rows == 0 or p == 0:
-        if beta != 1.0:
-            C[np.triu_indices(p)] *= beta
-        return
-    n, k = ctypes.c_int(p), ctypes.c_int(rows)
+    # BLAS takes k = 0 rows (C = beta C); leading dimensions must be at least 1
+    n, k, ld = ctypes.c_int(p), ctypes.c_int(rows), ctypes.c_int(max(1, p))
     one, b = ctypes.c_double(1.0), ctypes.c_double(beta)
-    _dsyrk()(b"L", b"N", ctypes.byref(n), ctypes.byref(k), ctypes.byref(one), Z.ctypes.data, ctypes.byref(n),
-             ctypes.byref(b), C.ctypes.data, ctypes.byref(n))
+    _dsyrk()(b"L", b"N", ctypes.byref(n), ctypes.byref(k), ctypes.byref(one), Z.ctypes.data, ctypes.byref(ld),
+             ctypes.byref(b), C.ctypes.data, ctypes.byref(ld))
 
 
 class PackedGramSum:

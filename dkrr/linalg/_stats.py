@@ -421,7 +421,7 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
     p, dtype = fmap.n_output_features, check_precision(precision)
     gram = None if stats.G is None else PackedGramSum(
         stats.G, p, dtype, direct_gram(p, Xf.shape[0], len(bounds) - 1, dtype, max_block_bytes))
-    cast = cast_buffer(fmap.n_output_features, precision)  # _cross64's, reused
+    cast = cast_buffer(p, precision)  # _cross64's, reused
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
     for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes, precision):
         stats.n[k] += Zk.shape[0]
