@@ -35,6 +35,7 @@ __all__ = [
     "frames_as_arrays",
     "is_dask",
     "is_frame",
+    "unknown_rows",
 ]
 
 
@@ -431,8 +432,17 @@ def _refuse_non_numeric(X: Any, name: str) -> None:
         )
 
 
+def _same_block(block: np.ndarray) -> np.ndarray:
+    return block
+
+
 def _block_rows(block: np.ndarray) -> np.ndarray:
     return np.array([block.shape[0]], dtype=np.int64)
+
+
+def unknown_rows(a: Any) -> bool:
+    """Whether the dask array ``a`` has row blocks of unknown length (NaN chunk sizes)."""
+    return any(isinstance(c, float) and np.isnan(c) for c in a.chunks[0])
 
 
 def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
@@ -443,7 +453,11 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     of every dask input counted in one compute (what ``to_dask_array(lengths=True)`` and
     ``compute_chunk_sizes()`` do for one input; ``lengths=True`` itself counts the
     partitions of another optimisation of the expression than the array's, and fails for
-    ``read_parquet`` frames whose column selection merges partitions). With `numeric`,
+    ``read_parquet`` frames whose column selection merges partitions). A dask array whose
+    row chunks are unknown (NaN: what a DataFrame's ``.values`` or ``to_dask_array()``, a
+    boolean mask or a filtering ``map_blocks`` give) has its blocks' rows counted in the
+    same compute, as a DataFrame's: a fit needs the rows, and under dask's array query
+    planning a prediction from unknown chunks fails in dask's rechunk. With `numeric`,
     columns that are not numbers or booleans are refused with their names before anything
     is computed (labels of a classifier may be anything).
 
@@ -455,6 +469,9 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     out = [value for value, _, _ in items]
     arrays = {}
     for k, (value, name, numeric) in enumerate(items):
+        if is_dask(value) and value.ndim >= 1 and unknown_rows(value):
+            arrays[k] = value
+            continue
         if not is_frame(value):
             continue
         if numeric:
@@ -487,5 +504,7 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
         ])
         for (k, a), rows in zip(arrays.items(), counts):
             chunks = (tuple(int(r) for r in rows),) + tuple(a.chunks[1:])
-            out[k] = da.Array(a.dask, a.name, chunks, dtype=a.dtype)
+            # the same blocks, their lengths now known (map_blocks: also an array of dask's
+            # array query planning, which has no graph-and-chunks constructor)
+            out[k] = a.map_blocks(_same_block, chunks=chunks, meta=np.empty((0,) * a.ndim, dtype=a.dtype))
     return out

@@ -186,3 +186,77 @@ def test_model_files_keep_the_column_names(frame, tmp_path):
     plain = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"])
     save_model(plain, tmp_path / "p")
     assert not hasattr(load_model(tmp_path / "p"), "feature_names_in_")
+
+
+def test_dask_arrays_with_unknown_chunk_sizes_are_counted(frame):
+    """A dask array whose row chunks are unknown (NaN: a boolean mask's result, a
+    DataFrame's ``.values``) is fitted as the same rows with their chunks known: its blocks'
+    rows are counted in one compute. Before, X and y of the same rows were refused as
+    "different numbers of rows: X has nan"."""
+    X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
+    keep = np.abs(X[:, 0]) < 2.0  # drops some rows; the masked arrays' chunks are unknown
+
+    def masked(a):  # each block's kept rows, its length unknown to dask (NaN)
+        blocks = da.from_array(a, chunks=(75,) + a.shape[1:])
+        return blocks.map_blocks(_kept_rows, keep, dtype=a.dtype,
+                                 chunks=((np.nan,) * blocks.numblocks[0],) + blocks.chunks[1:])
+
+    Xd, yd, wd = masked(X), masked(y), masked(1.0 + X[:, 1] ** 2)
+    assert np.isnan(Xd.shape[0]) and np.isnan(yd.shape[0]) and np.isnan(wd.shape[0])
+    rows = tuple(int(keep[k:k + 75].sum()) for k in range(0, keep.size, 75))  # each block's kept rows
+
+    def known_rows(a):  # the same blocks with their lengths known: the reference
+        return da.from_array(a[keep], chunks=(rows,) + a.shape[1:])
+
+    known = [known_rows(a) for a in (X, y, 1.0 + X[:, 1] ** 2)]
+    ref = _ridge(cv=3).fit(*known[:2], sample_weight=known[2])
+    est = _ridge(cv=3).fit(Xd, yd, sample_weight=wd)
+    assert est.alpha_ == ref.alpha_
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    # and the rows are those of numpy's mask (to the rounding of another chunking)
+    plain = _ridge(alpha=ref.alpha_).fit(X[keep], y[keep], sample_weight=1.0 + X[keep, 1] ** 2)
+    np.testing.assert_allclose(est.coef_, plain.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(_ridge().fit(Xd, y[keep]).coef_, _ridge().fit(known[0], y[keep]).coef_)  # numpy y
+    labels = masked(frame["kind"].to_numpy())
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=32, gamma=0.5, random_state=0).fit(Xd, labels)
+    ref_clf = RandomFeatureRidgeClassifier(method="rff", n_components=32, gamma=0.5, random_state=0)
+    ref_clf.fit(known[0], known_rows(frame["kind"].to_numpy()))
+    assert clf.classes_.tolist() == ["high", "low", "mid"]
+    np.testing.assert_array_equal(clf.coef_, ref_clf.coef_)
+    # predict counts them too (dask's array query planning cannot rechunk unknown chunks)
+    pred = est.predict(Xd)
+    assert pred.chunks == (rows,)
+    np.testing.assert_array_equal(pred.compute(), ref.predict(known[0]).compute())
+
+
+@pytest.mark.skipif(QUERY_PLANNING, reason="dask cannot turn a DataFrame into an array under its array query "
+                    "planning; dkrr refuses (test_dataframes_are_refused_clearly_under_query_planning)")
+def test_a_dask_dataframes_values_are_counted(frame):
+    ddf = dd.from_pandas(frame, npartitions=4)
+    ref = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"].to_numpy())
+    est = _ridge().fit(ddf[FEATURES].values, ddf["y"].to_dask_array())
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_the_low_level_passes_name_unknown_chunk_sizes(frame):
+    from dkrr.linalg._reduce import as_row_chunked
+
+    X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
+    keep = X[:, 0] > 0
+
+    def masked(a):
+        blocks = da.from_array(a, chunks=(100,) + a.shape[1:])
+        return blocks.map_blocks(_kept_rows, keep, dtype=a.dtype,
+                                 chunks=((np.nan,) * blocks.numblocks[0],) + blocks.chunks[1:])
+
+    with pytest.raises(InputValidationError, match=r"X is a dask array with unknown chunk sizes .*"
+                                                   r"call `X.compute_chunk_sizes\(\)` first"):
+        as_row_chunked(masked(X), y[keep])
+    with pytest.raises(InputValidationError, match=r"y is a dask array with unknown chunk sizes"):
+        as_row_chunked(X[keep], masked(y))
+
+
+def _kept_rows(block, keep, block_info=None):
+    """The rows of a row block that ``keep`` (the whole array's mask) keeps."""
+    start, stop = block_info[0]["array-location"][0]
+    return block[keep[start:stop]]

@@ -13,10 +13,10 @@ __all__ = ["_materialize", "_refuse_sparse", "frame_inputs", "frame_to_predict",
 
 def frame_inputs(X, y=None, sample_weight=None, *, labels: bool = False):
     """``(X, y, sample_weight, names)`` for fit: pandas or dask DataFrames and Series as
-    arrays (dask ones with known chunk sizes, their blocks' rows counted in one pass),
-    non-numeric columns refused with their names (``y`` may hold any labels with
-    `labels`), and the column names of X when they are all strings (scikit-learn's
-    ``feature_names_in_``), else None."""
+    arrays (dask ones with known chunk sizes, their blocks' rows counted in one pass, as
+    are those of dask arrays whose chunk sizes are unknown), non-numeric columns refused
+    with their names (``y`` may hold any labels with `labels`), and the column names of X
+    when they are all strings (scikit-learn's ``feature_names_in_``), else None."""
     names = feature_names(X)
     X, y, sample_weight = frames_as_arrays((X, "X", True), (y, "y", not labels),
                                            (sample_weight, "sample_weight", True))
@@ -31,7 +31,8 @@ def names_state(names) -> dict:
 
 def frame_to_predict(est, X):
     """X for predict/transform: its column names checked against fit's (a warning when
-    only one side has names, an error when they differ), a DataFrame as an array."""
+    only one side has names, an error when they differ), a DataFrame as an array (a dask
+    one, or a dask array of unknown chunk sizes, with its blocks' rows counted)."""
     check_feature_names(est, X)
     return frames_as_arrays((X, "X", True))[0]
 

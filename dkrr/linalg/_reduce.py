@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._validation import check_input, is_dask
+from .._validation import check_input, is_dask, unknown_rows
 from ..errors import InputValidationError, InvalidParameterError
 from ._chains import chain_steps
 
@@ -201,6 +201,13 @@ def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
         yv = check_input(y, name="y", ndim=None, check_finite=False)
     else:
         yv = _labels_as_array(y)
+    for name, a in (("X", Xd), ("y", yv)):
+        if is_dask(a) and unknown_rows(a):  # NaN rows compare unequal to anything
+            raise InputValidationError(
+                f"{name} is a dask array with unknown chunk sizes (shape {a.shape}: a DataFrame's .values or "
+                f"to_dask_array() gives one); call `{name}.compute_chunk_sizes()` first (dkrr's estimators count "
+                "the rows themselves)"
+            )
     if yv.shape[0] != Xd.shape[0]:
         raise InputValidationError(
             f"X and y have different numbers of rows: X has {Xd.shape[0]} (shape "
