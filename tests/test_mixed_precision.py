@@ -126,6 +126,30 @@ def test_a_start_that_cannot_be_refined_falls_back_to_a_float64_pass_with_a_warn
     np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
 
 
+@pytest.mark.parametrize("cv", [None, 3], ids=["alpha", "cv"])
+@pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier], ids=lambda c: c.__name__)
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_values_beyond_float32s_range_fall_back_to_float64_not_to_a_nan_model(cls, cv):
+    """A column beyond float32's range (finite in float64) makes the float32 statistics
+    NaN. The default fit says so and repeats the pass in float64 (the float64 fit,
+    bitwise). Before, with alpha fixed, the NaN statistics' factor (a Cholesky of NaNs
+    raises nothing) was "refined" into NaN coefficients with ``converged`` True."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 3))
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1]
+    y = (y > 0).astype(int) if cls is RandomFeatureRidgeClassifier else y
+    X[:, 2] *= 1e39  # float32 holds |x| < 3.4e38
+    kw = dict(n_components=32, gamma=0.5, random_state=0, **({"cv": cv} if cv else {"alpha": 1.0}))
+    with pytest.warns(PrecisionWarning, match=r"precision='auto': the float32 statistics cannot be solved \(the "
+                                              r"accumulated statistics are not finite.*repeated in float64"):
+        auto = cls(**kw).fit(X, y)
+    f64 = cls(precision="float64", **kw).fit(X, y)
+    assert auto.precision_ == "float64" and "refinement_" not in vars(auto)
+    assert np.isfinite(auto.coef_).all()
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+    np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
+
+
 def test_dask_and_numpy_input_and_the_chunking_give_the_float64_answer(casp):
     X, y = casp
     X, y = X[:3000], y[:3000]

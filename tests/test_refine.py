@@ -116,6 +116,18 @@ def test_a_poor_preconditioner_is_reported_not_converged():
     assert not res.info["converged"] and res.info["passes"] == 3
 
 
+def test_a_nan_start_is_never_converged():
+    """NaN residuals end CG's columns (no comparison holds), which read as converged: a
+    NaN start or factor (float32 statistics that overflowed) must come back not converged,
+    never as a model."""
+    Xd, yd, X, y, fmap = _problem(n=3000)
+    beta0, L = _start(Xd, yd, fmap, 0.1, True)
+    for start, factor in ((np.full_like(beta0, np.nan), L), (beta0, np.full_like(L, np.nan))):
+        res = refine_ridge(Xd, yd, None, fmap, start, factor, 0.1, True)
+        assert not res.info["converged"]
+        assert not np.isfinite(res.beta).all()
+
+
 @pytest.mark.parametrize("alpha", [0.3, 0.1, 0.01])
 def test_a_fast_contraction_stops_a_pass_early_with_the_corrected_coefficients(alpha):
     """Where the last pass shrank the estimate 1,000-fold and the estimate after the free

@@ -25,7 +25,7 @@ from ..errors import PrecisionWarning, SingularSystemError
 from ..linalg._evidence import posterior_factor
 from ..linalg._precision import precision_error
 from ..linalg._refine import RefineResult, refine_ridge
-from ..linalg._solve import center_statistics
+from ..linalg._solve import _check_finite_system, center_statistics
 
 __all__ = ["mixed_precision", "refine_final"]
 
@@ -35,7 +35,10 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
     chosen alpha and map): a converged :class:`RefineResult`, or why none could be had (a
     phrase for the fallback's warning)."""
     fit_intercept = bool(est.fit_intercept)
-    start = _start(passes, fit_intercept)
+    try:
+        start = _start(passes, fit_intercept)
+    except SingularSystemError as exc:  # overflow: values beyond float32's range
+        return f"the float32 statistics cannot be solved ({exc})"
     if start is None:
         return (f"the float32 statistics' G_c + alpha I is not positive definite at alpha={passes.alpha:.3g} "
                 "(their rounding is larger than alpha)")
@@ -43,6 +46,9 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
     res = refine_ridge(Xd, yd, wd, passes.fmap, beta0, factor, passes.alpha, fit_intercept,
                        labels_mode=est._labels_mode, targets_fn=targets_fn,
                        max_block_bytes=int(est.max_block_bytes), split_every=est.split_every)
+    if not (np.isfinite(res.beta).all() and np.isfinite(res.intercept).all()):
+        return (f"the float64 refinement at alpha={passes.alpha:.3g} gave non-finite coefficients (overflow: "
+                "values too large for float32 statistics)")
     if not res.info["converged"]:
         last = float(res.info["errors"][-1].max())
         return (f"the float64 refinement at alpha={passes.alpha:.3g} did not converge in {res.info['passes']} passes "
@@ -54,8 +60,17 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
 def _start(passes, fit_intercept):
     """``(beta_0, L)``: the float32 statistics' solution and the lower Cholesky factor of
     their ``G_c + alpha I``, or None when it is not positive definite. The client holds
-    two p x p arrays, the statistics' Gram and ``L``, here and in the refinement's passes."""
+    two p x p arrays, the statistics' Gram and ``L``, here and in the refinement's passes.
+
+    Raises
+    ------
+    SingularSystemError
+        The statistics are not finite: X, y or the features overflow float32 (a Cholesky
+        factor of NaNs raises nothing, and its NaN coefficients would be refined into a
+        NaN model).
+    """
     tot = passes.stats.total(shared=True)
+    _check_finite_system(tot.G[0], tot.c[0])
     n = tot.weights()[0]
     _, cc, _, _ = center_statistics(None, tot.c[0], tot.zsum[0], n, tot.ysum[0], fit_intercept)
     try:  # the centred Gram formed in the factor's own array: one p x p array besides G

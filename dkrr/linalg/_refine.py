@@ -344,6 +344,8 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
         fast = ~info["active"] & correct
         beta[:, fast] += last_z[:, fast]
     intercept = ybar - (mu @ beta if mu is not None else 0.0)
+    # NaN residuals end CG's columns as if converged: a non-finite result never counts
+    finite = bool(np.isfinite(beta).all() and np.isfinite(intercept).all() and np.isfinite(residuals).all())
     info = {"passes": len(residuals), "residuals": residuals, "errors": np.array(errors),
-            "converged": not bool(info["active"].any()), "tol": float(tol)}
+            "converged": finite and not bool(info["active"].any()), "tol": float(tol)}
     return RefineResult(beta, np.atleast_1d(intercept), stats, info, factor)
