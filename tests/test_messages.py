@@ -161,6 +161,28 @@ def test_dask_weights_that_overflow_the_statistics_are_named(cv):
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-8)
 
 
+# --- a target whose squares overflow: was a singular system of the cross-validation -------
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy reports the overflow it made
+@pytest.mark.parametrize("kw", [dict(), dict(precision="float64"), dict(solver="pcg")], ids=["auto", "float64", "pcg"])
+def test_a_target_whose_squares_overflow_is_named(kw):
+    X, y = _xy()
+    with pytest.raises(InputValidationError) as exc:
+        RandomFeatureRidge(n_components=8, cv=3, random_state=0, **kw).fit(X, y * 1e200)
+    msg = str(exc.value)
+    assert "the target's sums overflow float64 (sum y^2 not finite)" in msg and "Divide y by a constant" in msg
+    assert "singular" not in msg
+    # the named fix: y divided by a constant, the same alpha and the coefficients divided by it
+    big = RandomFeatureRidge(n_components=8, cv=3, random_state=0, **kw).fit(X, y * 1e150)
+    small = RandomFeatureRidge(n_components=8, cv=3, random_state=0, **kw).fit(X, y)
+    assert big.alpha_ == pytest.approx(small.alpha_, rel=1e-6)
+    np.testing.assert_allclose(big.coef_ / 1e150, small.coef_, rtol=1e-6, atol=1e-9)
+    # without cross-validation sum y^2 is not used: a fixed alpha fits such a target
+    fixed = RandomFeatureRidge(n_components=8, alpha=1.0, random_state=0, precision="float64").fit(X, y * 1e200)
+    ref = RandomFeatureRidge(n_components=8, alpha=1.0, random_state=0, precision="float64").fit(X, y)
+    np.testing.assert_allclose(fixed.coef_ / 1e200, ref.coef_, rtol=1e-9, atol=1e-12)
+
+
 # --- an unknown kernel: was a hint about methods or "has no width" ------------------------
 
 KERNEL_MESSAGE = ("kernel must be one of ['gaussian', 'angular', 'arccos0', 'arccos1', 'linear', 'matern', 'laplacian', "

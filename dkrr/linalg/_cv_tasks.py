@@ -146,13 +146,14 @@ class FoldScores:
 
 def _checked(root, targets_fn, weighted: bool) -> tuple:
     """The pass's statistics of every map with converted targets (the Grams shared, not
-    copied), after the checks of the fit: positive, finite weighted sums (map 0, as the
-    client-side path), rows (and weight) in every fold."""
-    from ._weighted import check_weight_total
+    copied), after the checks of the fit: positive, finite weighted sums, finite sums of
+    the targets (map 0, as the client-side path), rows (and weight) in every fold."""
+    from ._weighted import check_target_sums, check_weight_total
 
     every = tuple(s if targets_fn is None else targets_fn(s) for s in root)
     if weighted:
         check_weight_total(every[0])
+    check_target_sums(every[0])
     check_folds(every[0].n)
     if every[0].wsum is not None:
         check_fold_weights(every[0].weights())

@@ -25,6 +25,7 @@ from ._stats import (
 
 __all__ = [
     "check_sample_weight",
+    "check_target_sums",
     "check_weight_total",
     "combine_statistics_maps",
     "maps_block_statistics",
@@ -206,6 +207,24 @@ _WEIGHT_FIX = ("Multiplying every weight by a constant k is the same fit as divi
 #: the weighted sums of :class:`RidgeStatistics`, as the overflow error names them
 _WEIGHTED_SUMS = {"wsum": "sum w", "G": "sum w z z^T", "c": "sum w z y", "zsum": "sum w z",
                   "ysum": "sum w y", "yy": "sum w y^2"}
+
+
+def check_target_sums(stats: RidgeStatistics) -> None:
+    """Unweighted statistics need finite sums of the targets: ``sum y`` and, with K > 1
+    folds (the cross-validation's scores use it), ``sum y^2``. An overflow (``|y|`` above
+    about 1e154 squares to more than float64 holds) is named as y's, not as a singular
+    system of the cross-validation later. Weighted statistics: :func:`check_weight_total`."""
+    if stats.wsum is not None:
+        return
+    bad = [name for key, name in (("ysum", "sum y"), ("yy", "sum y^2"))
+           if getattr(stats, key) is not None and (key != "yy" or len(stats.n) > 1)
+           and not np.isfinite(getattr(stats, key)).all()]
+    if bad:
+        raise InputValidationError(
+            f"the target's sums overflow float64 ({', '.join(bad)} not finite): y holds values too large for "
+            "float64 sums of their squares (above about 1e154). Divide y by a constant (e.g. its standard "
+            "deviation): the coefficients and predictions scale with it, the chosen alpha does not."
+        )
 
 
 def check_weight_total(stats: RidgeStatistics) -> None:
