@@ -251,3 +251,40 @@ def test_bad_dask_weights_are_named_by_pcg_too(data):
         ridge(chunk_rows=60, **PCG).fit(X, y, sample_weight=da.from_array(bad, chunks=100))
     with pytest.raises(InputValidationError, match="sample_weight sums to 0"):
         ridge(chunk_rows=60, **PCG).fit(X, y, sample_weight=da.zeros(N, chunks=100))
+
+
+@pytest.mark.parametrize("precision", ["auto", "float32", "float64"])
+@pytest.mark.parametrize("exponent", [-200, -40, 40, 200])
+def test_the_weights_unit_does_not_change_the_fit(data, precision, exponent):
+    """Multiplying every weight by ``k`` is the same ridge problem with alpha multiplied by
+    ``k``: the CV's default grid follows (trace-based), and so must the usable alphas and
+    the float32 statistics. With ``k`` a power of four the scaling is exact, so the fit is
+    the same to the bit. Before: an absolute eigenvalue floor (1 x p eps) made small-scale
+    Grams' small alphas unusable (another alpha at 2^-40), and in float32 ``sqrt(w) z``
+    under- or overflowed (a Gram of zeros at 2^-200, of infs at 2^200)."""
+    X, y, w = data
+    k = 2.0 ** exponent
+    ref = ridge(cv=K, precision=precision).fit(X, y, sample_weight=w)
+    got = ridge(cv=K, precision=precision).fit(X, y, sample_weight=w * k)
+    assert got.alpha_ == ref.alpha_ * k
+    assert got.precision_ == ref.precision_
+    np.testing.assert_array_equal(got.coef_, ref.coef_)
+    np.testing.assert_array_equal(got.intercept_, ref.intercept_)
+
+
+def test_uniform_weights_of_any_unit_choose_alpha_times_that_unit(data):
+    """Uniform weights ``s`` are no weights with alpha scaled by ``s``, down to s = 1e-100
+    (not a power of two: to rounding)."""
+    X, y, _ = data
+    ref = ridge(cv=K, precision="float64").fit(X, y)
+    for s in (1e-12, 1e-20, 1e-100, 1e100):
+        got = ridge(cv=K, precision="float64").fit(X, y, sample_weight=np.full(N, s))
+        assert got.alpha_ == pytest.approx(ref.alpha_ * s, rel=1e-9)
+        np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_a_gram_beyond_the_eigenvalue_bisections_range_is_named(data):
+    X, y, w = data
+    with pytest.raises(InputValidationError, match=r"the Gram's entries reach .*e\+2\d\d, beyond what float64's "
+                                                   r"eigenvalue bisection .* divide sample_weight"):
+        ridge(cv=K, precision="float64").fit(X, y, sample_weight=np.full(N, 1e250))

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "cast_buffer", "check_precision", "precision_error",
-           "sub_block_rows"]
+__all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "cast_buffer", "check_precision", "float32_weight_unit",
+           "precision_error", "scale_weighted_sums", "sub_block_rows"]
 
 #: the values of ``precision``: the dtype of the features and of each sub-block's products
 PRECISIONS = ("float64", "float32")
@@ -50,6 +50,29 @@ def check_precision(precision) -> np.dtype:
             "each sub-block's Gram in single precision and sums them in double precision."
         )
     return np.dtype(precision)
+
+
+def float32_weight_unit(w, dtype) -> float:
+    """The unit a block's sample weights ``w`` are measured in for float32 features: a
+    power of four near their largest (1 without weights or in float64). The rows are
+    scaled by ``sqrt(w / unit)``, which neither overflows nor underflows float32 where
+    ``sqrt(w)`` would (weights beyond about 1e+-35: 1e-100 gave a Gram of zeros, 1e100 one
+    of infs), and the block's weighted sums are multiplied back by ``unit``
+    (:func:`scale_weighted_sums`). A power of four scales ``sqrt`` by a power of two, so
+    with weights float32 holds the sums are the same to the bit."""
+    if w is None or np.dtype(dtype) != np.float32 or not w.size:
+        return 1.0
+    top = float(np.max(w))
+    return float(4.0 ** (np.frexp(top)[1] // 2)) if top > 0 else 1.0
+
+
+def scale_weighted_sums(stats, unit: float) -> None:
+    """Multiply every weighted sum of the block's ``stats`` (all but the row counts ``n``)
+    by ``unit`` in place (:func:`float32_weight_unit`)."""
+    for part in ("G", "c", "zsum", "ysum", "yy", "zsq", "wsum"):
+        arr = getattr(stats, part)
+        if arr is not None:
+            arr *= unit
 
 
 def sub_block_rows(n_rows: int, p: int, max_block_bytes: int, precision: str = "float64") -> int:

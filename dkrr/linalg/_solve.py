@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
-from ..errors import IllConditionedWarning, InvalidParameterError, SingularSystemError
+from ..errors import IllConditionedWarning, InputValidationError, InvalidParameterError, SingularSystemError
 
 __all__ = [
     "CONDITION_WARN",
@@ -200,10 +200,15 @@ class TridiagonalGram:
             self._reflectors = np.asfortranarray(a[1:, : p - 1])
             self._tau = tau
         del a
-        ends = scipy.linalg.eigvalsh_tridiagonal(d, e, select="i", select_range=(0, 0), check_finite=False)
-        self.lam_min = float(ends[0])
-        ends = scipy.linalg.eigvalsh_tridiagonal(d, e, select="i", select_range=(p - 1, p - 1), check_finite=False)
-        self.lam_max = float(ends[0])
+        try:
+            ends = [scipy.linalg.eigvalsh_tridiagonal(d, e, select="i", select_range=(i, i), check_finite=False)[0]
+                    for i in (0, p - 1)]
+        except np.linalg.LinAlgError as exc:  # bisection overflows on entries beyond ~1e150
+            raise InputValidationError(
+                f"the Gram's entries reach {float(np.abs(d).max()):.3g}, beyond what float64's eigenvalue bisection "
+                f"(LAPACK dstebz: {exc}) handles; rescale the data: divide sample_weight (or the columns of X "
+                "for a linear or polynomial kernel) by a constant") from None
+        self.lam_min, self.lam_max = float(ends[0]), float(ends[1])
 
     @property
     def p(self) -> int:
@@ -266,8 +271,13 @@ def usable_alphas(tri: TridiagonalGram, alphas) -> np.ndarray:
 
 
 def _spectrum_floor(tri: TridiagonalGram) -> float:
-    scale = max(abs(tri.lam_min), abs(tri.lam_max), 1.0) if tri.p else 1.0
-    return tri.p * _EPS * scale  # rounding noise of the eigenvalues
+    """The rounding noise of the eigenvalues of the reduced Gram: ``p eps ||G||_2``,
+    relative to the Gram's own scale (an absolute floor of 1 made every alpha below
+    ``p eps`` unusable for a Gram of small scale, e.g. uniform sample weights of 1e-12,
+    where the same fit at weights 1 chooses alpha 1e12 times larger: a fit that depended
+    on the weights' unit); 1 only for a Gram of zeros."""
+    scale = max(abs(tri.lam_min), abs(tri.lam_max)) if tri.p else 0.0
+    return tri.p * _EPS * (scale if scale > 0 else 1.0)
 
 
 def _check_spectrum(tri: TridiagonalGram, alphas):

@@ -37,7 +37,7 @@ from ..errors import InputValidationError, InvalidParameterError
 from ._folds import fold_ids, row_folds  # noqa: F401 - re-exported (the fold assignment's one place)
 from ._packed import PackedGramSum, direct_gram, packed_length, unpack_gram
 from ._precision import FLOAT32_SUB_ROWS, PRECISIONS, check_precision, sub_block_rows  # noqa: F401 - re-exported
-from ._precision import _cross64, cast_buffer
+from ._precision import _cross64, cast_buffer, float32_weight_unit, scale_weighted_sums
 from ._wire import register_statistics_type
 
 __all__ = [
@@ -419,6 +419,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
     ``out`` (the PCG preconditioner's sketch, :mod:`dkrr.linalg._pcg`)."""
     t = Y.shape[1]
     p, dtype = fmap.n_output_features, check_precision(precision)
+    unit = float32_weight_unit(w, dtype) if products is None else 1.0  # stats: this block's, zeroed
+    w = w if unit == 1.0 else w / unit
     gram = None if stats.G is None else PackedGramSum(
         stats.G, p, dtype, direct_gram(p, Xf.shape[0], len(bounds) - 1, dtype, max_block_bytes))
     cast = cast_buffer(p, precision)  # _cross64's, reused
@@ -452,6 +454,8 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
             stats.zsq[k] += np.einsum("ij,ij->j", Zk, Zk, dtype=np.float64)
     if gram is not None:
         gram.close()
+    if unit != 1.0:
+        scale_weighted_sums(stats, unit)
 
 
 def streamed_statistics(
