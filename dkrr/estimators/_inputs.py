@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_feature_names, feature_names, frames_as_arrays, is_dask
+from .._frames import check_feature_names, feature_names, frames_as_arrays
+from .._validation import is_dask
 from ..errors import InputValidationError
 
 __all__ = ["_materialize", "_refuse_sparse", "frame_inputs", "frame_to_predict", "names_state"]

@@ -20,7 +20,7 @@ from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_
 from ..linalg._cv_tasks import cross_validate_pass, folds_on_workers
 from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
-from ..linalg._weighted import check_target_sums, check_weight_total, streamed_statistics_maps
+from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
 from ._mixed import mixed_precision, refine_final, refinement_record
 from ._ridge_params import uses_evidence
@@ -181,8 +181,7 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
         every = [_converted(streamed_statistics(Xd, yd, fmap, **common), targets_fn)]
     else:  # one pass for every gamma of the grid, weighted or not
         every = [_converted(s, targets_fn) for s in streamed_statistics_maps(Xd, yd, maps, sample_weight=wd, **common)]
-        check_weight_total(every[0])
-    check_target_sums(every[0])
+    check_weight_total(every[0])  # or, unweighted, the targets' sums
     if uses_evidence(est):
         return _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths)
     stats = every[0]

@@ -151,9 +151,7 @@ def _checked(root, targets_fn, weighted: bool) -> tuple:
     from ._weighted import check_target_sums, check_weight_total
 
     every = tuple(s if targets_fn is None else targets_fn(s) for s in root)
-    if weighted:
-        check_weight_total(every[0])
-    check_target_sums(every[0])
+    (check_weight_total if weighted else check_target_sums)(every[0])
     check_folds(every[0].n)
     if every[0].wsum is not None:
         check_fold_weights(every[0].weights())

@@ -39,7 +39,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._validation import check_input, is_dask, unknown_rows
+from .._frames import unknown_rows
+from .._validation import check_input, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ._chains import chain_steps
 

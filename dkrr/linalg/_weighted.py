@@ -231,8 +231,9 @@ def check_weight_total(stats: RidgeStatistics) -> None:
     """Weighted statistics need a positive total weight (dask weights are only summed in
     the pass; numpy weights are checked before it by :func:`check_sample_weight`) and
     finite weighted sums: an overflow is named as the weights' (not as a singular system
-    later)."""
+    later). Unweighted ones: :func:`check_target_sums`."""
     if stats.wsum is None:
+        check_target_sums(stats)
         return
     # sum w y^2 enters only the cross-validation scores (K > 1 folds)
     names = [k for k in _WEIGHTED_SUMS if k != "yy" or len(stats.wsum) > 1]
