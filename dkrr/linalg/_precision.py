@@ -63,7 +63,7 @@ def float32_weight_unit(w, dtype) -> float:
     if w is None or np.dtype(dtype) != np.float32 or not w.size:
         return 1.0
     top = float(np.max(w))
-    return float(4.0 ** (np.frexp(top)[1] // 2)) if top > 0 else 1.0
+    return float(4.0 ** min(int(np.frexp(top)[1]) // 2, 511)) if top > 0 else 1.0  # 4^512 is inf
 
 
 def scale_weighted_sums(stats, unit: float) -> None:
