@@ -20,7 +20,11 @@ grid (:func:`~dkrr.linalg._cv.score_fold`). Fold solves in one process run one a
 BLAS threads where p is large enough for them to pay (:func:`solve_threads`): two
 tridiagonal reductions (``dsytrd`` through scipy) in two threads of
 one process take as long as one after the other, while two processes run them side by
-side (measured; whatever in the process serialises them, a second thread gains nothing).
+side: scipy's f2py ``dsytrd`` holds the GIL. Called without it (``scipy.linalg.cython_lapack``
+through ctypes, ad hoc), two reductions in two threads with one BLAS thread each took as
+long as these one at a time with two BLAS threads (0.666 / 0.672 s at p = 2048, 5.70 /
+5.74 s at p = 4096) or longer (0.136 / 0.103 s at p = 1024), so the GIL-free call is not
+used.
 The sums and the unpacking are those of
 :meth:`~dkrr.linalg.RidgeStatistics.symmetrized` then
 :meth:`~dkrr.linalg.RidgeStatistics.total`, in the same order, so the fold errors are
