@@ -179,7 +179,6 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
             ) from None
     if arrays:
         import dask
-        import dask.array as da
 
         counts = dask.compute(*[
             a.map_blocks(_block_rows, dtype=np.int64, chunks=((1,) * a.numblocks[0],),

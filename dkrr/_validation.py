@@ -325,6 +325,3 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     raise InvalidParameterError(
         f"random_state must be None, an int, a numpy SeedSequence or Generator; got {random_state!r}"
     )
-
-
-# --------------------------------------------------------------- DataFrames and names

@@ -183,7 +183,7 @@ def test_a_target_whose_squares_overflow_is_named(kw):
     np.testing.assert_allclose(fixed.coef_ / 1e200, ref.coef_, rtol=1e-9, atol=1e-12)
     if not kw:  # the default's refinement cannot take the norms: the float64 pass, saying why
         with pytest.warns(PrecisionWarning, match=r"the float64 refinement's residual norms at alpha=1 overflow "
-                                                  r"float64 \(y holds values too large.*repeated in float64"):
+                                                  r"float64 \(y, or the features of a linear or polynomial kernel, hold values too large.*repeated in float64"):
             auto = RandomFeatureRidge(n_components=8, alpha=1.0, random_state=0).fit(X, y * 1e200)
         np.testing.assert_array_equal(auto.coef_, fixed.coef_)
 

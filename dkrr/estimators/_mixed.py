@@ -50,8 +50,9 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
         return (f"the float64 refinement at alpha={passes.alpha:.3g} gave non-finite coefficients (overflow: "
                 "values too large for float32 statistics)")
     if not np.isfinite(res.info["residuals"]).all():
-        return (f"the float64 refinement's residual norms at alpha={passes.alpha:.3g} overflow float64 (y holds "
-                "values too large for sums of their squares, above about 1e154)")
+        return (f"the float64 refinement's residual norms at alpha={passes.alpha:.3g} overflow float64 (y, or the "
+                "features of a linear or polynomial kernel, hold values too large for sums of their squares, above "
+                "about 1e154)")
     if not res.info["converged"]:
         last = float(res.info["errors"][-1].max())
         return (f"the float64 refinement at alpha={passes.alpha:.3g} did not converge in {res.info['passes']} passes "
