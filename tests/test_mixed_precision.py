@@ -150,6 +150,33 @@ def test_values_beyond_float32s_range_fall_back_to_float64_not_to_a_nan_model(cl
     np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
 
 
+def test_a_gram_that_underflows_float32_falls_back_to_float64_not_to_the_grids_edge():
+    """A linear kernel of X times 1e-25: every product z_i z_j is below float32's smallest
+    normal, so the float32 Gram is zeros while the column sums (float64) are not. Before,
+    the CV scored that Gram of zeros and chose the grid's largest alpha without a word
+    (R^2 0 against float64's 0.998); now the default repeats the pass in float64 and
+    precision='float32' says its answer is not the data's. At 1e-17 float32 holds the
+    products: no warning, the float64 fit's alpha."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((800, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.standard_normal(800)
+    kw = dict(kernel="linear", n_components=32, random_state=0, cv=3)
+    f64 = RandomFeatureRidge(precision="float64", **kw).fit(X * 1e-25, y)
+    assert f64.score(X * 1e-25, y) > 0.99
+    with pytest.warns(PrecisionWarning, match=r"precision='auto': the float32 statistics cannot be solved \(their "
+                                              r"Gram underflowed float32.*repeated in float64"):
+        auto = RandomFeatureRidge(**kw).fit(X * 1e-25, y)
+    assert auto.precision_ == "float64" and auto.alpha_ == f64.alpha_
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+    with pytest.warns(PrecisionWarning, match=r"precision='float32': the float32 Gram underflowed"):
+        RandomFeatureRidge(precision="float32", **kw).fit(X * 1e-25, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        held = RandomFeatureRidge(**kw).fit(X * 1e-17, y)
+    assert held.precision_ == "mixed"
+    assert held.alpha_ == pytest.approx(RandomFeatureRidge(precision="float64", **kw).fit(X * 1e-17, y).alpha_, rel=1e-6)
+
+
 def test_dask_and_numpy_input_and_the_chunking_give_the_float64_answer(casp):
     X, y = casp
     X, y = X[:3000], y[:3000]

@@ -23,7 +23,7 @@ import scipy.linalg
 
 from ..errors import PrecisionWarning, SingularSystemError
 from ..linalg._evidence import posterior_factor
-from ..linalg._precision import precision_error
+from ..linalg._precision import gram_underflowed, precision_error
 from ..linalg._refine import RefineResult, refine_ridge
 from ..linalg._solve import _check_finite_system, center_statistics
 
@@ -71,10 +71,14 @@ def _start(passes, fit_intercept):
     SingularSystemError
         The statistics are not finite: X, y or the features overflow float32 (a Cholesky
         factor of NaNs raises nothing, and its NaN coefficients would be refined into a
-        NaN model).
+        NaN model); or their Gram underflowed (:func:`~dkrr.linalg._precision.gram_underflowed`:
+        its CV chose from a Gram of zeros).
     """
     tot = passes.stats.total(shared=True)
     _check_finite_system(tot.G[0], tot.c[0])
+    if gram_underflowed(tot):
+        raise SingularSystemError("their Gram underflowed float32: the features are below about 1e-19, as a "
+                                  "linear or polynomial kernel makes of small X; rescale the columns of X")
     n = tot.weights()[0]
     _, cc, _, _ = center_statistics(None, tot.c[0], tot.zsum[0], n, tot.ysum[0], fit_intercept)
     try:  # the centred Gram formed in the factor's own array: one p x p array besides G

@@ -19,7 +19,7 @@ from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_sta
 from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
 from ..linalg._cv_tasks import cross_validate_pass, folds_on_workers
 from ..linalg._evidence import bayes_posterior, evidence_grid
-from ..linalg._precision import AUTO_PRECISION_TOL, precision_error
+from ..linalg._precision import AUTO_PRECISION_TOL, gram_underflowed, precision_error
 from ..linalg._weighted import check_weight_total, streamed_statistics_maps
 from ._fitted import RidgeFit
 from ._mixed import mixed_precision, refine_final, refinement_record
@@ -112,7 +112,13 @@ def statistics_in_precision(est, run, refine=None):
         return passes, "float64", precision_error(passes.stats, passes.alpha, "float64"), None
     passes = run("float32")
     error = precision_error(passes.stats, passes.alpha, "float32")
-    if error > AUTO_PRECISION_TOL:
+    if gram_underflowed(passes.stats):
+        warnings.warn(PrecisionWarning(
+            "precision='float32': the float32 Gram underflowed (features below about 1e-19, as a linear or "
+            "polynomial kernel makes of small X): the alpha and coefficients are not the data's. Rescale the "
+            "columns of X, or use precision='auto' (the default), which repeats such a pass in float64."),
+            stacklevel=5)
+    elif error > AUTO_PRECISION_TOL:
         warnings.warn(PrecisionWarning(
             f"precision='float32': the statistics' rounding may change the coefficients by up to "
             f"{error:.1e} (relative; the estimate eps32 (||G||_F / alpha + 20) at alpha={passes.alpha:.3g}, an "

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 
 __all__ = ["AUTO_PRECISION_TOL", "FLOAT32_SUB_ROWS", "PRECISIONS", "cast_buffer", "check_precision", "float32_weight_unit",
-           "precision_error", "scale_weighted_sums", "sub_block_rows"]
+           "gram_underflowed", "precision_error", "scale_weighted_sums", "sub_block_rows"]
 
 #: the values of ``precision``: the dtype of the features and of each sub-block's products
 PRECISIONS = ("float64", "float32")
@@ -106,6 +106,22 @@ def precision_error(stats, alpha: float, precision: str) -> float:
     if alpha <= 0:
         return float("inf") if norm > 0 else 0.0
     return eps * (norm / float(alpha) + 20.0)
+
+
+def gram_underflowed(stats) -> bool:
+    """Whether float32 statistics lost their Gram to underflow: a column whose weighted
+    sum of squares times the weight total falls below half its squared sum,
+    ``W G_jj < (zsum_j)^2 / 2``, where Cauchy-Schwarz has ``W G_jj >= (zsum_j)^2`` (float32's
+    rounding moves it by 1e-4 at most). Products ``z_i z_j`` below float32's smallest normal
+    (features below about 1e-19: a linear or polynomial kernel of small X) sum to zero
+    while the column sums, taken in float64, do not: the CV then scored a Gram of zeros
+    and chose the grid's largest alpha without a word (measured: a linear kernel of X
+    times 1e-25, R^2 0 against float64's 0.998)."""
+    if stats.G is None:
+        return False
+    G = stats.G[0] if stats.G.shape[0] == 1 else stats.G.sum(axis=0)
+    zsum, total = stats.zsum.sum(axis=0), float(stats.weights().sum())
+    return bool(np.any(total * np.diagonal(G) < 0.5 * zsum * zsum))
 
 
 #: bytes of the float64 copy of a float32 feature slice that :func:`_cross64` makes at a time
