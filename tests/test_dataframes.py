@@ -196,10 +196,8 @@ def test_dask_arrays_with_unknown_chunk_sizes_are_counted(frame):
     X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
     keep = np.abs(X[:, 0]) < 2.0  # drops some rows; the masked arrays' chunks are unknown
 
-    def masked(a):  # each block's kept rows, its length unknown to dask (NaN)
-        blocks = da.from_array(a, chunks=(75,) + a.shape[1:])
-        return blocks.map_blocks(_kept_rows, keep, dtype=a.dtype,
-                                 chunks=((np.nan,) * blocks.numblocks[0],) + blocks.chunks[1:])
+    def masked(a):
+        return _masked(a, keep, 75)
 
     Xd, yd, wd = masked(X), masked(y), masked(1.0 + X[:, 1] ** 2)
     assert np.isnan(Xd.shape[0]) and np.isnan(yd.shape[0]) and np.isnan(wd.shape[0])
@@ -244,16 +242,19 @@ def test_the_low_level_passes_name_unknown_chunk_sizes(frame):
     X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
     keep = X[:, 0] > 0
 
-    def masked(a):
-        blocks = da.from_array(a, chunks=(100,) + a.shape[1:])
-        return blocks.map_blocks(_kept_rows, keep, dtype=a.dtype,
-                                 chunks=((np.nan,) * blocks.numblocks[0],) + blocks.chunks[1:])
-
     with pytest.raises(InputValidationError, match=r"X is a dask array with unknown chunk sizes .*"
                                                    r"call `X.compute_chunk_sizes\(\)` first"):
-        as_row_chunked(masked(X), y[keep])
+        as_row_chunked(_masked(X, keep, 100), y[keep])
     with pytest.raises(InputValidationError, match=r"y is a dask array with unknown chunk sizes"):
-        as_row_chunked(X[keep], masked(y))
+        as_row_chunked(X[keep], _masked(y, keep, 100))
+
+
+def _masked(a, keep, rows):
+    """``a[keep]`` as a dask array of ``rows``-row blocks whose lengths dask does not know
+    (NaN), as a boolean mask or a DataFrame's ``.values`` give."""
+    blocks = da.from_array(a, chunks=(rows,) + a.shape[1:])
+    return blocks.map_blocks(_kept_rows, keep, dtype=a.dtype,
+                             chunks=((np.nan,) * blocks.numblocks[0],) + blocks.chunks[1:])
 
 
 def _kept_rows(block, keep, block_info=None):

@@ -69,9 +69,9 @@ def float32_weight_unit(w, dtype) -> float:
 def scale_weighted_sums(stats, unit: float) -> None:
     """Multiply every weighted sum of the block's ``stats`` (all but the row counts ``n``)
     by ``unit`` in place (:func:`float32_weight_unit`)."""
-    for part in ("G", "c", "zsum", "ysum", "yy", "zsq", "wsum"):
+    for part in stats.PARTS:
         arr = getattr(stats, part)
-        if arr is not None:
+        if part != "n" and arr is not None:
             arr *= unit
 
 

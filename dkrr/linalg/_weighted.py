@@ -209,6 +209,14 @@ _WEIGHTED_SUMS = {"wsum": "sum w", "G": "sum w z z^T", "c": "sum w z y", "zsum":
                   "ysum": "sum w y", "yy": "sum w y^2"}
 
 
+def _not_finite(stats: RidgeStatistics, sums: dict) -> list[str]:
+    """The names (``sums``: part -> name) of the parts of ``stats`` that are not finite;
+    ``yy`` only with K > 1 folds (it enters the cross-validation scores alone)."""
+    return [name for part, name in sums.items()
+            if getattr(stats, part) is not None and (part != "yy" or len(stats.n) > 1)
+            and not np.isfinite(getattr(stats, part)).all()]
+
+
 def check_target_sums(stats: RidgeStatistics) -> None:
     """Unweighted statistics need finite sums of the targets: ``sum y`` and, with K > 1
     folds (the cross-validation's scores use it), ``sum y^2``. An overflow (``|y|`` above
@@ -216,9 +224,7 @@ def check_target_sums(stats: RidgeStatistics) -> None:
     system of the cross-validation later. Weighted statistics: :func:`check_weight_total`."""
     if stats.wsum is not None:
         return
-    bad = [name for key, name in (("ysum", "sum y"), ("yy", "sum y^2"))
-           if getattr(stats, key) is not None and (key != "yy" or len(stats.n) > 1)
-           and not np.isfinite(getattr(stats, key)).all()]
+    bad = _not_finite(stats, {"ysum": "sum y", "yy": "sum y^2"})
     if bad:
         raise InputValidationError(
             f"the target's sums overflow float64 ({', '.join(bad)} not finite): y holds values too large for "
@@ -235,10 +241,7 @@ def check_weight_total(stats: RidgeStatistics) -> None:
     if stats.wsum is None:
         check_target_sums(stats)
         return
-    # sum w y^2 enters only the cross-validation scores (K > 1 folds)
-    names = [k for k in _WEIGHTED_SUMS if k != "yy" or len(stats.wsum) > 1]
-    bad = [_WEIGHTED_SUMS[k] for k in names
-           if getattr(stats, k) is not None and not np.isfinite(getattr(stats, k)).all()]
+    bad = _not_finite(stats, _WEIGHTED_SUMS)
     if bad:
         with np.errstate(over="ignore"):
             total = float(stats.wsum.sum())
