@@ -180,11 +180,14 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     if arrays:
         import dask
 
-        counts = dask.compute(*[
-            a.map_blocks(_block_rows, dtype=np.int64, chunks=((1,) * a.numblocks[0],),
-                         drop_axis=list(range(1, a.ndim)) or None)
-            for a in arrays.values()
-        ])
+        from ._progress import lost_workers_named
+
+        with lost_workers_named("counting the rows of the blocks"):
+            counts = dask.compute(*[
+                a.map_blocks(_block_rows, dtype=np.int64, chunks=((1,) * a.numblocks[0],),
+                             drop_axis=list(range(1, a.ndim)) or None)
+                for a in arrays.values()
+            ])
         for (k, a), rows in zip(arrays.items(), counts):
             chunks = (tuple(int(r) for r in rows),) + tuple(a.chunks[1:])
             # the same blocks, their lengths now known (map_blocks: also an array of dask's

@@ -27,7 +27,7 @@ from typing import Any
 import dask
 
 __all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "compute",
-           "compute_limited", "log_interval", "progress_enabled", "set_progress"]
+           "compute_limited", "log_interval", "lost_workers_named", "progress_enabled", "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
@@ -216,6 +216,67 @@ def active_client():
         return None
 
 
+#: what a worker process holds once it has run dkrr's tasks, before any data: its
+#: interpreter, numpy, scipy, numba's compiled kernels and BLAS (312 MiB measured in a
+#: LocalCluster worker after a small fit; the 0.3 GB baseline of ``linalg/_memory.py``)
+WORKER_BASELINE_BYTES = 300 * 2**20
+
+
+def _mib(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.0f} MiB"
+
+
+def _workers_memory(client) -> str:
+    """The workers' memory limits and their processes' memory now, from the scheduler
+    (``""`` when it does not answer). The dead workers' nannies are restarting them: up
+    to 5 s are given for one to be back."""
+    try:
+        client.wait_for_workers(1, timeout=5)
+        workers = list(client.scheduler_info()["workers"].values())
+        limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
+        used = [int(w["metrics"]["memory"]) for w in workers]
+    except Exception:  # the cluster may be going down: the note is said without it
+        return ""
+    if not workers:
+        return ""
+    held = f"{_mib(min(used))}-{_mib(max(used))}" if len(used) > 1 else _mib(used[0])
+    if limits == [0]:
+        return f" The workers have no memory limit and their processes hold {held} now."
+    said = ", ".join(_mib(v) for v in limits if v) or "none"
+    text = f" The workers' memory limit is {said} each and their processes hold {held} now."
+    if limits[0] and limits[0] < 2 * max(max(used), WORKER_BASELINE_BYTES):
+        text += (f" A worker that has run dkrr's tasks holds about {_mib(WORKER_BASELINE_BYTES)} before"
+                 f" any data (its libraries and compiled kernels), so a limit of {_mib(limits[0])}"
+                 " leaves its tasks little room: this is the likely cause.")
+    return text
+
+
+@contextlib.contextmanager
+def lost_workers_named(label: str):
+    """Add to distributed's ``KilledWorker`` a note (PEP 678) that says what it means for
+    dkrr's step ``label`` and what to change: the exception stays the one a Dask user
+    catches, and :func:`dkrr.cli.main` prints its note as the command's error instead of a
+    traceback. Every other exception passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        distributed = sys.modules.get("distributed")
+        if distributed is None or not isinstance(exc, distributed.KilledWorker):
+            raise
+        client = active_client()
+        exc.add_note(
+            f"dkrr: the Dask workers died while running {label!r}: task {exc.task!r} was tried on "
+            f"{exc.allowed_failures + 1} worker(s) and each one died (a worker's nanny restarts it "
+            "when its process passes 95% of its memory limit, distributed's "
+            "worker.memory.terminate; the operating system kills it when the machine runs out of "
+            "memory)." + ("" if client is None else _workers_memory(client)) + " Give each worker "
+            "more memory (dkrr fit/predict/evaluate: --memory-limit, or fewer --workers; "
+            "LocalCluster(memory_limit=...)) or smaller row blocks (dkrr fit --chunk-rows; the "
+            "dask array's chunks); the workers' log lines say why each one stopped."
+        )
+        raise
+
+
 def compute(*collections: Any, label: str = "computing", persist: bool = False, **kwargs) -> tuple:
     """``dask.compute(*collections)`` with a progress bar when progress is enabled.
 
@@ -227,6 +288,11 @@ def compute(*collections: Any, label: str = "computing", persist: bool = False, 
     shown, waits for them).
     """
     _check_collections(collections)
+    with lost_workers_named(label):
+        return _compute(collections, label, persist, kwargs)
+
+
+def _compute(collections: tuple, label: str, persist: bool, kwargs: dict) -> tuple:
     run = dask.persist if persist else dask.compute
     if not _STATE["enabled"]:
         return run(*collections, **kwargs)

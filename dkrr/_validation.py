@@ -159,7 +159,10 @@ def check_first_label_block(y: Any) -> None:
     if is_dask(y):
         import dask
 
-        (block,) = dask.compute(y[: y.chunks[0][0]])
+        from ._progress import lost_workers_named
+
+        with lost_workers_named("reading the first block of y"):
+            (block,) = dask.compute(y[: y.chunks[0][0]])
     else:
         block = y[: max(1, int(y.chunks[0]))]
     check_class_labels(np.asarray(block), "y", 0, 0)

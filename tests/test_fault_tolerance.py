@@ -256,6 +256,47 @@ def test_unreachable_scheduler_fails_within_timeout(small_store, tmp_path):
         assert not (tmp_path / kind).exists()
 
 
+@pytest.mark.cluster
+def test_workers_that_die_of_their_memory_limit_are_a_named_error(big_store, tmp_path):
+    """Workers whose memory limit is below what a worker holds with dkrr's libraries
+    loaded are restarted by their nannies at every task, and distributed gives up on the
+    task (KilledWorker). ``dkrr fit`` says so in an error line and dkrr's note (the step,
+    the workers' memory limit, the fix), exits 1 and writes nothing: before, a traceback."""
+    env = dict(os.environ, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0")
+    proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "model", "--memory-limit", "150MB",
+                                    "--alpha", 1, "-q"),
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    assert proc.returncode == 1, proc.stderr
+    assert "dkrr fit: error: Attempted to run task" in proc.stderr  # distributed's words first
+    assert "dkrr: the Dask workers died while running '" in proc.stderr
+    assert "memory limit is 143 MiB each" in proc.stderr  # 150 MB, as the cluster states it
+    assert "this is the likely cause" in proc.stderr and "--memory-limit" in proc.stderr
+    assert "dkrr/cli/_main.py" not in proc.stderr  # no traceback of the command (the workers' logs may hold theirs)
+    assert not (tmp_path / "model").exists() and not _leftovers(tmp_path, "model")
+
+
+@pytest.mark.cluster
+def test_a_killed_worker_keeps_its_type_and_gains_dkrrs_note(tmp_path):
+    """In Python the exception stays distributed's KilledWorker, which a Dask user catches;
+    dkrr adds a note (PEP 678) naming its step and the workers' memory, and the estimator
+    is left unfitted. Each input block of 320 MB is above the worker's 250 MiB limit."""
+    from distributed import Client, KilledWorker, LocalCluster
+    from sklearn.exceptions import NotFittedError
+
+    X = da.random.RandomState(0).standard_normal((2_000_000, 20), chunks=(2_000_000, 20))
+    est = RandomFeatureRidge(n_components=32, gamma=0.1, alpha=1.0)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="250MiB", dashboard_address=None,
+                         processes=True) as cluster, Client(cluster):
+        with pytest.raises(KilledWorker) as info:
+            est.fit(X, X[:, 0])
+    notes = "\n".join(getattr(info.value, "__notes__", ()))
+    assert "dkrr: the Dask workers died while running '" in notes, notes
+    assert "memory limit is 250 MiB each" in notes and "--memory-limit" in notes, notes
+    with pytest.raises(NotFittedError):
+        est.predict(np.zeros((1, 20)))
+
+
 # --------------------------------------------------------------------------- Ctrl-C
 def _interrupt_when(proc, ready, what):
     def check():

@@ -96,6 +96,13 @@ def _stop_if_signalled() -> None:
         raise (_Terminated if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt)()
 
 
+def _lost_workers(exc: BaseException) -> bool:
+    """Whether ``exc`` is distributed's ``KilledWorker`` (the workers that ran a task all
+    died): a command's error, said in a line and a note, not a traceback."""
+    distributed = sys.modules.get("distributed")
+    return distributed is not None and isinstance(exc, distributed.KilledWorker)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command.
 
@@ -136,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
             if _SIGNALLED:  # the interrupted workers' error came first: it is the interruption
                 raise (_Terminated if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt)() from exc
             print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
+            return 1
+        except Exception as exc:
+            if _SIGNALLED or not _lost_workers(exc):
+                raise
+            # dask's own words, then the note dkrr added (what it means, what to change)
+            print(f"dkrr {args.command}: error: {exc}", *getattr(exc, "__notes__", ()), sep="\n",
+                  file=sys.stderr)
             return 1
     except _Terminated:
         print("dkrr: terminated; no partial output was left behind", file=sys.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._frames import check_feature_names, feature_names, frames_as_arrays
+from .._progress import lost_workers_named
 from .._validation import is_dask
 from ..errors import InputValidationError
 
@@ -93,7 +94,11 @@ def first_block_mean(yd, y=None) -> np.ndarray:
 
     t = 1 if yd.ndim == 1 else int(yd.shape[1])
     rows = yd.chunks[0][0]
-    first = y[:rows] if isinstance(y, np.ndarray) else dask.compute(yd[:rows])[0]
+    if isinstance(y, np.ndarray):
+        first = y[:rows]
+    else:
+        with lost_workers_named("reading the first block of y"):
+            first = dask.compute(yd[:rows])[0]
     first = np.asarray(first, dtype=np.float64).reshape(-1, t)
     finite = np.isfinite(first)
     # NaN or inf rows are named by the checks that read them; they must not move the others

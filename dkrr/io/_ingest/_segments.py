@@ -30,6 +30,7 @@ import dask
 from dask.base import tokenize
 from dask.system import CPU_COUNT
 
+from ..._progress import lost_workers_named
 from ._writer import MissingRows
 
 __all__ = ["Combiner", "Segment", "SegmentResult", "run_segments"]
@@ -183,7 +184,8 @@ def _on_cluster(client, convert, args, segments, combiner, report):
             futures.append(future)
             ac.add(future)
         for future in ac:
-            result = future.result()
+            with lost_workers_named("converting the input"):
+                result = future.result()
             report(result.rows, result.nbytes)
             combiner.add(result)
         return combiner.finish()
