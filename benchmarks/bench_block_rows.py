@@ -30,7 +30,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     from dkrr import RandomFeatureRidge
-    from dkrr.linalg._reduce import MIN_BLOCK_ROWS
+    from dkrr.linalg._blocks import MIN_BLOCK_ROWS
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((args.rows, args.d))

@@ -273,3 +273,49 @@ def test_worker_estimate_counts_only_the_steps_that_can_run_at_once():
     assert wide.worker == max(8 * step + wide.feature_map, 9 * S + 2**20)
     long = ridge_memory_estimate(n_chains=2, threads=2, **{**kw, "n_blocks": 16})
     assert 2 * S + work < long.block_task - long.feature_map < 2 * S + work + 2 * 2**20  # received sum + its own
+
+
+# --------------------------------------------------------------------------- small chunks
+def test_many_small_dask_chunks_are_merged_at_old_boundaries():
+    """More than MERGE_ABOVE_BLOCKS row chunks of fewer than MIN_BLOCK_ROWS rows on average
+    are joined, consecutive ones, into blocks of at least MIN_BLOCK_ROWS rows (wide X: at
+    most CHUNK_BYTES); every new boundary is an old one; fewer or larger chunks are kept."""
+    from dkrr.linalg._blocks import CHUNK_BYTES, MERGE_ABOVE_BLOCKS, MIN_BLOCK_ROWS, merged_row_chunks
+
+    many = (100,) * (MERGE_ABOVE_BLOCKS + 1)
+    merged = merged_row_chunks(many, 4)
+    assert sum(merged) == sum(many) and min(merged) >= MIN_BLOCK_ROWS
+    assert set(np.cumsum(merged)) <= set(np.cumsum(many))
+    assert merged == (4100,) * 24 + (sum(many) - 4100 * 24,)  # the remainder joins the last block
+    assert merged_row_chunks((100,) * MERGE_ABOVE_BLOCKS, 4) is None  # few enough: kept
+    assert merged_row_chunks((MIN_BLOCK_ROWS,) * 2000, 4) is None  # not small
+    wide = merged_row_chunks((10,) * 2000, 100_000)  # 10 rows of 100,000 float64 are 8 MB
+    assert wide == (40,) * 500 and 40 * 100_000 * 8 <= CHUNK_BYTES < 50 * 100_000 * 8
+    irregular = (1,) * 1500 + (9000,) + (3,) * 500
+    out = merged_row_chunks(irregular, 2)
+    assert set(np.cumsum(out)) <= set(np.cumsum(irregular)) and sum(out) == sum(irregular)
+
+
+def test_a_fit_on_many_small_chunks_runs_on_the_merged_blocks():
+    """``as_row_chunked`` (the fit's input step) gives X and y the merged chunks, and the
+    fit equals, to the bit, the fit of the same data chunked that way by the user (and
+    numpy's to rounding): the small chunks' per-task cost is gone, the result is the same."""
+    from dkrr import RandomFeatureRidge
+    from dkrr.linalg._blocks import merged_row_chunks
+
+    rng = np.random.default_rng(3)
+    n = 12_100
+    X = rng.standard_normal((n, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)
+    merged = merged_row_chunks(Xd.chunks[0], 3)
+    assert merged is not None and len(merged) == 2
+    Xm, ym = as_row_chunked(Xd, yd)
+    assert Xm.chunks[0] == ym.chunks[0] == merged
+    params = dict(n_components=32, gamma=0.3, alpha=0.1, random_state=0, precision="float64")
+    with dask.config.set(scheduler="threads"):
+        small = RandomFeatureRidge(**params).fit(Xd, yd)
+        user = RandomFeatureRidge(**params).fit(Xd.rechunk({0: merged}), yd.rechunk(merged))
+    ref = RandomFeatureRidge(**params).fit(X, y)
+    np.testing.assert_array_equal(small.coef_, user.coef_)
+    np.testing.assert_allclose(small.coef_, ref.coef_, rtol=1e-9, atol=1e-11)

@@ -237,7 +237,7 @@ def test_a_dask_dataframes_values_are_counted(frame):
 
 
 def test_the_low_level_passes_name_unknown_chunk_sizes(frame):
-    from dkrr.linalg._reduce import as_row_chunked
+    from dkrr.linalg._blocks import as_row_chunked
 
     X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
     keep = X[:, 0] > 0

@@ -64,7 +64,7 @@ def standardized_input(est, X):
     option needs them. No pass runs for ``standardize=False`` with a numeric gamma.
     """
     from ..linalg._moments import column_moments
-    from ..linalg._reduce import as_row_chunked
+    from ..linalg._blocks import as_row_chunked
 
     standardize = check_bool(est.standardize, "standardize")
     if not standardize and not (isinstance(est.gamma, str) and est.gamma == "scale"):

@@ -245,7 +245,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     chunk_rows : int, default=None
         Rows per block. numpy input is cut into blocks of this size (default: about
         32 MiB of X per block and at least 8 blocks when there are enough rows); dask
-        input is rechunked only when it is given.
+        input is rechunked when it is given, and otherwise keeps its row chunks unless
+        there are more than 1,024 of them with fewer than 4,096 rows on average: such
+        small chunks are joined, consecutive ones, into blocks of at least 4,096 rows
+        (each block costs every pass about a millisecond of task overhead; the result is
+        the same but for rounding).
     max_block_bytes : int, default=64 MiB
         Memory budget of the float64 feature buffer of one task: a block whose
         ``rows x p x 8`` exceeds it is processed in sub-blocks.

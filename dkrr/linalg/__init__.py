@@ -1,7 +1,8 @@
 """Streamed linear algebra: row-block reductions, ridge statistics, solvers, one-pass CV."""
 
+from ._blocks import as_row_chunked, default_chunk_rows
 from ._cv import check_alphas, check_folds, cross_validate_statistics, select_alpha
-from ._reduce import DEFAULT_SPLIT_EVERY, as_row_chunked, default_chunk_rows, reduce_row_blocks
+from ._reduce import DEFAULT_SPLIT_EVERY, reduce_row_blocks
 from ._solve import (
     TridiagonalGram,
     center_statistics,

@@ -254,7 +254,7 @@ def scale_gamma(X: Any) -> float:
     0.5
     """
     from ._moments import column_moments
-    from ._reduce import as_row_chunked
+    from ._blocks import as_row_chunked
 
     Xd, _ = as_row_chunked(X)
     var = column_moments(Xd).total_variance()

@@ -28,39 +28,23 @@ differences of a few ulps times log of the number of blocks in each summed numbe
 tests hold them to ``rtol=1e-12``). Pass ``n_chains`` explicitly for bitwise
 reproducibility across machines.
 
-:func:`as_row_chunked` converts numpy/zarr/dask inputs into dask arrays whose row
-chunks agree, which is what the reduction needs.
+:func:`~dkrr.linalg._blocks.as_row_chunked` converts numpy/zarr/dask inputs into dask
+arrays whose row chunks agree, which is what the reduction needs.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._frames import unknown_rows
-from .._validation import check_input, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ._chains import chain_steps
 
-__all__ = ["DEFAULT_SPLIT_EVERY", "as_row_chunked", "default_chunk_rows", "default_n_chains", "fixed_n_chains",
-           "reduce_row_blocks"]
+__all__ = ["DEFAULT_SPLIT_EVERY", "default_n_chains", "fixed_n_chains", "reduce_row_blocks"]
 
 #: fan-in of the combine tree when ``split_every`` is not given
 DEFAULT_SPLIT_EVERY = 8
-
-#: byte budget of one row block of X when dkrr chooses the chunking of in-memory data
-CHUNK_BYTES = 32 * 2**20
-
-#: dkrr cuts in-memory data into up to this many blocks when it has enough rows
-MIN_BLOCKS = 8
-
-#: ... each of at least this many rows: a statistics task has a fixed cost of a few passes
-#: over its p x p partial Gram (allocation, accumulation, the combine), against
-#: ``rows x p^2`` flops for the Gram itself, so small blocks waste time. Measurement:
-#: benchmarks/README.md, "Measurements behind the code's constants".
-MIN_BLOCK_ROWS = 4096
 
 
 def default_n_chains() -> int:
@@ -137,116 +121,6 @@ def _accumulate_into(part, acc, combine_fn):
 def _chain_step(block_fn, combine_fn, acc, *args):
     """One fused step of a chain: the block's partial result plus the running sum."""
     return _accumulate_into(block_fn(*args), acc, combine_fn)
-
-
-def default_chunk_rows(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
-    """Rows per block for in-memory data: equal blocks, up to :data:`MIN_BLOCKS` of them
-    but none under :data:`MIN_BLOCK_ROWS` rows, and at most :data:`CHUNK_BYTES` of X per
-    block."""
-    by_bytes = max(1, CHUNK_BYTES // max(1, n_cols * itemsize))
-    n_blocks = max(1, min(MIN_BLOCKS, n_rows // MIN_BLOCK_ROWS))
-    return int(max(1, min(math.ceil(n_rows / n_blocks), by_bytes)))
-
-
-def _check_chunk_rows(chunk_rows):
-    if chunk_rows is None:
-        return None
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
-        raise InvalidParameterError(f"chunk_rows must be a positive integer or None, got {chunk_rows!r}")
-    return int(chunk_rows)
-
-
-def as_row_chunked(X, y=None, *, chunk_rows=None, y_kind="numeric"):
-    """Validate ``X`` (and ``y``) and return dask arrays with identical row chunks.
-
-    Parameters
-    ----------
-    X : array-like, dask array or zarr array of shape (n, d)
-        numpy input is cut into blocks of ``chunk_rows`` rows (default:
-        :func:`default_chunk_rows`), marked so that the first pass on a distributed Client
-        persists it on the workers (sent once, not with every pass,
-        :func:`dkrr._rows.local_array`); dask input keeps its row chunks unless
-        ``chunk_rows`` is given; zarr input becomes a reader-backed array whose rows the
-        reductions read inside their steps (:mod:`dkrr._rows`).
-    y : array-like, dask array or zarr array of shape (n,) or (n, t), optional
-        Rechunked to X's row chunks.
-    chunk_rows : int, optional
-    y_kind : {"numeric", "labels"}
-        ``"numeric"`` converts y to a float dtype; ``"labels"`` keeps any 1-D label
-        array (strings, integers, ...) as is.
-
-    Returns
-    -------
-    X : dask array of shape (n, d), one column block, float dtype
-    y : dask array or None
-
-    Raises
-    ------
-    InputValidationError
-        Bad shape/dtype, or ``y`` and ``X`` have different numbers of rows.
-    ChunkingError
-        X is chunked along its columns.
-    """
-    from .._rows import local_array, rechunk_rows
-
-    chunk_rows = _check_chunk_rows(chunk_rows)
-    Xv = check_input(X, name="X", check_finite=False)
-    if not is_dask(Xv):
-        rows = chunk_rows or default_chunk_rows(Xv.shape[0], Xv.shape[1], Xv.dtype.itemsize)
-        Xd = local_array(Xv, (rows, Xv.shape[1]))
-    else:
-        Xd = rechunk_rows(Xv, {0: chunk_rows}) if chunk_rows else Xv
-    if y is None:
-        return Xd, None
-    if y_kind == "numeric":
-        yv = check_input(y, name="y", ndim=None, check_finite=False)
-    else:
-        yv = _labels_as_array(y)
-    for name, a in (("X", Xd), ("y", yv)):
-        if is_dask(a) and unknown_rows(a):  # NaN rows compare unequal to anything
-            raise InputValidationError(
-                f"{name} is a dask array with unknown chunk sizes (shape {a.shape}: a DataFrame's .values or "
-                f"to_dask_array() gives one); call `{name}.compute_chunk_sizes()` first (dkrr's estimators count "
-                "the rows themselves)"
-            )
-    if yv.shape[0] != Xd.shape[0]:
-        raise InputValidationError(
-            f"X and y have different numbers of rows: X has {Xd.shape[0]} (shape "
-            f"{Xd.shape}), y has {yv.shape[0]} (shape {yv.shape}); pass one target row per "
-            "sample."
-        )
-    if not is_dask(yv):
-        yd = local_array(np.asarray(yv), (Xd.chunks[0],) + tuple((s,) for s in yv.shape[1:]))
-    else:
-        yd = rechunk_rows(yv, {0: Xd.chunks[0], **{i: -1 for i in range(1, yv.ndim)}})
-    return Xd, yd
-
-
-def _labels_as_array(y):
-    """Class labels: a 1-D numpy or dask array of any dtype (zarr read through dask)."""
-    try:
-        import zarr
-
-        if isinstance(y, zarr.Array):
-            from .._rows import zarr_rows
-
-            y = zarr_rows(y)
-    except ImportError:  # pragma: no cover
-        pass
-    if not is_dask(y):
-        y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise InputValidationError(
-            f"class labels y must be 1-dimensional, got shape {y.shape}; multilabel "
-            "targets are not supported, pass one label per row."
-        )
-    if y.shape[0] == 0:
-        raise InputValidationError("y is empty; it needs one label per row of X")
-    if y.dtype.kind not in "biufUSO":
-        raise InputValidationError(f"class labels of dtype {y.dtype} are not supported")
-    return y
 
 
 def distributed_client():

@@ -244,7 +244,8 @@ def sampled_ridge_statistics(
         ``maps.fold_maps[k]`` as two "folds", ``[rows of fold k, all other rows]``
         (symmetrised), ready for :func:`cross_validate_fold_maps`.
     """
-    from ..linalg._reduce import as_row_chunked, reduce_row_blocks
+    from ..linalg._blocks import as_row_chunked
+    from ..linalg._reduce import reduce_row_blocks
 
     if not (hasattr(X, "chunks") and hasattr(y, "chunks")):
         X, y = as_row_chunked(X, y, y_kind="labels" if labels_mode else "numeric")

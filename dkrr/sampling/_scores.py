@@ -181,7 +181,8 @@ def streamed_score_statistics(
     max_block_bytes, split_every : int
         Feature-buffer budget of a task; fan-in of the combine tree.
     """
-    from ..linalg._reduce import as_row_chunked, reduce_row_blocks
+    from ..linalg._blocks import as_row_chunked
+    from ..linalg._reduce import reduce_row_blocks
 
     if not (hasattr(X, "chunks") and hasattr(y, "chunks")):
         X, y = as_row_chunked(X, y, y_kind="labels" if labels_mode else "numeric")
