@@ -38,7 +38,11 @@ def _parse_slow(lines, numbers):
         label = to_float(parts[0]) if parts else None
         if label is None:
             shown = parts[0] if parts else line.strip()
-            hint = " (it looks like CSV: pass format='csv')" if "," in shown else ""
+            if "," in shown and len(parts) > 1 and all(":" in t for t in parts[1:]):  # "1,3 2:0.5 ..."
+                hint = (" (comma-separated labels are LIBSVM's multilabel form, which dkrr does not read: "
+                        "it fits one label or one numeric target per row)")
+            else:
+                hint = " (it looks like CSV: pass format='csv')" if "," in shown else ""
             raise InputValidationError(
                 f"line {numbers[i]}: label {shown!r} is not a number; a LIBSVM line is "
                 f"'<label> <index>:<value> ...'{hint}"
