@@ -113,6 +113,24 @@ def test_labels_the_model_never_saw_count_as_wrong_and_are_named(abc_model, tmp_
            "as wrong: ['d']" in err, err
 
 
+def test_a_store_whose_labels_are_none_of_the_models_is_refused(abc_model, tmp_path, capsys, addr):
+    """Every row would count as wrong (accuracy 0 and a note, before): the store holds
+    another task's labels, text (yes/no against a/b/c) or text against a model of numbers.
+    Refused before any work, naming both label sets."""
+    X, y = _data(300, 6, ["yes", "no"])
+    other = _ingest(capsys, tmp_path, "other", X, y)
+    code, out, err = _main(capsys, "evaluate", abc_model, other, *addr)
+    assert code == 1 and out == "", out
+    assert err.startswith("dkrr evaluate: error: none of the labels of y in ") and "['no', 'yes']" in err, err
+    assert "is one of the model's classes (['a', 'b', 'c'])" in err and "--like" in err, err
+    X2, y2 = _data(300, 7, [-1, 1])
+    num = _ingest(capsys, tmp_path, "num", X2, y2)
+    code, _, err = _main(capsys, "fit", num, "--out", tmp_path / "mn", "--classifier", *FIT, *addr)
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "mn", other, *addr)
+    assert code == 1 and out == "" and "is one of the model's classes ([-1.0, 1.0])" in err, err
+
+
 def test_a_classifier_on_a_regression_store_is_refused(abc_model, tmp_path, capsys, addr):
     X, _ = _data(300, 3, ["a"])
     reg = _ingest(capsys, tmp_path, "reg", X, np.round(X[:, 0] * 1000 + 0.5) / 1000)

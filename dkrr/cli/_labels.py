@@ -138,7 +138,8 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
     ------
     InputValidationError
         A model with text labels on a store of numbers none of which reads as one of its
-        labels; float labels that are not finite whole numbers (a regression store:
+        labels, or a store of labels none of which is one of the model's (before any
+        work); float labels that are not finite whole numbers (a regression store:
         "Unknown label type: continuous", naming the rows).
     StoreError
         A code outside the store's ``classes`` (see :mod:`dkrr.io._labels`).
@@ -167,6 +168,13 @@ def class_metrics(est, data, y_pred) -> tuple[dict, str | None]:
         else:
             table = [by_number.get(_as_number(t), -1) for t in test_classes]
         table = np.array(table, dtype=np.int64)
+        if table.size and (table < 0).all():  # every row would count as wrong: another task's store
+            raise InputValidationError(
+                f"none of the labels of y in {data.path} ({list(test_classes)[:10]}) is one of the model's "
+                f"classes ({names.tolist()[:10]}): the store holds another task's labels, or the model is "
+                "another task's; evaluate on test data of the model's task, ingested with `dkrr ingest --like "
+                "TRAIN_STORE` from a file with the same label column as the training data"
+            )
         y_model = y.map_blocks(_take, table=table, dtype=np.int64, meta=np.empty((0,), np.int64))
         correct, counts = compute((pred == y_model).sum(), _code_counts(y, len(test_classes)),
                                   label="evaluating")
