@@ -180,9 +180,9 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     if arrays:
         import dask
 
-        from ._progress import lost_workers_named
+        from ._progress import cluster_failures_named
 
-        with lost_workers_named("counting the rows of the blocks"):
+        with cluster_failures_named("counting the rows of the blocks"):
             counts = dask.compute(*[
                 a.map_blocks(_block_rows, dtype=np.int64, chunks=((1,) * a.numblocks[0],),
                              drop_axis=list(range(1, a.ndim)) or None)

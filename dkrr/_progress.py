@@ -27,7 +27,7 @@ from typing import Any
 import dask
 
 __all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "compute",
-           "compute_limited", "log_interval", "lost_workers_named", "progress_enabled", "set_progress"]
+           "compute_limited", "log_interval", "cluster_failures_named", "progress_enabled", "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
@@ -229,9 +229,10 @@ def _mib(nbytes: float) -> str:
 def _workers_memory(client) -> str:
     """The workers' memory limits and their processes' memory now, from the scheduler
     (``""`` when it does not answer). The dead workers' nannies are restarting them: up
-    to 5 s are given for one to be back."""
+    to 15 s are given for one to be back (0.7-2.7 s measured on an idle machine, more
+    under load)."""
     try:
-        client.wait_for_workers(1, timeout=5)
+        client.wait_for_workers(1, timeout=15)
         workers = list(client.scheduler_info()["workers"].values())
         limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
         used = [int(w["metrics"]["memory"]) for w in workers]
@@ -251,20 +252,14 @@ def _workers_memory(client) -> str:
     return text
 
 
-@contextlib.contextmanager
-def lost_workers_named(label: str):
-    """Add to distributed's ``KilledWorker`` a note (PEP 678) that says what it means for
-    dkrr's step ``label`` and what to change: the exception stays the one a Dask user
-    catches, and :func:`dkrr.cli.main` prints its note as the command's error instead of a
-    traceback. Every other exception passes unchanged."""
-    try:
-        yield
-    except Exception as exc:
-        distributed = sys.modules.get("distributed")
-        if distributed is None or not isinstance(exc, distributed.KilledWorker):
-            raise
+def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
+    """dkrr's note for an exception of the cluster's failure, or None for any other."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    if isinstance(exc, distributed.KilledWorker):
         client = active_client()
-        exc.add_note(
+        return (
             f"dkrr: the Dask workers died while running {label!r}: task {exc.task!r} was tried on "
             f"{exc.allowed_failures + 1} worker(s) and each one died (a worker's nanny restarts it "
             "when its process passes 95% of its memory limit, distributed's "
@@ -274,6 +269,35 @@ def lost_workers_named(label: str):
             "LocalCluster(memory_limit=...)) or smaller row blocks (dkrr fit --chunk-rows; the "
             "dask array's chunks); the workers' log lines say why each one stopped."
         )
+    import concurrent.futures
+
+    if isinstance(exc, concurrent.futures.CancelledError) and \
+            "scheduler-connection-lost" in str(getattr(exc, "reason", None) or exc):
+        return (
+            f"dkrr: this process lost its connection to the Dask scheduler while running {label!r} "
+            "(the scheduler stopped, or the network to it failed, and distributed gave up "
+            "reconnecting), so its tasks were cancelled. Check the scheduler (its log, "
+            "`python cluster/local/cluster.py status --dir RUNDIR` for dkrr's local recipe) and run "
+            "the command again once it is up: the workers reconnect to a restarted scheduler by "
+            "themselves."
+        )
+    return None
+
+
+@contextlib.contextmanager
+def cluster_failures_named(label: str):
+    """Add a note (PEP 678) that says what the cluster's failure means for dkrr's step
+    ``label`` and what to do to distributed's ``KilledWorker`` (the workers that ran a task
+    all died) and to a task cancelled because this process lost its scheduler: the
+    exception stays the one a Dask user catches, and :func:`dkrr.cli.main` prints it with
+    the note as the command's error instead of a traceback. Every other exception passes
+    unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        note = _cluster_failure_note(exc, label)
+        if note is not None:
+            exc.add_note(note)
         raise
 
 
@@ -288,7 +312,7 @@ def compute(*collections: Any, label: str = "computing", persist: bool = False, 
     shown, waits for them).
     """
     _check_collections(collections)
-    with lost_workers_named(label):
+    with cluster_failures_named(label):
         return _compute(collections, label, persist, kwargs)
 
 

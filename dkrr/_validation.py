@@ -159,9 +159,9 @@ def check_first_label_block(y: Any) -> None:
     if is_dask(y):
         import dask
 
-        from ._progress import lost_workers_named
+        from ._progress import cluster_failures_named
 
-        with lost_workers_named("reading the first block of y"):
+        with cluster_failures_named("reading the first block of y"):
             (block,) = dask.compute(y[: y.chunks[0][0]])
     else:
         block = y[: max(1, int(y.chunks[0]))]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -209,6 +210,48 @@ def test_fit_survives_killed_worker(proc_cluster, monitor, big_store, reference,
     scale = np.abs(ref.coef_).max()
     np.testing.assert_allclose(saved.coef_, ref.coef_, rtol=1e-10, atol=1e-12 * scale)
     np.testing.assert_allclose(saved.intercept_, ref.intercept_, rtol=1e-10, atol=1e-12 * scale)
+
+
+@pytest.mark.cluster
+def test_a_scheduler_lost_mid_fit_is_a_named_error(big_store, tmp_path):
+    """The scheduler process is killed (SIGKILL) during the statistics pass of
+    ``dkrr fit --scheduler``: distributed cancels the client's futures
+    ("scheduler-connection-lost"), and the command says so in an error line and dkrr's note
+    (the step, what to check), exits 1 and writes nothing: before, a traceback."""
+    from distributed import Client
+
+    rundir = tmp_path / "run"
+    _cluster_cmd("start", "--dir", rundir, "--workers", 2, "--threads-per-worker", 1, "--memory-limit", "2GB",
+                 "--scheduler-port", 0, "--dashboard-port", -1, "--quiet")
+    try:
+        info = json.loads((rundir / "cluster.json").read_text())
+        proc = _popen("fit", big_store, "--out", tmp_path / "model", "--scheduler", info["address"],
+                      "--timeout", 10, "-q", *FIT_FLAGS)
+        try:
+            with Client(info["address"], timeout=30) as monitor:
+                def pass_under_way():
+                    if proc.poll() is not None:
+                        raise AssertionError(f"the fit ended before the scheduler was killed:\n{proc.communicate()}")
+                    states, _ = _task_states(monitor)
+                    return states.get("memory", 0) >= 2 and sum(
+                        n for s, n in states.items() if s not in ("memory", "forgotten", "erred")) >= 20
+                _wait_for(pass_under_way, 120, "the pass to be under way")
+                pid = monitor.run_on_scheduler(os.getpid)
+            os.kill(pid, signal.SIGKILL)
+            rc, out, err = _finish(proc, timeout=180)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    finally:
+        _cluster_cmd("stop", "--dir", rundir, "--grace", 5, check=False)
+    assert rc == 1, err
+    assert "dkrr fit: error: " in err and "scheduler-connection-lost" in err, err
+    # the step the kill landed in (the moments pass or the statistics pass), named
+    assert re.search(r"dkrr: this process lost its connection to the Dask scheduler while running "
+                     r"'(column moments|accumulating ridge statistics)'", err), err
+    assert "dkrr/cli/_main.py" not in err, err  # no traceback of the command
+    assert not (tmp_path / "model").exists() and not _leftovers(tmp_path, "model")
 
 
 # --------------------------------------------------------------------------- unreachable scheduler

@@ -96,11 +96,11 @@ def _stop_if_signalled() -> None:
         raise (_Terminated if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt)()
 
 
-def _lost_workers(exc: BaseException) -> bool:
-    """Whether ``exc`` is distributed's ``KilledWorker`` (the workers that ran a task all
-    died): a command's error, said in a line and a note, not a traceback."""
-    distributed = sys.modules.get("distributed")
-    return distributed is not None and isinstance(exc, distributed.KilledWorker)
+def _dkrr_notes(exc: BaseException) -> list[str]:
+    """The notes dkrr added to a dependency's exception (``dkrr._progress``: the cluster's
+    failures, KilledWorker or a lost scheduler): such an exception is a command's error,
+    said in its line and the note, not a traceback."""
+    return [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str) and n.startswith("dkrr: ")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,11 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
             return 1
         except Exception as exc:
-            if _SIGNALLED or not _lost_workers(exc):
+            if _SIGNALLED or not _dkrr_notes(exc):
                 raise
-            # dask's own words, then the note dkrr added (what it means, what to change)
-            print(f"dkrr {args.command}: error: {exc}", *getattr(exc, "__notes__", ()), sep="\n",
-                  file=sys.stderr)
+            # dask's own words, then the note dkrr added (what it means, what to do)
+            print(f"dkrr {args.command}: error: {exc}", *_dkrr_notes(exc), sep="\n", file=sys.stderr)
             return 1
     except _Terminated:
         print("dkrr: terminated; no partial output was left behind", file=sys.stderr)

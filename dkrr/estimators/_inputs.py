@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._frames import check_feature_names, feature_names, frames_as_arrays
-from .._progress import lost_workers_named
+from .._progress import cluster_failures_named
 from .._validation import is_dask
 from ..errors import InputValidationError
 
@@ -97,7 +97,7 @@ def first_block_mean(yd, y=None) -> np.ndarray:
     if isinstance(y, np.ndarray):
         first = y[:rows]
     else:
-        with lost_workers_named("reading the first block of y"):
+        with cluster_failures_named("reading the first block of y"):
             first = dask.compute(yd[:rows])[0]
     first = np.asarray(first, dtype=np.float64).reshape(-1, t)
     finite = np.isfinite(first)

@@ -26,7 +26,7 @@ import numpy as np
 from dask.base import get_scheduler, tokenize
 from dask.system import CPU_COUNT
 
-from .._progress import active_client, lost_workers_named
+from .._progress import active_client, cluster_failures_named
 
 __all__ = ["drain_keys", "run_store_tasks", "store_tasks"]
 
@@ -142,7 +142,7 @@ def run_store_tasks(tasks: Any, compute: Callable[[list], Any] | None) -> None:
     elif client is not None and hasattr(client, "compute") and hasattr(client, "run"):
         futures = client.compute(tasks)
         try:
-            with lost_workers_named("writing the store"):
+            with cluster_failures_named("writing the store"):
                 client.gather(futures)
         except BaseException:
             client.cancel(futures)

@@ -30,7 +30,7 @@ import dask
 from dask.base import tokenize
 from dask.system import CPU_COUNT
 
-from ..._progress import lost_workers_named
+from ..._progress import cluster_failures_named
 from ._writer import MissingRows
 
 __all__ = ["Combiner", "Segment", "SegmentResult", "run_segments"]
@@ -184,7 +184,7 @@ def _on_cluster(client, convert, args, segments, combiner, report):
             futures.append(future)
             ac.add(future)
         for future in ac:
-            with lost_workers_named("converting the input"):
+            with cluster_failures_named("converting the input"):
                 result = future.result()
             report(result.rows, result.nbytes)
             combiner.add(result)
