@@ -216,12 +216,6 @@ def active_client():
         return None
 
 
-#: what a worker process holds once it has run dkrr's tasks, before any data: its
-#: interpreter, numpy, scipy, numba's compiled kernels and BLAS (312 MiB measured in a
-#: LocalCluster worker after a small fit; the 0.3 GB baseline of ``linalg/_memory.py``)
-WORKER_BASELINE_BYTES = 300 * 2**20
-
-
 def _mib(nbytes: float) -> str:
     return f"{nbytes / 2**20:,.0f} MiB"
 
@@ -245,6 +239,8 @@ def _workers_memory(client) -> str:
         return f" The workers have no memory limit and their processes hold {held} now."
     said = ", ".join(_mib(v) for v in limits if v) or "none"
     text = f" The workers' memory limit is {said} each and their processes hold {held} now."
+    from ._system import WORKER_BASELINE_BYTES
+
     if limits[0] and limits[0] < 2 * max(max(used), WORKER_BASELINE_BYTES):
         text += (f" A worker that has run dkrr's tasks holds about {_mib(WORKER_BASELINE_BYTES)} before"
                  f" any data (its libraries and compiled kernels), so a limit of {_mib(limits[0])}"

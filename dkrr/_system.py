@@ -5,7 +5,9 @@ of a distributed Client, as the memory checks and the messages need them.
   SLURM job's, a systemd unit's; v2 or v1) and what it leaves;
 * :func:`local_memory` is the memory available to this process: psutil's available
   memory of the host, or what the cgroup limit leaves when that is less;
-* :func:`scheduler_workers` lists the scheduler's record of every worker of a Client;
+* :func:`scheduler_workers` lists the scheduler's record of every worker of a Client, and
+  :func:`check_worker_memory` refuses workers whose memory limit is below
+  :func:`worker_memory_floor`, what a worker needs to run dkrr's tasks at all;
 * :func:`cache_sizes` lists the CPU's caches (Linux sysfs) and :func:`last_level_cache`
   is the largest (the benchmarks record them);
 * :func:`format_bytes` writes a size for a message.
@@ -20,8 +22,9 @@ from __future__ import annotations
 import dataclasses
 import os
 
-__all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "cgroup_memory",
-           "cache_sizes", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers"]
+__all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
+           "cgroup_memory", "cache_sizes", "check_worker_memory", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers",
+           "worker_memory_floor"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -33,6 +36,10 @@ CACHE_ROOT = "/sys/devices/system/cpu/cpu0/cache"
 DEFAULT_CACHE_BYTES = 32 * 2**20
 #: what :func:`local_memory` calls the host's available memory in messages
 HOST_MEMORY = "the available memory of this machine"
+#: what a worker process holds once it has run dkrr's tasks, before any data: its
+#: interpreter, numpy, scipy, numba's compiled kernels and BLAS (312 MiB measured in a
+#: LocalCluster worker after a small fit; the 0.3 GB baseline of ``linalg/_memory.py``)
+WORKER_BASELINE_BYTES = 300 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +226,41 @@ def format_bytes(n: float) -> str:
                 return f"{v:.0f} GiB"
             return f"{v:.2f} {unit}" if abs(v) < 10 else f"{v:.1f} {unit}" if abs(v) < 100 else f"{v:.0f} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def worker_memory_floor() -> float:
+    """The least memory limit a worker needs to run dkrr's tasks at all:
+    :data:`WORKER_BASELINE_BYTES` over the fraction of its limit at which distributed
+    pauses it (``distributed.worker.memory.pause``, 0.8 by default; else the terminate
+    fraction, 0.95): 375 MiB by default, before any data."""
+    import dask
+
+    fraction = dask.config.get("distributed.worker.memory.pause", 0.8) or \
+        dask.config.get("distributed.worker.memory.terminate", 0.95) or 1.0
+    return WORKER_BASELINE_BYTES / float(fraction)
+
+
+def check_worker_memory(client, memory_limit) -> None:
+    """Refuse a LocalCluster (:func:`dkrr.cluster.local_cluster`) whose workers' memory
+    limit is below what a worker needs to run dkrr's tasks at all
+    (:func:`worker_memory_floor`): their nannies would restart them at every task, or in
+    a loop that no task survives and the fit waits on forever. Checked on the started
+    cluster's own limits (also those ``"auto"`` gave); ``memory_limit`` as given, for the
+    message."""
+    from .errors import InvalidParameterError
+
+    floor = worker_memory_floor()
+    limits = sorted({int(w.get("memory_limit") or 0) for w in scheduler_workers(client)} - {0})
+    if limits and limits[0] < floor:
+        raise InvalidParameterError(
+            f"the LocalCluster's workers have a memory limit of {format_bytes(limits[0])} each "
+            f"(memory_limit={memory_limit!r}, --memory-limit): a worker holds about "
+            f"{format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its libraries and "
+            "compiled kernels), and distributed pauses a worker at 80% of its limit and restarts it "
+            f"at 95%, so each needs at least {format_bytes(floor)}, and more for its data: its "
+            "nanny would restart it at every task, or in a loop that the fit would wait on forever. "
+            "Give each worker 1 GB or more, or fewer workers (--workers, n_workers) to share the memory."
+        )
 
 
 def scheduler_workers(client) -> list[dict]:

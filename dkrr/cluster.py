@@ -34,6 +34,7 @@ from typing import Any
 from dkrr._connection import local_security, make_security, open_client
 from dkrr.errors import InvalidParameterError, MainGuardError
 from ._blas import limit_blas_threads, worker_blas_threads
+from ._system import check_worker_memory
 
 __all__ = ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
 
@@ -343,8 +344,11 @@ def local_cluster(options=None, **overrides):
     Raises
     ------
     InvalidParameterError
-        If an option is invalid (see :class:`ClusterOptions`), a TLS file is missing, or
-        LocalCluster refuses its arguments (``memory_limit="lots"``).
+        If an option is invalid (see :class:`ClusterOptions`), a TLS file is missing,
+        LocalCluster refuses its arguments (``memory_limit="lots"``), or its workers' memory
+        limit is below what a worker needs to run dkrr's tasks (about 375 MiB: a worker
+        holds about 300 MiB with dkrr's libraries loaded, and is paused at 80% of its
+        limit); the cluster is closed again.
     MainGuardError
         If it is called, with worker processes, from a script's top-level code outside
         ``if __name__ == "__main__":``: the worker processes import the script and would
@@ -406,6 +410,7 @@ def local_cluster(options=None, **overrides):
         client = stack.enter_context(Client(cluster, timeout=options.timeout, security=security))
         start.close()
         _redeliver(held)
+        check_worker_memory(client, options.memory_limit)
         if not options.quiet:
             link = None
             if options.dashboard:

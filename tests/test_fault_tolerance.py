@@ -300,22 +300,28 @@ def test_unreachable_scheduler_fails_within_timeout(small_store, tmp_path):
 
 
 @pytest.mark.cluster
-def test_workers_that_die_of_their_memory_limit_are_a_named_error(big_store, tmp_path):
-    """Workers whose memory limit is below what a worker holds with dkrr's libraries
-    loaded are restarted by their nannies at every task, and distributed gives up on the
-    task (KilledWorker). ``dkrr fit`` says so in an error line and dkrr's note (the step,
-    the workers' memory limit, the fix), exits 1 and writes nothing: before, a traceback."""
-    env = dict(os.environ, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0")
+def test_a_memory_limit_below_what_a_worker_needs_is_refused_before_any_work(big_store, tmp_path):
+    """``--memory-limit 150MB`` gives each worker 143 MiB, below the ~300 MiB a worker holds
+    with dkrr's libraries loaded: the nannies restarted the workers at every task (a
+    traceback of KilledWorker) or, with the oldest supported distributed, in a loop that the
+    fit waited on forever. Refused once the cluster is up, before any work, naming the
+    floor and the fix; nothing is written. ``local_cluster`` refuses it too, in Python."""
+    from dkrr.cluster import local_cluster
+    from dkrr.errors import InvalidParameterError
+
     proc = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "model", "--memory-limit", "150MB",
                                     "--alpha", 1, "-q"),
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+                          capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert proc.returncode == 1, proc.stderr
-    assert "dkrr fit: error: Attempted to run task" in proc.stderr  # distributed's words first
-    assert "dkrr: the Dask workers died while running '" in proc.stderr
-    assert "memory limit is 143 MiB each" in proc.stderr  # 150 MB, as the cluster states it
-    assert "this is the likely cause" in proc.stderr and "--memory-limit" in proc.stderr
-    assert "dkrr/cli/_main.py" not in proc.stderr  # no traceback of the command (the workers' logs may hold theirs)
+    assert proc.stderr.startswith("dkrr fit: error: the LocalCluster's workers have a memory limit of 143 MiB "
+                                  "each (memory_limit='150MB', --memory-limit)"), proc.stderr
+    assert "needs at least 375 MiB" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "model").exists() and not _leftovers(tmp_path, "model")
+    with pytest.raises(InvalidParameterError, match=r"memory limit of 200 MiB each .* at least 375 MiB"):
+        with local_cluster(n_workers=1, memory_limit="200MiB", dashboard=False, quiet=True):
+            pass
+    with local_cluster(n_workers=1, memory_limit="400MiB", dashboard=False, quiet=True) as client:
+        assert client.submit(sum, [1, 2]).result() == 3  # above the floor: it runs
 
 
 @pytest.mark.cluster
