@@ -23,7 +23,7 @@ import dataclasses
 import os
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
-           "cgroup_memory", "cache_sizes", "check_worker_memory", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers",
+           "cgroup_memory", "cache_sizes", "check_active_workers", "check_worker_memory", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers",
            "worker_memory_floor"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
@@ -231,36 +231,58 @@ def format_bytes(n: float) -> str:
 def worker_memory_floor() -> float:
     """The least memory limit a worker needs to run dkrr's tasks at all:
     :data:`WORKER_BASELINE_BYTES` over the fraction of its limit at which distributed
-    pauses it (``distributed.worker.memory.pause``, 0.8 by default; else the terminate
-    fraction, 0.95): 375 MiB by default, before any data."""
+    pauses it (``distributed.worker.memory.pause``, 0.8 by default) or, without pausing,
+    restarts it (``terminate``, 0.95): 375 MiB by default, before any data. 0 where this
+    process's dask config turns both off (the limit is then only read, e.g. for spilling)."""
     import dask
 
-    fraction = dask.config.get("distributed.worker.memory.pause", 0.8) or \
-        dask.config.get("distributed.worker.memory.terminate", 0.95) or 1.0
-    return WORKER_BASELINE_BYTES / float(fraction)
+    fractions = [float(f) for f in (dask.config.get("distributed.worker.memory.pause", 0.8),
+                                    dask.config.get("distributed.worker.memory.terminate", 0.95)) if f]
+    return WORKER_BASELINE_BYTES / min(fractions) if fractions else 0.0
 
 
-def check_worker_memory(client, memory_limit) -> None:
-    """Refuse a LocalCluster (:func:`dkrr.cluster.local_cluster`) whose workers' memory
-    limit is below what a worker needs to run dkrr's tasks at all
-    (:func:`worker_memory_floor`): their nannies would restart them at every task, or in
-    a loop that no task survives and the fit waits on forever. Checked on the started
-    cluster's own limits (also those ``"auto"`` gave); ``memory_limit`` as given, for the
-    message."""
-    from .errors import InvalidParameterError
+def check_worker_memory(client, memory_limit=None) -> None:
+    """Refuse workers whose memory limit is below what a worker needs to run dkrr's tasks
+    at all (:func:`worker_memory_floor`): their nannies would restart them at every task,
+    or in a loop that no task survives and the fit waits on forever. Checked on the
+    workers' own limits (also those ``"auto"`` gave; a worker without a limit passes).
+
+    ``memory_limit``: the argument of a LocalCluster that :func:`dkrr.cluster.local_cluster`
+    started (an :class:`~dkrr.errors.InvalidParameterError` names it and the cluster is
+    closed again); ``None``, the workers of the active Client that a fit is about to use
+    (a :class:`~dkrr.errors.MemoryBudgetError`, before any task).
+    """
+    from .errors import InvalidParameterError, MemoryBudgetError
 
     floor = worker_memory_floor()
     limits = sorted({int(w.get("memory_limit") or 0) for w in scheduler_workers(client)} - {0})
-    if limits and limits[0] < floor:
+    if not limits or limits[0] >= floor:
+        return
+    why = (f"a worker holds about {format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its "
+           "libraries and compiled kernels), and distributed pauses a worker at 80% of its limit and restarts "
+           f"it at 95%, so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
+           "restart it at every task, or in a loop that the fit would wait on forever.")
+    if memory_limit is not None:
         raise InvalidParameterError(
             f"the LocalCluster's workers have a memory limit of {format_bytes(limits[0])} each "
-            f"(memory_limit={memory_limit!r}, --memory-limit): a worker holds about "
-            f"{format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its libraries and "
-            "compiled kernels), and distributed pauses a worker at 80% of its limit and restarts it "
-            f"at 95%, so each needs at least {format_bytes(floor)}, and more for its data: its "
-            "nanny would restart it at every task, or in a loop that the fit would wait on forever. "
-            "Give each worker 1 GB or more, or fewer workers (--workers, n_workers) to share the memory."
+            f"(memory_limit={memory_limit!r}, --memory-limit): {why} Give each worker 1 GB or more, or "
+            "fewer workers (--workers, n_workers) to share the memory."
         )
+    raise MemoryBudgetError(
+        f"the active Dask client's workers have a memory limit of {format_bytes(limits[0])} (the smallest): "
+        f"{why} Give each worker 1 GB or more (LocalCluster(memory_limit=...), `dask worker --memory-limit`), "
+        "or fewer workers to share the memory."
+    )
+
+
+def check_active_workers() -> None:
+    """:func:`check_worker_memory` on the workers of the active distributed Client, if any
+    (the estimators' ``fit``, before their first task)."""
+    from ._progress import active_client
+
+    client = active_client()
+    if client is not None:
+        check_worker_memory(client)
 
 
 def scheduler_workers(client) -> list[dict]:

@@ -328,22 +328,59 @@ def test_a_memory_limit_below_what_a_worker_needs_is_refused_before_any_work(big
 def test_a_killed_worker_keeps_its_type_and_gains_dkrrs_note(tmp_path):
     """In Python the exception stays distributed's KilledWorker, which a Dask user catches;
     dkrr adds a note (PEP 678) naming its step and the workers' memory, and the estimator
-    is left unfitted. Each input block of 320 MB is above the worker's 250 MiB limit."""
+    is left unfitted. Each input block of 640 MB is above the worker's 400 MiB limit (which
+    is above what a worker needs to run dkrr's tasks at all: not refused before the fit)."""
     from distributed import Client, KilledWorker, LocalCluster
     from sklearn.exceptions import NotFittedError
 
-    X = da.random.RandomState(0).standard_normal((2_000_000, 20), chunks=(2_000_000, 20))
+    X = da.random.RandomState(0).standard_normal((2_000_000, 40), chunks=(2_000_000, 40))
     est = RandomFeatureRidge(n_components=32, gamma=0.1, alpha=1.0)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
-            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="250MiB", dashboard_address=None,
+            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MiB", dashboard_address=None,
                          processes=True) as cluster, Client(cluster):
         with pytest.raises(KilledWorker) as info:
             est.fit(X, X[:, 0])
     notes = "\n".join(getattr(info.value, "__notes__", ()))
     assert "dkrr: the Dask workers died while running '" in notes, notes
-    assert "memory limit is 250 MiB each" in notes and "--memory-limit" in notes, notes
+    assert "memory limit is 400 MiB each" in notes and "--memory-limit" in notes, notes
     with pytest.raises(NotFittedError):
-        est.predict(np.zeros((1, 20)))
+        est.predict(np.zeros((1, 40)))
+
+
+def test_the_worker_memory_floor_follows_distributeds_pause_and_terminate_fractions():
+    """375 MiB (300 MiB / 0.8) by default; 300 / 0.95 without pausing; none where the
+    memory management is off (the limit is then only read: tests/test_cv_tasks.py runs a
+    fit on such workers with a limit of a few MiB)."""
+    from dkrr._system import WORKER_BASELINE_BYTES, worker_memory_floor
+
+    assert worker_memory_floor() == pytest.approx(WORKER_BASELINE_BYTES / 0.8) == 375 * 2**20
+    with dask.config.set({"distributed.worker.memory.pause": False}):
+        assert worker_memory_floor() == pytest.approx(WORKER_BASELINE_BYTES / 0.95)
+    with dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}):
+        assert worker_memory_floor() == 0.0
+
+
+@pytest.mark.cluster
+def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
+    """A Client of the user's own LocalCluster whose workers have 200 MiB each: the fit is
+    refused (MemoryBudgetError) before its first task, where the nannies would restart the
+    workers at every task or in a loop; the estimator stays unfitted."""
+    from distributed import Client, LocalCluster
+    from sklearn.exceptions import NotFittedError
+
+    from dkrr.errors import MemoryBudgetError
+    from dkrr.estimators import RandomFeatureRidgeClassifier
+
+    X = np.random.default_rng(0).standard_normal((200, 3))
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="200MiB", dashboard_address=None,
+                      processes=True) as cluster, Client(cluster) as client:
+        for est, y in ((RandomFeatureRidge(n_components=8, alpha=1.0), X[:, 0]),
+                       (RandomFeatureRidgeClassifier(n_components=8, alpha=1.0), X[:, 0] > 0)):
+            with pytest.raises(MemoryBudgetError, match=r"workers have a memory limit of 200 MiB .* at least 375 MiB"):
+                est.fit(da.from_array(X, chunks=50), y)
+            with pytest.raises(NotFittedError):
+                est.predict(X)
+        assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))  # no task ran
 
 
 # --------------------------------------------------------------------------- Ctrl-C

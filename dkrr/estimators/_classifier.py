@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._system import check_active_workers
 from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
 from ._fitted import PlusMinusTargets
@@ -153,7 +154,12 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
+        MemoryBudgetError
+            The fit cannot be held in memory, or the active Client's workers have a memory
+            limit below what a worker needs to run dkrr's tasks at all (about 375 MiB;
+            checked before the first task).
         """
+        check_active_workers()  # workers that cannot run a task at all: refused before the first
         X, y, sample_weight, names = frame_inputs(X, y, sample_weight, labels=True)
         y = _check_label_kind(y)
         self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), 1, names)

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._system import check_active_workers
 from .._validation import check_input, check_n_features, is_dask
 from ..errors import InputValidationError, InvalidParameterError
 from ..linalg import DEFAULT_MAX_BLOCK_BYTES, as_row_chunked
@@ -424,7 +425,12 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             Invalid parameters, e.g. ``alpha < 0`` (checked before the pass).
         SingularSystemError
             The regularised system is singular (``alpha = 0`` with singular ``Z^T Z``).
+        MemoryBudgetError
+            The fit cannot be held in memory, or the active Client's workers have a memory
+            limit below what a worker needs to run dkrr's tasks at all (about 375 MiB;
+            checked before the first task).
         """
+        check_active_workers()  # workers that cannot run a task at all: refused before the first
         X, y, sample_weight, names = frame_inputs(X, y, sample_weight)
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
         self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), y_ndim, names)
