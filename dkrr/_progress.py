@@ -26,8 +26,8 @@ from typing import Any
 
 import dask
 
-__all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "compute",
-           "compute_limited", "log_interval", "cluster_failures_named", "progress_enabled", "set_progress"]
+__all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "cluster_failures_named",
+           "compute", "compute_limited", "log_interval", "progress_enabled", "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
@@ -216,15 +216,13 @@ def active_client():
         return None
 
 
-def _mib(nbytes: float) -> str:
-    return f"{nbytes / 2**20:,.0f} MiB"
-
-
 def _workers_memory(client) -> str:
     """The workers' memory limits and their processes' memory now, from the scheduler
     (``""`` when it does not answer). The dead workers' nannies are restarting them: up
     to 15 s are given for one to be back (0.7-2.7 s measured on an idle machine, more
     under load)."""
+    from ._system import WORKER_BASELINE_BYTES, format_bytes
+
     try:
         client.wait_for_workers(1, timeout=15)
         workers = list(client.scheduler_info()["workers"].values())
@@ -234,16 +232,14 @@ def _workers_memory(client) -> str:
         return ""
     if not workers:
         return ""
-    held = f"{_mib(min(used))}-{_mib(max(used))}" if len(used) > 1 else _mib(used[0])
+    held = f"{format_bytes(min(used))}-{format_bytes(max(used))}" if len(used) > 1 else format_bytes(used[0])
     if limits == [0]:
         return f" The workers have no memory limit and their processes hold {held} now."
-    said = ", ".join(_mib(v) for v in limits if v) or "none"
+    said = ", ".join(format_bytes(v) for v in limits if v) or "none"
     text = f" The workers' memory limit is {said} each and their processes hold {held} now."
-    from ._system import WORKER_BASELINE_BYTES
-
     if limits[0] and limits[0] < 2 * max(max(used), WORKER_BASELINE_BYTES):
-        text += (f" A worker that has run dkrr's tasks holds about {_mib(WORKER_BASELINE_BYTES)} before"
-                 f" any data (its libraries and compiled kernels), so a limit of {_mib(limits[0])}"
+        text += (f" A worker that has run dkrr's tasks holds about {format_bytes(WORKER_BASELINE_BYTES)} before"
+                 f" any data (its libraries and compiled kernels), so a limit of {format_bytes(limits[0])}"
                  " leaves its tasks little room: this is the likely cause.")
     return text
 
@@ -258,7 +254,7 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
         return (
             f"dkrr: the Dask workers died while running {label!r}: task {exc.task!r} was tried on "
             f"{exc.allowed_failures + 1} worker(s) and each one died (a worker's nanny restarts it "
-            "when its process passes 95% of its memory limit, distributed's "
+            "when its process passes 95% of its memory limit by default, distributed's "
             "worker.memory.terminate; the operating system kills it when the machine runs out of "
             "memory)." + ("" if client is None else _workers_memory(client)) + " Give each worker "
             "more memory (dkrr fit/predict/evaluate: --memory-limit, or fewer --workers; "

@@ -23,8 +23,8 @@ import dataclasses
 import os
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
-           "cgroup_memory", "cache_sizes", "check_active_workers", "check_worker_memory", "format_bytes", "last_level_cache", "local_memory", "scheduler_workers",
-           "worker_memory_floor"]
+           "cache_sizes", "cgroup_memory", "check_active_workers", "check_worker_memory", "format_bytes",
+           "last_level_cache", "local_memory", "scheduler_workers", "worker_memory_floor"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -260,7 +260,7 @@ def check_worker_memory(client, memory_limit=None) -> None:
         return
     why = (f"a worker holds about {format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its "
            "libraries and compiled kernels), and distributed pauses a worker at 80% of its limit and restarts "
-           f"it at 95%, so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
+           f"it at 95% (its defaults), so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
            "restart it at every task, or in a loop that the fit would wait on forever.")
     if memory_limit is not None:
         raise InvalidParameterError(
