@@ -23,7 +23,7 @@ import dataclasses
 import os
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
-           "cache_sizes", "cgroup_memory", "check_active_workers", "check_worker_memory", "format_bytes",
+           "cache_sizes", "cgroup_memory", "check_active_workers", "check_worker_memory", "distributed_client", "format_bytes",
            "last_level_cache", "local_memory", "scheduler_workers", "worker_memory_floor"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
@@ -276,13 +276,22 @@ def check_worker_memory(client, memory_limit=None) -> None:
 
 
 def check_active_workers() -> None:
-    """:func:`check_worker_memory` on the workers of the active distributed Client, if any
-    (the estimators' ``fit``, before their first task)."""
-    from ._progress import active_client
-
-    client = active_client()
+    """:func:`check_worker_memory` on the workers of the distributed Client that
+    ``dask.compute`` would use now, if any (the estimators' ``fit``, before their first
+    task)."""
+    client = distributed_client()
     if client is not None:
         check_worker_memory(client)
+
+
+def distributed_client():
+    """The distributed Client that ``dask.compute`` would use now, else None (the
+    threaded or synchronous scheduler, also when a Client exists but dask's ``scheduler``
+    setting names another)."""
+    from dask.base import get_scheduler
+
+    client = getattr(get_scheduler(), "__self__", None)
+    return client if callable(getattr(client, "scatter", None)) else None
 
 
 def scheduler_workers(client) -> list[dict]:

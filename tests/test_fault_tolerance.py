@@ -364,7 +364,8 @@ def test_the_worker_memory_floor_follows_distributeds_pause_and_terminate_fracti
 def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
     """A Client of the user's own LocalCluster whose workers have 200 MiB each: the fit is
     refused (MemoryBudgetError) before its first task, where the nannies would restart the
-    workers at every task or in a loop; the estimator stays unfitted."""
+    workers at every task or in a loop; the estimator stays unfitted. With dask set to the
+    threaded scheduler beside that Client the fit runs in this process and is not refused."""
     from distributed import Client, LocalCluster
     from sklearn.exceptions import NotFittedError
 
@@ -381,6 +382,8 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
             with pytest.raises(NotFittedError):
                 est.predict(X)
         assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))  # no task ran
+        with dask.config.set(scheduler="threads"):  # the fit's tasks run in this process: not refused
+            assert RandomFeatureRidge(n_components=8, alpha=1.0).fit(da.from_array(X, chunks=50), X[:, 0]).coef_.shape == (16,)
 
 
 # --------------------------------------------------------------------------- Ctrl-C

@@ -199,7 +199,7 @@ def _score(total, fold, alphas, fit_intercept: bool, blas_threads: int | None):
 
 def _workers() -> dict:
     """The worker addresses of the active Client, sorted, with their threads; {} without one."""
-    from ._reduce import distributed_client
+    from .._system import distributed_client
 
     client = distributed_client()
     if client is None:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._system import distributed_client
 from ..errors import InputValidationError, InvalidParameterError
 from ._chains import chain_steps
 
@@ -121,16 +122,6 @@ def _accumulate_into(part, acc, combine_fn):
 def _chain_step(block_fn, combine_fn, acc, *args):
     """One fused step of a chain: the block's partial result plus the running sum."""
     return _accumulate_into(block_fn(*args), acc, combine_fn)
-
-
-def distributed_client():
-    """The distributed Client that ``dask.compute`` would use now, else None (the
-    threaded or synchronous scheduler, also when a Client exists but dask's ``scheduler``
-    setting names another)."""
-    from dask.base import get_scheduler
-
-    client = getattr(get_scheduler(), "__self__", None)
-    return client if callable(getattr(client, "scatter", None)) else None
 
 
 #: a constant ndarray of at least this many bytes goes to every worker once per reduction
