@@ -221,11 +221,11 @@ def _workers_memory(client) -> str:
     (``""`` when it does not answer). The dead workers' nannies are restarting them: up
     to 15 s are given for one to be back (0.7-2.7 s measured on an idle machine, more
     under load)."""
-    from ._system import WORKER_BASELINE_BYTES, format_bytes
+    from ._system import WORKER_BASELINE_BYTES, format_bytes, scheduler_workers
 
     try:
         client.wait_for_workers(1, timeout=15)
-        workers = list(client.scheduler_info()["workers"].values())
+        workers = scheduler_workers(client)
         limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
         used = [int(w["metrics"]["memory"]) for w in workers]
     except Exception:  # the cluster may be going down: the note is said without it
