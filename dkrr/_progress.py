@@ -26,8 +26,11 @@ from typing import Any
 
 import dask
 
-__all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "active_client", "cluster_failures_named",
-           "compute", "compute_limited", "log_interval", "progress_enabled", "set_progress"]
+from ._system import distributed_client
+
+__all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "cluster_failures_named",
+           "compute", "compute_limited", "log_interval", "progress_enabled", "progress_set",
+           "set_progress"]
 
 _STATE = {"enabled": False, "stream": None}
 
@@ -193,27 +196,24 @@ def progress_enabled() -> bool:
 
 
 @contextlib.contextmanager
+def progress_set(enabled: bool, stream=None):
+    """:func:`set_progress` for the ``with`` block only; the setting before it is restored
+    on leaving (``dkrr.cli.main`` called in Python, from a notebook or a test, leaves its
+    caller's setting as it was)."""
+    previous = dict(_STATE)
+    set_progress(enabled, stream)
+    try:
+        yield
+    finally:
+        _STATE.update(previous)
+
+
+@contextlib.contextmanager
 def _local_bar(label: str):
     from dask.diagnostics import ProgressBar
 
     with _bar_stream(label) as stream, ProgressBar(out=stream, dt=0.5):
         yield
-
-
-def active_client():
-    """The default distributed Client if one is active, else ``None``.
-
-    distributed is not imported for it: no Client exists before distributed is imported
-    (:func:`dkrr.io.ingest` on the threaded scheduler does not import it).
-    """
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import default_client
-
-    try:
-        return default_client()
-    except ValueError:
-        return None
 
 
 def _workers_memory(client) -> str:
@@ -250,7 +250,7 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
     if distributed is None:
         return None
     if isinstance(exc, distributed.KilledWorker):
-        client = active_client()
+        client = distributed_client()
         return (
             f"dkrr: the Dask workers died while running {label!r}: task {exc.task!r} was tried on "
             f"{exc.allowed_failures + 1} worker(s) and each one died (a worker's nanny restarts it "
@@ -312,7 +312,7 @@ def _compute(collections: tuple, label: str, persist: bool, kwargs: dict) -> tup
     run = dask.persist if persist else dask.compute
     if not _STATE["enabled"]:
         return run(*collections, **kwargs)
-    client = active_client()
+    client = distributed_client()
     if client is None:
         with _local_bar(label):
             return run(*collections, **kwargs)
@@ -344,7 +344,7 @@ def compute_limited(*collections, label: str = "computing", n_tasks: int | None 
     (a fit of one block uses every core). ``persist`` and ``kwargs`` (e.g. the threaded
     scheduler's ``num_workers``): as in :func:`compute`.
     """
-    if active_client() is not None:
+    if distributed_client() is not None:
         return compute(*collections, label=label, persist=persist, **kwargs)
     from dask.system import CPU_COUNT
 

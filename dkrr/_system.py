@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
            "cache_sizes", "cgroup_memory", "check_active_workers", "check_worker_memory", "distributed_client", "format_bytes",
@@ -285,12 +286,21 @@ def check_active_workers() -> None:
 
 
 def distributed_client():
-    """The distributed Client that ``dask.compute`` would use now, else None (the
-    threaded or synchronous scheduler, also when a Client exists but dask's ``scheduler``
-    setting names another)."""
+    """The distributed Client that ``dask.compute`` would use now, else None: the threaded
+    or synchronous scheduler, also where a Client exists but dask's ``scheduler`` setting
+    names another (``dask.config.set(scheduler="threads")``). Every dkrr computation asks
+    this, so that its tasks, progress bar and memory checks follow the same scheduler.
+
+    distributed is not imported for it: no Client exists before distributed is imported
+    (:func:`dkrr.io.ingest` on the threaded scheduler does not import it)."""
+    if "distributed" not in sys.modules:
+        return None
     from dask.base import get_scheduler
 
-    client = getattr(get_scheduler(), "__self__", None)
+    try:
+        client = getattr(get_scheduler(), "__self__", None)
+    except (RuntimeError, ValueError):  # set to "distributed" with no Client: dask.compute says so
+        return None
     return client if callable(getattr(client, "scatter", None)) else None
 
 

@@ -156,6 +156,26 @@ def test_predict_progress_is_plain_lines_in_a_log(models):
     assert "predicting" in proc.stderr
 
 
+def test_the_command_called_in_python_leaves_the_callers_progress_setting(models, capsys):
+    """``dkrr.cli.main`` in a notebook or a test turns the bars on or off for its command
+    only: the caller's setting (and stream) is restored, so its later fits are not sent to
+    the bar's path (which once ignored ``dask.config.set(scheduler=...)``)."""
+    import io
+
+    from dkrr._progress import _STATE, progress_enabled, set_progress
+    from dkrr.cli._main import main
+
+    stream = io.StringIO()
+    for before, quiet in ((False, []), (True, ["-q"])):
+        set_progress(before, stream if before else None)
+        try:
+            assert main(["evaluate", str(models / "reg.model"), str(models / "reg.zarr"), *quiet, *map(str, CLUSTER)]) == 0
+            assert progress_enabled() is before and _STATE["stream"] is (stream if before else None)
+        finally:
+            set_progress(False)
+    assert "rmse" in capsys.readouterr().out
+
+
 def test_compute_takes_collections_only():
     import dask.array as da
 

@@ -365,10 +365,12 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
     """A Client of the user's own LocalCluster whose workers have 200 MiB each: the fit is
     refused (MemoryBudgetError) before its first task, where the nannies would restart the
     workers at every task or in a loop; the estimator stays unfitted. With dask set to the
-    threaded scheduler beside that Client the fit runs in this process and is not refused."""
+    threaded scheduler beside that Client the fit runs in this process and is not refused, with
+    the progress bar off or on (the bar once sent the tasks to the Client's workers)."""
     from distributed import Client, LocalCluster
     from sklearn.exceptions import NotFittedError
 
+    from dkrr._progress import progress_set
     from dkrr.errors import MemoryBudgetError
     from dkrr.estimators import RandomFeatureRidgeClassifier
 
@@ -382,8 +384,11 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
             with pytest.raises(NotFittedError):
                 est.predict(X)
         assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))  # no task ran
-        with dask.config.set(scheduler="threads"):  # the fit's tasks run in this process: not refused
-            assert RandomFeatureRidge(n_components=8, alpha=1.0).fit(da.from_array(X, chunks=50), X[:, 0]).coef_.shape == (16,)
+        for progress in (False, True):  # with the bar on too: it follows dask's scheduler, not the Client
+            with dask.config.set(scheduler="threads"), progress_set(progress):  # tasks here: not refused
+                assert RandomFeatureRidge(n_components=8, alpha=1.0).fit(da.from_array(X, chunks=50),
+                                                                          X[:, 0]).coef_.shape == (16,)
+        assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
 
 
 # --------------------------------------------------------------------------- Ctrl-C

@@ -77,13 +77,13 @@ def _where(path, args) -> str:
 
 @contextlib.contextmanager
 def _client(args):
-    from .._progress import set_progress
+    from .._progress import progress_set
     from ..cluster import ClusterOptions, connect, local_cluster
 
-    set_progress(not args.quiet)
     options = ClusterOptions(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert,
                              tls_key=args.tls_key, timeout=args.timeout, quiet=args.quiet)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(progress_set(not args.quiet))
         if args.quiet:
             stack.enter_context(_worker_logs_silenced())
         if args.scheduler is None:  # --workers & co. shape a new LocalCluster only

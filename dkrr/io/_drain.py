@@ -9,7 +9,7 @@ When a store write fails or is interrupted (Ctrl-C, SIGTERM), blocks already run
 keep writing for a moment; the temporary store may be deleted only once none is left.
 This is the one place that knows how to wait: with the threaded scheduler by shutting
 down a private thread pool, with a distributed client (the one
-:func:`dkrr._progress.active_client` returns) by cancelling and polling the scheduler
+:func:`dkrr._system.distributed_client` returns) by cancelling and polling the scheduler
 and the workers for tasks of the write layers (the names of the write arrays' keys).
 """
 
@@ -26,7 +26,8 @@ import numpy as np
 from dask.base import get_scheduler, tokenize
 from dask.system import CPU_COUNT
 
-from .._progress import active_client, cluster_failures_named
+from .._progress import cluster_failures_named
+from .._system import distributed_client
 
 __all__ = ["drain_keys", "run_store_tasks", "store_tasks"]
 
@@ -126,20 +127,13 @@ def run_store_tasks(tasks: Any, compute: Callable[[list], Any] | None) -> None:
         try:
             compute(tasks)
         except BaseException:  # KeyboardInterrupt included: stop the blocks still writing
-            client = active_client()
+            client = distributed_client()
             if client is not None:
                 _drain(client, tasks)
             raise
         return
-    scheduler = get_scheduler(collections=tasks)
-    client = getattr(scheduler, "__self__", None)
-    if scheduler is dask.threaded.get:
-        pool = ThreadPoolExecutor(max(1, dask.config.get("num_workers", None) or CPU_COUNT))
-        try:
-            dask.compute(*tasks, scheduler="threads", pool=pool)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    elif client is not None and hasattr(client, "compute") and hasattr(client, "run"):
+    client = distributed_client()
+    if client is not None:
         futures = client.compute(tasks)
         try:
             with cluster_failures_named("writing the store"):
@@ -148,5 +142,11 @@ def run_store_tasks(tasks: Any, compute: Callable[[list], Any] | None) -> None:
             client.cancel(futures)
             _drain(client, tasks)
             raise
+    elif get_scheduler(collections=tasks) is dask.threaded.get:
+        pool = ThreadPoolExecutor(max(1, dask.config.get("num_workers", None) or CPU_COUNT))
+        try:
+            dask.compute(*tasks, scheduler="threads", pool=pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     else:
         dask.compute(*tasks)

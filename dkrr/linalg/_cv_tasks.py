@@ -89,9 +89,9 @@ def fold_part_bytes(p: int, n_targets: int, n_folds: int, n_gammas: int = 1) -> 
 
 
 def _client_active() -> bool:
-    from .._progress import active_client
+    from .._system import distributed_client
 
-    return active_client() is not None
+    return distributed_client() is not None
 
 
 def folds_on_workers(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, limits=None) -> bool:

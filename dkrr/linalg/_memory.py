@@ -277,10 +277,10 @@ def available_memory() -> MemoryLimits:
     """The limits a fit's estimate is checked against: the smallest positive
     ``memory_limit`` of the workers of the active distributed Client (``None`` without a
     Client or limits), and the memory available to this process (:func:`local_memory`)."""
-    from .._progress import active_client
+    from .._system import distributed_client
 
     local, where = local_memory()
-    client = active_client()
+    client = distributed_client()
     if client is None:
         return MemoryLimits(None, local, where)
     from .._system import scheduler_workers
@@ -340,9 +340,9 @@ def threads_per_worker() -> int:
     import dask
     from dask.system import CPU_COUNT
 
-    from .._progress import active_client
+    from .._system import distributed_client
 
-    client = active_client()
+    client = distributed_client()
     if client is not None:
         try:
             return max([1, *(int(t) for t in client.nthreads().values())])

@@ -491,9 +491,9 @@ def data_fits_in_memory(nbytes: int, block_bytes: int, estimate, *, limits=None,
     worker_limit, local, _ = memory_limits(limits)
     if worker_limit is not None:
         if n_workers is None:
-            from .._progress import active_client
+            from .._system import distributed_client
 
-            client = active_client()
+            client = distributed_client()
             n_workers = 1 if client is None else max(1, len(client.nthreads()))
         share = nbytes / max(1, int(n_workers)) + block_bytes
         return share <= PERSIST_FRACTION * (worker_limit - estimate.worker)

@@ -58,9 +58,7 @@ def default_n_chains() -> int:
     import dask
     from dask.system import CPU_COUNT
 
-    from .._progress import active_client
-
-    client = active_client()
+    client = distributed_client()
     if client is not None:
         try:
             return max(1, int(sum(client.nthreads().values())))

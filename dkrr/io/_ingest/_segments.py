@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import queue
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -122,11 +121,9 @@ def run_segments(
         for seg in segments:
             combiner.add(convert(*args, seg, report, None))
         return combiner.finish()
-    client = None
-    if "distributed" in sys.modules:  # a client is active only if distributed is imported
-        from ..._progress import active_client
+    from ..._system import distributed_client
 
-        client = active_client()
+    client = distributed_client()
     if client is not None:
         return _on_cluster(client, convert, args, segments, combiner, report)
     return _in_threads(convert, args, segments, combiner, report)
