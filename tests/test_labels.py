@@ -187,7 +187,7 @@ def _store_with_codes(path, codes, classes):
     X = np.random.default_rng(8).standard_normal((codes.size, 2))
     with dask.config.set(scheduler="threads"):
         write_dataset(da.from_array(X, chunks=(100, 2)), da.from_array(codes, chunks=100), path,
-                      classes=classes)
+                      classes=classes, feature_names=["f0", "f1"])  # the columns of the models' CSVs
     return path
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._columns import record_store_columns, store_columns_checked
 from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
@@ -332,8 +333,7 @@ def cmd_fit(args) -> int:
         t0 = time.perf_counter()
         est.fit(data.X, y)
         elapsed = time.perf_counter() - t0
-    if "classes" in data.attrs and hasattr(est, "classes_"):
-        est.store_classes_ = np.asarray(data.attrs["classes"])
+    record_store_columns(est, data)  # the store's labels and column names, on the model
     save_model(est, out, overwrite=args.overwrite, storage_options=args.storage_options)
     shape = {"n_rows": int(data.X.shape[0]), "n_features": int(data.X.shape[1])}
     if getattr(args, "json", False):
@@ -409,7 +409,7 @@ def cmd_predict(args) -> int:
     if std is not None:
         _check_posterior(est, args, "predict")
     data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
-    with _client(args):
+    with store_columns_checked(est, data, "predict", args.model), _client(args):
         attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
         if std is None:
             y_pred, y_std = est.predict(data.X), None
@@ -452,7 +452,7 @@ def cmd_evaluate(args) -> int:
         _check_posterior(est, args, "evaluate")
     data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
     check_regression_target(est, data)
-    with _client(args):
+    with store_columns_checked(est, data, "evaluate", args.model), _client(args):
         y_pred, y_std = est.predict(data.X, return_std=True) if std else (est.predict(data.X), None)
         y = data.y
         n_pred, n_true = _n_columns(y_pred), _n_columns(y)

@@ -1,0 +1,104 @@
+"""Feature columns in the commands: a model scores the columns it was fitted on, by name.
+
+A store records its feature columns' names (``feature_names``: a CSV header's, a Parquet
+file's; ``column_{j}`` where the source had none). ``dkrr fit`` on a store with real names
+records them on the model as scikit-learn's ``feature_names_in_``; ``dkrr predict`` and
+``dkrr evaluate`` compare them with the store's before any work, so a test file whose
+columns come in another order, or are other columns of the same count, is refused with
+the fix (``dkrr ingest --features``) instead of being scored by position with no word
+(an r2 of -1.1 where the model's is 0.99). Here:
+
+* :func:`record_store_columns` sets the names on a model ``dkrr fit`` fitted (with the
+  store's labels, ``store_classes_``, :mod:`dkrr.cli._labels`);
+* :func:`store_columns_checked` is the check, and the context in which the command
+  predicts: the names having been compared here, scikit-learn's warning that the store's
+  arrays carry none (:class:`~dkrr.errors.FeatureNamesWarning`) is not repeated. A store
+  without real names scored by a model with names gets a note: its columns are taken by
+  position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import sys
+import warnings
+
+import numpy as np
+
+from ..errors import FeatureMismatchError, FeatureNamesWarning
+
+__all__ = ["record_store_columns", "store_columns_checked", "store_feature_names"]
+
+_GENERATED = re.compile(r"column_\d+")
+
+
+def store_feature_names(data) -> list[str] | None:
+    """The store's feature column names, or None where it has none of its own: no
+    ``feature_names`` attribute, or only the ``column_{j}`` that ingest gives a source
+    without names (a CSV without header, a .npy file), which number the source's columns
+    and say nothing about what they hold."""
+    names = data.feature_names
+    if not names or len(names) != data.n_features:
+        return None
+    if all(isinstance(n, str) and _GENERATED.fullmatch(n) for n in names):
+        return None
+    return [str(n) for n in names]
+
+
+def record_store_columns(est, data) -> None:
+    """After ``dkrr fit``: the store's labels (``store_classes_``, a classifier on an
+    ingested labelled store) and its feature names (``feature_names_in_``) on the model."""
+    if "classes" in data.attrs and hasattr(est, "classes_"):
+        est.store_classes_ = np.asarray(data.attrs["classes"])
+    names = store_feature_names(data)
+    if names is not None and getattr(est, "feature_names_in_", None) is None:
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+
+
+def _shown(names, limit: int = 8) -> str:
+    names = list(names)
+    return ", ".join(repr(n) for n in names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def _mismatch(fitted: list[str], names: list[str]) -> str:
+    missing = [n for n in fitted if n not in set(names)]
+    unseen = [n for n in names if n not in set(fitted)]
+    if not missing and not unseen and len(fitted) == len(names):
+        moved = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
+        return (f"the same columns in another order (column {moved} is {names[moved]!r} where the "
+                f"model's is {fitted[moved]!r})")
+    parts = []
+    if missing:
+        parts.append(f"the model's column {_shown(missing)} is missing" if len(missing) == 1 else
+                     f"the model's columns {_shown(missing)} are missing")
+    if unseen:
+        parts.append(f"column {_shown(unseen)} is not the model's" if len(unseen) == 1 else
+                     f"columns {_shown(unseen)} are not the model's")
+    return "; ".join(parts) or "a column appears more than once"
+
+
+@contextlib.contextmanager
+def store_columns_checked(est, data, command: str, model: str):
+    """Refuse `data` (a store) whose feature names are not those `est` was fitted with, in
+    that order, before any work; then predict in the ``with`` block without scikit-learn's
+    name warning (the names were compared here). A store without names of its own, scored
+    by a model with names, gets a note on stderr (its columns are taken by position)."""
+    fitted = getattr(est, "feature_names_in_", None)
+    names = store_feature_names(data)
+    if fitted is not None and names is not None:
+        fitted = [str(n) for n in fitted]
+        if fitted != names:
+            raise FeatureMismatchError(
+                f"X in {data.path} does not hold the columns model {model} was fitted on: "
+                f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
+                f"order: {_shown(fitted, 20)}. Ingest the file again with those columns: "
+                f"`dkrr ingest FILE --out STORE --features {shlex.quote(','.join(fitted))}` (with --target)")
+    elif fitted is not None:
+        print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
+              f"model was fitted on columns {_shown(fitted)}, which are taken to be its "
+              f"{len(fitted)} columns in that order", file=sys.stderr, flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FeatureNamesWarning)
+        yield

@@ -1,0 +1,137 @@
+"""Feature columns by name in the commands (dkrr.cli._columns).
+
+``dkrr fit`` records a store's feature names on the model (``feature_names_in_``);
+``dkrr predict`` and ``dkrr evaluate`` refuse a store whose columns are other ones or
+come in another order, before any work, where they were once scored by position with
+no word. Stores are ingested by the real ``dkrr ingest`` and the commands run in this
+process against a real LocalCluster.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dkrr import load_model
+from dkrr.errors import FeatureMismatchError, FeatureNamesWarning
+from dkrr.io import open_dataset
+
+pytestmark = pytest.mark.cluster
+
+FIT = ["--method", "rff", "--n-components", 64, "--gamma", 0.5, "--alpha", 0.01, "--random-state", 0]
+NAMES = ["a", "b", "c", "d"]
+
+
+def _main(capsys, *args):
+    from dkrr.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _rows(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 4))
+    return X, np.sin(2 * X[:, 0]) + 0.5 * X[:, 1]  # the first two columns matter, unequally
+
+
+def _ingest(capsys, path, header, X, y, *flags):
+    """``dkrr ingest`` of a CSV with `header` (a list of names, or None for none)."""
+    csv = path.with_suffix(".csv")
+    lines = [] if header is None else [",".join(header)]
+    lines += [",".join(f"{v:.9f}" for v in row) for row in np.column_stack([X, y])]
+    csv.write_text("\n".join(lines) + "\n")
+    target = ["--target", "y"] if header is not None else ["--target", X.shape[1], "--no-header"]
+    code, _, err = _main(capsys, "ingest", csv, "--out", path, *target, "--dtype", "float64", "-q", *flags)
+    assert code == 0, err
+    return path
+
+
+@pytest.fixture
+def addr(local_cluster):
+    return ["--scheduler", local_cluster.scheduler_address, "-q"]
+
+
+@pytest.fixture
+def model(tmp_path, capsys, addr):
+    X, y = _rows(800, 0)
+    train = _ingest(capsys, tmp_path / "train.zarr", [*NAMES, "y"], X, y)
+    code, _, err = _main(capsys, "fit", train, "--out", tmp_path / "m", *FIT, *addr)
+    assert code == 0, err
+    return tmp_path / "m"
+
+
+def test_fit_records_the_stores_column_names_on_the_model(model):
+    est = load_model(model)
+    assert list(est.feature_names_in_) == NAMES
+    X, _ = _rows(20, 1)
+    frame = pd.DataFrame(X, columns=NAMES)
+    with pytest.warns(FeatureNamesWarning, match="does not have valid feature names"):  # scikit-learn's rule
+        by_position = est.predict(X)
+    np.testing.assert_array_equal(est.predict(frame), by_position)
+    with pytest.raises(FeatureMismatchError, match="same order"):  # in Python too, after the file
+        est.predict(frame[["b", "a", "c", "d"]])
+
+
+def test_a_store_with_the_columns_in_another_order_is_refused(model, tmp_path, capsys, addr):
+    X, y = _rows(300, 2)
+    order = ["b", "a", "c", "d"]
+    swapped = _ingest(capsys, tmp_path / "swapped.zarr", [*order, "y"], X[:, [1, 0, 2, 3]], y)
+    for command in (["evaluate", model, swapped, "--json"], ["predict", model, swapped, "--out", tmp_path / "p"]):
+        code, out, err = _main(capsys, *command, *addr)
+        assert code == 1 and out == ""
+        assert "error: X in" in err and "the same columns in another order (column 0 is 'b' where the " \
+               "model's is 'a')" in err and "--features a,b,c,d" in err, err
+    assert not (tmp_path / "p").exists()
+
+    # the fix the message gives: the same file ingested with the model's columns, in order
+    csv = swapped.with_suffix(".csv")
+    code, _, err = _main(capsys, "ingest", csv, "--out", tmp_path / "fixed.zarr", "--target", "y",
+                         "--features", "a,b,c,d", "--dtype", "float64", "-q")
+    assert code == 0, err
+    fixed = tmp_path / "fixed.zarr"
+    code, out, err = _main(capsys, "evaluate", model, fixed, "--json", *addr)
+    assert code == 0, err
+    est = load_model(model)
+    r2 = lambda pred: 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)  # noqa: E731
+    assert json.loads(out)["r2"] == pytest.approx(r2(est.predict(pd.DataFrame(X, columns=NAMES))), abs=1e-9)
+    with pytest.warns(FeatureNamesWarning):  # what the swapped store once scored, with no word
+        by_position = r2(est.predict(X[:, [1, 0, 2, 3]]))
+    assert json.loads(out)["r2"] > 0.6 and by_position < 0, by_position
+
+
+def test_other_columns_of_the_same_count_are_refused_and_named(model, tmp_path, capsys, addr):
+    X, y = _rows(300, 3)
+    other = _ingest(capsys, tmp_path / "other.zarr", ["a", "b", "c", "e", "y"], X, y)
+    code, out, err = _main(capsys, "evaluate", model, other, *addr)
+    assert code == 1 and out == ""
+    assert "the model's column 'd' is missing; column 'e' is not the model's" in err, err
+
+
+def test_a_store_without_names_is_scored_by_position_with_a_note(model, tmp_path, capsys, addr):
+    X, y = _rows(300, 4)
+    bare = _ingest(capsys, tmp_path / "bare.zarr", None, X, y)
+    assert open_dataset(bare).feature_names == ["column_0", "column_1", "column_2", "column_3"]
+    code, out, err = _main(capsys, "evaluate", model, bare, "--json", *addr)
+    assert code == 0, err
+    assert "dkrr evaluate: note: X in" in err and "has no column names of its own" in err, err
+    assert "FeatureNamesWarning" not in err and "warning" not in err.lower(), err
+    pred = load_model(model).predict(pd.DataFrame(X, columns=NAMES))
+    expected = 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert json.loads(out)["r2"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_model_fitted_on_a_store_without_names_records_none(tmp_path, capsys, addr):
+    X, y = _rows(400, 5)
+    bare = _ingest(capsys, tmp_path / "bare.zarr", None, X, y)
+    code, _, err = _main(capsys, "fit", bare, "--out", tmp_path / "mb", *FIT, *addr)
+    assert code == 0, err
+    est = load_model(tmp_path / "mb")
+    assert getattr(est, "feature_names_in_", None) is None
+    named = _ingest(capsys, tmp_path / "named.zarr", [*NAMES, "y"], X, y)
+    code, out, err = _main(capsys, "evaluate", tmp_path / "mb", named, *addr)
+    assert code == 0 and err == "", err  # nothing to compare: scored by position, as always
+    with pytest.warns(FeatureNamesWarning):  # Python: scikit-learn's warning, unchanged
+        est.predict(pd.DataFrame(X, columns=NAMES))
