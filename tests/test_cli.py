@@ -223,6 +223,29 @@ def test_cv_table_alpha_rows_gamma_columns():
         assert std == float(f"{res['std_mse'][c, r]:.3g}")
 
 
+def test_cv_table_says_not_scored_for_an_alpha_scored_inf():
+    """An alpha whose fold system is not positive definite is scored inf: its cell reads
+    ``not scored`` (it read ``inf ± nan``) and the header of ``dkrr fit`` says what that
+    means. (A real fit's results with one cell set to what such an alpha gets.)"""
+    from dkrr import RandomFeatureRidge
+    from dkrr.cli._report import cv_table, fit_lines
+
+    X, y = _small_casp()
+    est = RandomFeatureRidge(method="rff", n_components=32, gammas=[0.01, 0.1], alphas=[1e-3, 1, 100], cv=3,
+                             random_state=0).fit(X, y)
+    est.cv_results_["mean_mse"][0, 0], est.cv_results_["std_mse"][0, 0] = np.inf, np.nan
+    lines = cv_table(est.cv_results_, alpha=est.alpha_, gamma=est.gamma_, pm="+-")
+    assert lines[1].split()[:3] == ["0.001", "not", "scored"]
+    assert "inf" not in "".join(lines) and "nan" not in "".join(lines)
+    header = [line for line in fit_lines(est, out="m", n_rows=len(y), n_features=9, seconds=1.0, pm="+-")
+              if "cross-validated" in line]
+    assert header and header[0].endswith("* = chosen, not scored = G + alpha*I not positive definite in a fold:")
+    est.cv_results_["mean_mse"][0, 0] = 1.0  # every alpha scored: the header as before
+    header = [line for line in fit_lines(est, out="m", n_rows=len(y), n_features=9, seconds=1.0, pm="+-")
+              if "cross-validated" in line]
+    assert header[0].endswith("over the folds, * = chosen:")
+
+
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory):
     import dask

@@ -334,15 +334,68 @@ def test_the_default_grids_rule_takes_the_best_alpha_as_select_alpha_does(weight
     mean. Fold 0 (MSE 1.0 at 1e-3, 2.5 at 0.1) against fold 1 (10.0 and 1.0): by 9 : 1
     weights the least scored alpha is best and the inf one is said, by 1 : 9 it is not;
     the unweighted mean (5.5 against 1.75) would say neither."""
-    from dkrr.linalg._cv import _report_unusable, select_alpha
+    from dkrr.linalg._cv import report_unusable, select_alpha
 
     alphas = np.array([1e-6, 1e-3, 1e-1])
     mse = np.array([[np.inf, 1.0, 2.5], [np.inf, 10.0, 1.0]])
     assert (select_alpha(alphas[1:], mse[:, 1:], weights)[0] == 0) == said
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        _report_unusable(alphas, mse, np.array([-1.0, -1.0]), np.array(weights), default_grid=True)
+        report_unusable(alphas, mse, np.array([-1.0, -1.0]), np.array(weights), default_grid=True)
     assert [issubclass(w.category, SingularAlphaWarning) for w in got] == ([True] if said else [])
+
+
+def test_a_default_fit_says_nothing_of_alphas_unscored_at_gammas_it_did_not_choose():
+    """The CLI's defaults (gammas="auto", cv=5, standardize, the median width) on float32
+    data: four of the six gammas cannot score the two least alphas of the default grid, and
+    two of them score best at their least scored alpha; the chosen gamma scores best inside
+    its grid. The fit used to give two SingularAlphaWarnings (one per such gamma) that said
+    the best alpha may be unscored, of gammas whose models were not chosen: now none."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 5))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(3000)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        est = RandomFeatureRidge(random_state=0, cv=5, gammas="auto", standardize=True, gamma="median").fit(
+            X.astype(np.float32), y)
+    mean = est.cv_results_["mean_mse"]
+    g = list(est.cv_results_["gammas"]).index(est.gamma_)
+    unscored = ~np.isfinite(mean)
+    edge = [j for j in range(len(mean)) if unscored[j].any()
+            and np.argmin(np.where(unscored[j], np.inf, mean[j])) == np.flatnonzero(~unscored[j])[0]]
+    assert edge and g not in edge  # the case: unscored alphas might hold the best of other gammas only
+    assert not any(issubclass(w.category, SingularAlphaWarning) for w in got), [str(w.message) for w in got]
+
+
+def test_a_gamma_grid_reports_the_chosen_gammas_unscored_alphas_once():
+    """A grid of maps (gammas): the unscored alphas of the map the fit takes are said, once;
+    those of the other maps are not (they once gave one warning per gamma, each naming an
+    edge the chosen model did not have). The error only when no map has a usable alpha:
+    one gamma whose every alpha is unusable no longer fails the fit of the others."""
+    from dkrr.errors import SingularSystemError
+    from dkrr.linalg._cv import report_unusable
+
+    alphas = np.array([1e-6, 1e-3, 1e-1])
+    inf = np.inf
+    mse = np.array([[[inf, 1.0, 2.0], [inf, 1.0, 2.0]],  # map 0: its best is its least scored alpha
+                    [[inf, 0.9, 0.5], [inf, 0.9, 0.5]],  # map 1, the grid's best: inside its scores
+                    [[inf, inf, inf], [inf, inf, inf]]])  # map 2: nothing usable
+    lam = np.array([[-1.0, -2.0], [-3.0, -1.0], [-5.0, -4.0]])
+    w = np.array([1.0, 1.0])
+
+    def said(chosen, default_grid):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            report_unusable(alphas, mse, lam, w, default_grid=default_grid, chosen=chosen)
+        return [str(g.message) for g in got if issubclass(g.category, SingularAlphaWarning)]
+
+    assert said(1, True) == []  # the chosen map's best alpha is scored within: nothing to say
+    assert len(said(1, False)) == 1 and "fold 0" in said(1, False)[0]  # a user's grid: once, map 1's fold
+    assert len(said(0, True)) == 1 and "[1e-06]" in said(0, True)[0]
+    with pytest.raises(SingularSystemError, match="of 3 maps, none has one"):
+        report_unusable(alphas, np.full_like(mse, inf), lam, w, chosen=0)
+    with pytest.raises(SingularSystemError):  # one map: as before
+        report_unusable(alphas, mse[2], lam[2], w)
 
 
 @pytest.mark.parametrize("targets", [1, 2, 5])

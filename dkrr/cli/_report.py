@@ -111,7 +111,8 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±", ard: bool = False
     -------
     list of str
         Header and one line per alpha; cells ``mean pm std`` to 4 and 3 significant
-        digits.
+        digits, ``not scored`` for an alpha scored ``inf`` (a fold's ``G' + alpha I`` not
+        positive definite at the statistics' rounding).
     """
     alphas = np.asarray(cv_results["alphas"], dtype=np.float64)
     mean = np.asarray(cv_results["mean_mse"], dtype=np.float64)
@@ -119,7 +120,8 @@ def cv_table(cv_results, *, alpha, gamma=None, pm: str = "±", ard: bool = False
     headers, gi = _gamma_columns(cv_results, gamma, ard, "CV error")
     mean, std = mean.reshape(len(headers), -1), std.reshape(len(headers), -1)
     ai = _chosen_index(alphas, alpha)
-    cells = [[f"{_cell_number(mean[g, a], MEAN_DIGITS)} {pm} {_cell_number(std[g, a], STD_DIGITS)}"
+    cells = [[(f"{_cell_number(mean[g, a], MEAN_DIGITS)} {pm} {_cell_number(std[g, a], STD_DIGITS)}"
+               if np.isfinite(mean[g, a]) else "not scored")  # inf: a fold's system not positive definite
               + (" *" if (g, a) == (gi, ai) else "  ")
               for g in range(mean.shape[0])] for a in range(alphas.size)]
     return _grid_lines(alphas, headers, cells)
@@ -183,8 +185,9 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
                      f"noise variance {noise})")
     elif results is not None:
         k = np.asarray(results["fold_mse"]).shape[-2]
-        lines.append(f"{k}-fold cross-validated {error_name(est)}; mean {pm} std over the "
-                     "folds, * = chosen:")
+        unscored = not np.isfinite(np.asarray(results["mean_mse"], dtype=np.float64)).all()
+        lines.append(f"{k}-fold cross-validated {error_name(est)}; mean {pm} std over the folds, * = chosen"
+                     + (", not scored = G + alpha*I not positive definite in a fold" if unscored else "") + ":")
         lines += ["  " + line for line in cv_table(results, alpha=est.alpha_, gamma=_grid_gamma(est, gamma), pm=pm,
                                                    ard=bool(np.ndim(gamma)))]
         best = -float(est.best_score_)

@@ -15,8 +15,9 @@ import numpy as np
 from ..errors import InvalidParameterError, PrecisionWarning, SingularSystemError
 from ..features._nonlinear import output_width
 from ..features._standardize import StandardizedMap
-from ..linalg import cross_validate_statistics, ridge_coefficients, streamed_statistics
-from ..linalg._cv import AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, score_grid, warn_grid_edge
+from ..linalg import ridge_coefficients, streamed_statistics
+from ..linalg._cv import (AUTO_GAMMA_FACTORS, auto_gammas, default_alphas, fold_scores, report_unusable, score_grid,
+                          warn_grid_edge)
 from ..linalg._cv_tasks import cross_validate_pass, folds_on_workers
 from ..linalg._evidence import bayes_posterior, evidence_grid
 from ..linalg._precision import AUTO_PRECISION_TOL, gram_underflowed, precision_error
@@ -176,8 +177,9 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
                                  weighted=wd is not None, alpha_map=middle, p=p)
         del root
         fold_weights = cv.folds.n.copy() if wd is None else cv.folds.weights()
-        passes, g = _choose(Passes(None, fmap, alpha, gamma), cv.alphas, gammas,
-                            cv.fold_mse if gammas is not None else cv.fold_mse[0], cv.folds.n.copy(), fold_weights)
+        one = slice(None) if gammas is not None else 0
+        passes, g = _choose(Passes(None, fmap, alpha, gamma), cv.alphas, gammas, cv.fold_mse[one],
+                            cv.folds.n.copy(), fold_weights, lam_min=cv.lam_min[one], default_grid=alphas is None)
         passes = dataclasses.replace(passes, stats=cv.total(g))
         cv.release()
         if gammas is not None:  # the chosen gamma's map (ARD: the chosen multiple)
@@ -196,11 +198,12 @@ def statistics_and_alpha(est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas,
     # the workers cannot hold a fold's solve (folds_on_workers): the client solves the folds
     default_grid = alphas is None
     alphas = default_alphas(every[middle], est.fit_intercept) if default_grid else alphas
-    fold_mse = np.stack([cross_validate_statistics(s, alphas, bool(est.fit_intercept), default_grid=default_grid)
-                         for s in every])
+    scored = [fold_scores(s, alphas, bool(est.fit_intercept)) for s in every]
+    fold_mse, lam_min = np.stack([m for m, _ in scored]), np.stack([lam for _, lam in scored])
     fold_weights = stats.n.copy() if wd is None else stats.weights()
-    passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas,
-                        fold_mse if gammas is not None else fold_mse[0], stats.n.copy(), fold_weights)
+    one = slice(None) if gammas is not None else 0
+    passes, g = _choose(Passes(stats, fmap, alpha, gamma), alphas, gammas, fold_mse[one], stats.n.copy(),
+                        fold_weights, lam_min=lam_min[one], default_grid=default_grid)
     if gammas is not None:  # the chosen gamma's map and statistics (ARD: the chosen multiple)
         passes = dataclasses.replace(passes, stats=every[g], fmap=maps[g],
                                      gamma=widths[g] if np.ndim(widths[g]) else passes.gamma)
@@ -237,10 +240,15 @@ def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=N
     return Passes(every[g], maps[g], float(alphas[i]), gamma, cv_results=results, best_score=float(logev[g, i]))
 
 
-def _choose(passes: Passes, alphas, gammas, fold_mse, fold_sizes, fold_weights) -> tuple[Passes, int]:
-    """The grid's best alpha (and gamma) from the fold errors, with the edge warnings:
+def _choose(passes: Passes, alphas, gammas, fold_mse, fold_sizes, fold_weights, lam_min=None, *,
+            default_grid: bool = False) -> tuple[Passes, int]:
+    """The grid's best alpha (and gamma) from the fold errors, with the warnings of the
+    chosen point (alphas it could not score, :func:`report_unusable`, given the folds'
+    ``lam_min``: the sampled fit's scoring reports its own; the grid's edges):
     ``(passes, gamma_index)``."""
     gidx, idx, results, best = score_grid(alphas, gammas, fold_mse, fold_sizes, fold_weights)
+    if lam_min is not None:
+        report_unusable(alphas, fold_mse, lam_min, fold_weights, default_grid=default_grid, chosen=gidx)
     alpha = float(alphas[idx])
     warn_grid_edge("alpha", alphas, alpha)
     gamma = passes.gamma

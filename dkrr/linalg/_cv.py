@@ -41,7 +41,9 @@ __all__ = [
     "cross_validate_statistics",
     "default_alphas",
     "fold_arguments",
+    "fold_scores",
     "fold_validation_mse",
+    "report_unusable",
     "score_fold",
     "score_grid",
     "select_alpha",
@@ -176,6 +178,7 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool, *, default_gri
 
     The MSE of a fold is its sum of squared errors over rows and targets divided by
     ``n_k * t`` (weighted statistics: the weighted SSE divided by ``wsum_k * t``).
+    Alphas unusable in a fold are scored ``inf`` and reported (:func:`report_unusable`).
 
     Parameters
     ----------
@@ -186,21 +189,29 @@ def cross_validate_statistics(stats, alphas, fit_intercept: bool, *, default_gri
     default_grid : bool
         ``alphas`` is dkrr's default grid (:func:`default_alphas`), not the user's: its
         alphas below the statistics' rounding are scored ``inf`` without a warning unless
-        the best scored alpha is the least scored one (:func:`_report_unusable`).
+        the best scored alpha is the least scored one (:func:`report_unusable`).
     """
     alphas = check_alphas(alphas)
+    mse, lam_min = fold_scores(stats, alphas, fit_intercept)
+    report_unusable(alphas, mse, lam_min, stats.weights(), default_grid=default_grid)
+    return mse
+
+
+def fold_scores(stats, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cross_validate_statistics` without the report: ``(mse, lam_min)``, the
+    validation MSE of every (fold, alpha), shape (K, n_alphas), and each fold's smallest
+    training Gram eigenvalue, shape (K,) (a grid of maps reports once, for the chosen map)."""
+    alphas = check_alphas(alphas)
     check_folds(stats.n)
-    weights = stats.weights()
     if stats.wsum is not None:
-        check_fold_weights(weights)
+        check_fold_weights(stats.weights())
     K = stats.n_folds
     tot = stats.total()
     mse = np.full((K, alphas.size), np.inf)
     lam_min = np.full(K, np.inf)
     for k in range(K):
         mse[k], lam_min[k] = score_fold(*fold_arguments(tot, stats.fold(k)), alphas, fit_intercept)
-    _report_unusable(alphas, mse, lam_min, weights, default_grid=default_grid)
-    return mse
+    return mse, lam_min
 
 
 def fold_arguments(total, fold) -> tuple[tuple, tuple]:
@@ -281,25 +292,37 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
     return (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (n * B.shape[2])
 
 
-def _report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False) -> None:
+def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False, chosen: int = 0) -> None:
     """Alphas scored ``inf`` (a fold's ``G' + alpha I`` not positive definite beyond the
     rounding of the statistics; always the smallest of the grid): a
     :class:`~dkrr.errors.SingularAlphaWarning`, or, when no alpha is usable in every fold,
-    the :class:`~dkrr.errors.SingularSystemError` of the largest alpha. Of dkrr's default
-    grid (``default_grid``), whose bottom lies below what float32 statistics resolve at
-    smooth widths, they are said only when the best scored alpha (:func:`select_alpha`'s
-    choice among the scored ones: the least fold-weighted mean MSE, ties to the larger
-    alpha) is the least scored one: only then may the best alpha lie among them."""
-    bad = ~np.isfinite(mse).all(axis=0)
+    the :class:`~dkrr.errors.SingularSystemError` of the largest alpha.
+
+    ``mse`` (K, n_alphas) and ``lam_min`` (K,) of one map, or (m, K, n_alphas) and (m, K)
+    of a grid of m maps (gammas): then the error only when no map has a usable alpha, and
+    the warning of the ``chosen`` map only (the one whose alpha the fit takes), once, as the
+    grid-edge warnings speak of the chosen point only. Of dkrr's default grid
+    (``default_grid``), whose bottom lies below what float32 statistics resolve at smooth
+    widths, they are said only when the chosen map's best scored alpha
+    (:func:`select_alpha`'s choice among the scored ones) is its least scored one: only then
+    may its best alpha lie among them."""
+    alphas = np.asarray(alphas, dtype=np.float64)
+    mse = np.asarray(mse, dtype=np.float64)
+    lam_min = np.asarray(lam_min, dtype=np.float64)
+    if mse.ndim == 2:
+        mse, lam_min, chosen = mse[None], lam_min[None], 0
+    bad = ~np.isfinite(mse).all(axis=1)  # (m, n_alphas)
+    if bad.all():
+        j, k = np.unravel_index(int(np.argmin(lam_min)), lam_min.shape)
+        a = float(alphas.max())
+        raise _singular(a, f"in cross-validation fold {k}, whose training Gram has smallest eigenvalue "
+                           f"{lam_min[j, k]:.3g}" + (f" (of {len(mse)} maps, none has one)" if len(mse) > 1 else ""))
+    bad, lam_min = bad[chosen], lam_min[chosen]
     if not bad.any():
         return
     k = int(np.argmin(lam_min))
-    if bad.all():
-        a = float(alphas.max())
-        raise _singular(a, f"in cross-validation fold {k}, whose training Gram has smallest eigenvalue "
-                           f"{lam_min[k]:.3g}")
     usable = np.flatnonzero(~bad)
-    best = usable[select_alpha(alphas[usable], mse[:, usable], fold_weights)[0]]
+    best = usable[select_alpha(alphas[usable], mse[chosen][:, usable], fold_weights)[0]]
     if default_grid and alphas[best] > alphas[usable].min():
         return
     lead = ("the best scored alpha of dkrr's default grid is the least one it could score, and alphas "

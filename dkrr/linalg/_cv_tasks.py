@@ -42,7 +42,6 @@ import numpy as np
 
 from ._memory import memory_limits, statistics_bytes, threads_per_worker
 from ._cv import (
-    _report_unusable,
     check_alphas,
     check_fold_weights,
     check_folds,
@@ -115,7 +114,10 @@ class FoldScores:
     alphas : ndarray (n_alphas,)
         The grid scored (the default grid computed on the workers when none was given).
     fold_mse : ndarray (m, K, n_alphas)
-        Validation MSE of every map, fold and alpha (``inf``: unusable alpha).
+        Validation MSE of every map, fold and alpha (``inf``: unusable alpha, reported by
+        :func:`~dkrr.linalg._cv.report_unusable` once the map is chosen).
+    lam_min : ndarray (m, K)
+        Each map's and fold's smallest training Gram eigenvalue.
     folds : RidgeStatistics
         Map 0's K-fold statistics without their Gram (targets converted): the fold sizes
         (``n``) and weights (:meth:`~dkrr.linalg.RidgeStatistics.weights`).
@@ -123,6 +125,7 @@ class FoldScores:
 
     alphas: np.ndarray
     fold_mse: np.ndarray
+    lam_min: np.ndarray
     folds: object
     _root: object = dataclasses.field(repr=False)
     _targets_fn: object = dataclasses.field(repr=False)
@@ -239,15 +242,11 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     FoldScores
         Its :meth:`FoldScores.total` gathers one map's total statistics.
 
-    Warns
-    -----
-    SingularAlphaWarning
-        Alphas unusable in some fold (as :func:`~dkrr.linalg.cross_validate_statistics`).
+    Alphas unusable in some fold are scored ``inf``; the caller reports them once a map is
+    chosen (:func:`~dkrr.linalg._cv.report_unusable`, with ``lam_min``).
 
     Raises
     ------
-    SingularSystemError
-        No alpha usable in every fold of some map.
     InputValidationError
         A fold without rows or weight, or overflowing weighted sums.
     """
@@ -286,8 +285,6 @@ def cross_validate_pass(root, n_maps: int, n_folds: int, alphas, fit_intercept: 
     results = out[2:2 + n_maps * K]
     fold_mse = np.stack([np.stack([results[j * K + k][0] for k in range(K)]) for j in range(n_maps)])
     lam_min = np.array([[results[j * K + k][1] for k in range(K)] for j in range(n_maps)])
-    for j in range(n_maps):
-        _report_unusable(grid_values, fold_mse[j], lam_min[j], folds.weights(), default_grid=alphas is None)
     if n_maps == 1:  # gathered with the scores: the pass's result is no longer needed
-        return FoldScores(grid_values, fold_mse, folds, None, targets_fn, bool(weighted), {0: out[-1]})
-    return FoldScores(grid_values, fold_mse, folds, root, targets_fn, bool(weighted))
+        return FoldScores(grid_values, fold_mse, lam_min, folds, None, targets_fn, bool(weighted), {0: out[-1]})
+    return FoldScores(grid_values, fold_mse, lam_min, folds, root, targets_fn, bool(weighted))
