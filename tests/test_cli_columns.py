@@ -83,20 +83,20 @@ def test_a_store_with_the_columns_in_another_order_is_refused(model, tmp_path, c
         code, out, err = _main(capsys, *command, *addr)
         assert code == 1 and out == ""
         assert "error: X in" in err and "the same columns in another order (column 0 is 'b' where the " \
-               "model's is 'a')" in err and "--features a,b,c,d" in err, err
+               "model's is 'a')" in err and "--features a,b,c,d" in err and "--like TRAIN_STORE" in err, err
     assert not (tmp_path / "p").exists()
 
-    # the fix the message gives: the same file ingested with the model's columns, in order
+    # the two fixes the message gives: the same file ingested with the model's columns, in order
     csv = swapped.with_suffix(".csv")
-    code, _, err = _main(capsys, "ingest", csv, "--out", tmp_path / "fixed.zarr", "--target", "y",
-                         "--features", "a,b,c,d", "--dtype", "float64", "-q")
-    assert code == 0, err
-    fixed = tmp_path / "fixed.zarr"
-    code, out, err = _main(capsys, "evaluate", model, fixed, "--json", *addr)
-    assert code == 0, err
     est = load_model(model)
     r2 = lambda pred: 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)  # noqa: E731
-    assert json.loads(out)["r2"] == pytest.approx(r2(est.predict(pd.DataFrame(X, columns=NAMES))), abs=1e-9)
+    for name, flags in (("features", ["--target", "y", "--features", "a,b,c,d", "--dtype", "float64"]),
+                        ("like", ["--like", tmp_path / "train.zarr", "--dtype", "float64"])):
+        code, _, err = _main(capsys, "ingest", csv, "--out", tmp_path / f"{name}.zarr", *flags, "-q")
+        assert code == 0, err
+        code, out, err = _main(capsys, "evaluate", model, tmp_path / f"{name}.zarr", "--json", *addr)
+        assert code == 0, err
+        assert json.loads(out)["r2"] == pytest.approx(r2(est.predict(pd.DataFrame(X, columns=NAMES))), abs=1e-9)
     with pytest.warns(FeatureNamesWarning):  # what the swapped store once scored, with no word
         by_position = r2(est.predict(X[:, [1, 0, 2, 3]]))
     assert json.loads(out)["r2"] > 0.6 and by_position < 0, by_position

@@ -134,9 +134,17 @@ def test_csv_like_codes_labels_with_the_training_classes(tmp_path):
     with pytest.raises(InputValidationError,
                        match=r"u\.csv: 2 of its labels are not classes.*'yak', 'cow'"):
         ingest(unknown, tmp_path / "u.zarr", like=tmp_path / "train.zarr")
-    swapped = _write(tmp_path / "s.csv", ["kind;b;a", "dog;1;2"])
-    with pytest.raises(FeatureMismatchError, match=r"column 1 is 'b' where the store's file had 'a'"):
-        ingest(swapped, tmp_path / "s.zarr", like=tmp_path / "train.zarr")
+    # a header that orders the columns otherwise, or holds more: the store's, by name
+    swapped = _write(tmp_path / "swapped.csv", ["b;id;a;kind", "1;7;2;dog", "3;8;4;emu"])
+    ingest(swapped, tmp_path / "swapped.zarr", like=tmp_path / "train.zarr")
+    X, y, attrs = _read(tmp_path / "swapped.zarr")
+    assert X.tolist() == [[2, 1], [4, 3]] and y.tolist() == [1, 2]
+    assert attrs["feature_names"] == ["a", "b"] and attrs["feature_columns"] == [2, 0]
+    assert attrs["target_columns"] == [3] and attrs["target_names"] == ["kind"]
+    for lines, what in ((["kind;a;c", "dog;1;2"], "it has no column 'b'"),
+                        (["kind;a;a;b", "dog;1;2;3"], "it names 'a' 2 times")):
+        with pytest.raises(FeatureMismatchError, match=rf"header does not name the columns of like=.*{what}"):
+            ingest(_write(tmp_path / "s.csv", lines), tmp_path / "s.zarr", like=tmp_path / "train.zarr")
     # a test file without the header: its columns are taken by position
     bare = _write(tmp_path / "bare.csv", ["cat;0;1", "dog;2;3"])
     ingest(bare, tmp_path / "bare.zarr", like=tmp_path / "train.zarr")

@@ -94,7 +94,8 @@ def store_columns_checked(est, data, command: str, model: str):
                 f"X in {data.path} does not hold the columns model {model} was fitted on: "
                 f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
                 f"order: {_shown(fitted, 20)}. Ingest the file again with those columns: "
-                f"`dkrr ingest FILE --out STORE --features {shlex.quote(','.join(fitted))}` (with --target)")
+                "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
+                f"name in the file's header), or `--features {shlex.quote(','.join(fitted))}` with --target")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {_shown(fitted)}, which are taken to be its "

@@ -237,8 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "else 1; refused as ambiguous when --n-features fits both)")
     p.add_argument("--like", metavar="STORE",
                    help="read the file with the layout of this store (e.g. the training store): "
-                        "its features, dtypes, index base, delimiter, target and classes; a "
-                        "header must name the store's columns")
+                        "its features, dtypes, index base, delimiter, target and classes; with "
+                        "headers, the store's columns are found by name")
     p.add_argument("--chunk-rows", type=int, default=65536,
                    help="most rows per Zarr chunk and per read; wide inputs get fewer, so that a "
                         "chunk of X stays within 64 MiB (default 65536)")

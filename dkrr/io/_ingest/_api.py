@@ -234,7 +234,9 @@ def ingest(
         with those classes; a label they lack is an error naming it). Those options
         may be left out; one given with a different value is an error. Whether this
         CSV has a header is still `header` (detected by default); when both files
-        have one, they must name the same columns. The format still comes
+        have one, the store's target and feature columns are taken by name (this file
+        may order its columns otherwise, or hold more; a name it lacks or repeats is an
+        error naming it). The format still comes
         from `format` or the extension (the store's when the extension is unknown).
     overwrite : bool, default=False
         Replace an existing Zarr store at `out` (only once the new one is complete).

@@ -250,8 +250,8 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         raise _one_column(src, head, head_numbers, delimiter)
     if has_header:
         names = [c.strip() or f"column_{j}" for j, c in enumerate(first)]
-        if columns is not None and names != columns:
-            raise _other_columns(src, names, columns, like)
+        if columns is not None and names != columns:  # the like store's columns, found by name
+            target, features = _by_name(src, names, columns, like, target, features)
         shape_origin = f"the header (line {head_numbers[0]})"
         start, first_line = after_first, head_numbers[0] + 1
         if len(head) < 2:
@@ -351,15 +351,27 @@ def _replace(layout: TableLayout, **changes) -> TableLayout:
     return dataclasses.replace(layout, **changes)
 
 
-def _other_columns(src: Path, names: list[str], columns: list[str], like) -> Exception:
-    """The error for a header that does not name the columns of the like store."""
-    if len(names) != len(columns):
-        what = f"{len(names)} columns, the store's file had {len(columns)}"
-    else:
-        j = next(j for j, (a, b) in enumerate(zip(names, columns, strict=True)) if a != b)
-        what = f"column {j} is {names[j]!r} where the store's file had {columns[j]!r}"
-    return FeatureMismatchError(
-        f"{src}: its header names other columns than like={like}: {what} (the store's "
-        f"columns: {names_hint(columns)}); reorder the columns, or pass header=False "
-        "(--no-header) if the first line is data"
-    )
+def _by_name(src: Path, names: list[str], columns: list[str], like, target, features):
+    """``(target, features)`` of a header that names the like store's columns in another
+    order, or among others: the store's target and feature columns (positions in its
+    file's header, `columns`) as positions of the same names in this header (`names`), so
+    that X's columns mean the training store's. A name this header lacks, or has twice,
+    is an error naming it."""
+    def position(j: int) -> int:
+        name = columns[j]
+        found = [i for i, n in enumerate(names) if n == name]
+        if len(found) != 1:
+            missing = [c for c in columns if c not in names]
+            what = (f"it has no column {name!r}" + (f" (nor {names_hint(missing[1:])})" if len(missing) > 1 else "")
+                    if not found else f"it names {name!r} {len(found)} times")
+            raise FeatureMismatchError(
+                f"{src}: its header does not name the columns of like={like}: {what} (the store's "
+                f"columns: {names_hint(columns)}); give the file those columns, or pass header=False "
+                "(--no-header) if the first line is data")
+        return found[0]
+
+    targets = [int(j) for j in target] if isinstance(target, list) else [int(target)]
+    if features is None:  # a store that does not record them: every column but the targets
+        features = [j for j in range(len(columns)) if j not in targets]
+    target = [position(j) for j in targets] if isinstance(target, list) else position(targets[0])
+    return target, [position(int(j)) for j in features]

@@ -8,8 +8,8 @@ and ``y``; Parquet stores are followed by their column names);
 :func:`read_layout` reads them back and :func:`take` lets each of them replace an
 option left at its default. An option given with a different value is an error, not a
 silent choice between the two. Whether a CSV has a header is decided per file (a test
-file may lack the training file's header); when both have one, the names must agree
-(``Layout.columns``).
+file may lack the training file's header); when both have one, the store's columns are
+found by name in this file's header (``Layout.columns``; ``_csv._by_name``).
 """
 
 from __future__ import annotations
