@@ -372,6 +372,33 @@ def test_evaluate_rounds_regression_metrics(small_store, tmp_path, capsys, local
     assert code == 0 and json.loads(out) == {"predictions": str(tmp_path / "p2"), "n_rows": 800}, err
 
 
+def test_evaluate_names_a_non_finite_target_instead_of_printing_nan(small_store, tmp_path, capsys, local_cluster):
+    """A store written from Python (write_dataset does not read its values) whose y holds a
+    NaN and an inf: ``dkrr evaluate`` printed r2, rmse and mse as nan with exit 0; now an
+    error names the store, the row block and the first row, for each value."""
+    import dask
+    import dask.array as da
+
+    from dkrr.io import write_dataset
+
+    store, X, y = small_store
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--method", "rff",
+                         "--n-components", 16, "--gamma", 0.1, "--random-state", 0, *addr)
+    assert code == 0, err
+    for bad in (np.nan, np.inf):
+        yb = y.copy()
+        yb[437] = bad
+        with dask.config.set(scheduler="threads"):
+            write_dataset(da.from_array(X, chunks=(200, 9)), da.from_array(yb, chunks=200), tmp_path / "bad",
+                          overwrite=True)
+        for json_flag in ([], ["--json"]):
+            code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "bad", *json_flag, *addr)
+            assert code == 1 and out == "", (out, err)
+            assert f"error: y of {tmp_path / 'bad'} contains 1 non-finite value(s) (NaN or inf) in rows 400 to " \
+                   "599 (row block 2), in 1 row(s), first in row 437" in err, err
+
+
 def test_table_cells_keep_trailing_zeros_so_columns_line_up():
     from dkrr.cli._report import cv_table
 

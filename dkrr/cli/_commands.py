@@ -442,7 +442,7 @@ def _plural(n: int, word: str) -> str:
 
 def cmd_evaluate(args) -> int:
     from .._progress import compute
-    from ..estimators._inputs import first_block_mean
+    from ..estimators._inputs import finite_rows_checked, first_block_mean
     from ..errors import InputValidationError
     from ..io import open_dataset
 
@@ -466,7 +466,7 @@ def cmd_evaluate(args) -> int:
         if hasattr(est, "classes_"):  # labels, not codes: each store's codes through its classes
             metrics, note = class_metrics(est, data, y_pred)
         else:
-            y = y.astype(np.float64)
+            y = finite_rows_checked(y, "y", f" of {data.path}").astype(np.float64)  # NaN: named, not a NaN r2
             resid = y - in_dims_of(y_pred, y)
             # the total sum of squares from sums of y - s, s the mean of y's first block:
             # from raw sums (sum y^2 - (sum y)^2 / n) a target far from zero (1e8 + sin x)

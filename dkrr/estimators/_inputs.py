@@ -103,3 +103,19 @@ def first_block_mean(yd, y=None) -> np.ndarray:
     finite = np.isfinite(first)
     # NaN or inf rows are named by the checks that read them; they must not move the others
     return np.where(finite, first, 0.0).sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
+
+
+def _finite_block(block, name: str, where: str, block_info=None):
+    from .._validation import check_finite_rows
+
+    info = block_info[0]
+    check_finite_rows(block, name, info["chunk-location"][0], info["array-location"][0][0], where)
+    return block
+
+
+def finite_rows_checked(yd, name: str = "y", where: str = ""):
+    """The dask array ``yd`` with each row block checked for NaN or inf when it is computed
+    (:func:`~dkrr._validation.check_finite_rows`: a :class:`~dkrr.errors.NonFiniteInputError`
+    naming the block and the rows), for a target read outside the fit's pass (``dkrr
+    evaluate``: its metrics were NaN, with exit 0, for a store whose y held one NaN)."""
+    return yd.map_blocks(_finite_block, name, where, dtype=yd.dtype, meta=np.empty((0,) * yd.ndim, dtype=yd.dtype))
