@@ -135,3 +135,21 @@ def test_a_model_fitted_on_a_store_without_names_records_none(tmp_path, capsys, 
     assert code == 0 and err == "", err  # nothing to compare: scored by position, as always
     with pytest.warns(FeatureNamesWarning):  # Python: scikit-learn's warning, unchanged
         est.predict(pd.DataFrame(X, columns=NAMES))
+
+
+def test_the_names_ingest_makes_up_are_no_names(tmp_path, capsys):
+    """``column_{j}`` (a CSV without header, .npy) and LIBSVM's ``feature_{j}`` number the
+    columns: a model records none of them, and a store holding them is taken by position."""
+    from dkrr.cli._columns import store_feature_names
+
+    svm = tmp_path / "t.svm"
+    svm.write_text("1 1:0.5 3:1.0\n0 2:0.1\n")
+    code, _, err = _main(capsys, "ingest", svm, "--out", tmp_path / "svm.zarr", "-q")
+    assert code == 0, err
+    X, y = _rows(10, 6)
+    bare = _ingest(capsys, tmp_path / "bare.zarr", None, X, y)
+    named = _ingest(capsys, tmp_path / "named.zarr", [*NAMES, "y"], X, y)
+    assert open_dataset(tmp_path / "svm.zarr").feature_names == ["feature_0", "feature_1", "feature_2"]
+    assert store_feature_names(open_dataset(tmp_path / "svm.zarr")) is None
+    assert store_feature_names(open_dataset(bare)) is None
+    assert store_feature_names(open_dataset(named)) == NAMES

@@ -31,14 +31,14 @@ from ..errors import FeatureMismatchError, FeatureNamesWarning
 
 __all__ = ["record_store_columns", "store_columns_checked", "store_feature_names"]
 
-_GENERATED = re.compile(r"column_\d+")
+_GENERATED = re.compile(r"(column|feature)_\d+")  # ingest's for a CSV or .npy, for LIBSVM
 
 
 def store_feature_names(data) -> list[str] | None:
     """The store's feature column names, or None where it has none of its own: no
     ``feature_names`` attribute, or only the ``column_{j}`` that ingest gives a source
-    without names (a CSV without header, a .npy file), which number the source's columns
-    and say nothing about what they hold."""
+    without names (a CSV without header, a .npy file) or LIBSVM's ``feature_{j}``, which
+    number the columns and say nothing about what they hold."""
     names = data.feature_names
     if not names or len(names) != data.n_features:
         return None
