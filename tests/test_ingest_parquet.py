@@ -180,3 +180,28 @@ def test_cli_ingest_parquet_directory(tmp_path):
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "'city'" in proc.stderr and "--features" in proc.stderr
+
+
+def test_like_across_csv_and_parquet_takes_the_columns_by_name(tmp_path):
+    """A CSV training store followed by a Parquet test file (or the reverse), whose columns
+    come in another order: the store's target and features, by name. The options of one
+    format were not taken for the other, so the test file's last column was the target
+    and the training target a feature, with no word."""
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"kind": rng.choice(["cat", "dog"], 40), "a": rng.standard_normal(40),
+                       "b": rng.standard_normal(40), "c": rng.standard_normal(40)})
+    df.to_csv(tmp_path / "train.csv", index=False)
+    ingest(tmp_path / "train.csv", tmp_path / "csv.zarr", target="kind")
+    df.to_parquet(tmp_path / "train.parquet")
+    ingest(tmp_path / "train.parquet", tmp_path / "pq.zarr", target="kind")
+    shuffled = df[["c", "kind", "a", "b"]]
+    shuffled.to_parquet(tmp_path / "test.parquet")
+    shuffled.to_csv(tmp_path / "test.csv", index=False)
+    for test, like in (("test.parquet", "csv.zarr"), ("test.csv", "pq.zarr")):
+        s = ingest(tmp_path / test, tmp_path / f"{test}.zarr", like=tmp_path / like)
+        assert s.feature_names == ["a", "b", "c"] and s.classes == ["cat", "dog"], test
+        X, y = open_dataset(tmp_path / f"{test}.zarr").X.compute(), open_dataset(tmp_path / f"{test}.zarr").y.compute()
+        np.testing.assert_allclose(X, df[["a", "b", "c"]].to_numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(y, (df["kind"] == "dog").to_numpy().astype(int))
+    with pytest.raises(InvalidParameterError, match="contradicts like="):  # a different choice is still refused
+        ingest(tmp_path / "test.parquet", tmp_path / "x.zarr", like=tmp_path / "csv.zarr", target="a")
