@@ -309,3 +309,24 @@ def test_invalid_utf8_names_the_line_that_holds_it(tmp_path, suffix):
     src.write_bytes(gzip.compress(data) if suffix else data)
     with pytest.raises(InputValidationError, match=r"line 2001 is not valid UTF-8"):
         ingest(src, tmp_path / "u.zarr")
+
+
+def test_like_across_csv_and_npy_takes_the_columns_by_position(tmp_path):
+    """A .npy test file like a CSV store whose target is its first column (or a CSV file like
+    a .npy store): the store's target and feature positions. Across formats they were not
+    taken, so the last column became the target and the training target a feature."""
+    rows = np.arange(24, dtype=np.float64).reshape(6, 4)  # target first, then 3 features
+    _write(tmp_path / "train.csv", ["t,a,b,c"] + [",".join(str(v) for v in r) for r in rows])
+    ingest(tmp_path / "train.csv", tmp_path / "csv.zarr", target="t", dtype="float64")
+    np.save(tmp_path / "test.npy", rows[::-1])
+    ingest(tmp_path / "test.npy", tmp_path / "npy.zarr", like=tmp_path / "csv.zarr")
+    X, y, attrs = _read(tmp_path / "npy.zarr")
+    np.testing.assert_array_equal(y, rows[::-1, 0])
+    np.testing.assert_array_equal(X, rows[::-1, 1:])
+    assert attrs["target_columns"] == [0] and attrs["feature_columns"] == [1, 2, 3]
+    # the reverse: a CSV file read like the .npy store (its header names are not the store's)
+    _write(tmp_path / "test.csv", ["t,x,y,z"] + [",".join(str(v) for v in r) for r in rows])
+    ingest(tmp_path / "test.csv", tmp_path / "back.zarr", like=tmp_path / "npy.zarr")
+    X, y, attrs = _read(tmp_path / "back.zarr")
+    np.testing.assert_array_equal(y, rows[:, 0])
+    np.testing.assert_array_equal(X, rows[:, 1:])

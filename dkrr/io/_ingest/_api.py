@@ -236,7 +236,8 @@ def ingest(
         CSV has a header is still `header` (detected by default); when both files
         have one, the store's target and feature columns are taken by name (this file
         may order its columns otherwise, or hold more; a name it lacks or repeats is an
-        error naming it), also from a CSV store for a Parquet file and the reverse. The
+        error naming it), also from a CSV store for a Parquet file and the reverse; a
+        .npy file or store, or a header-less CSV store, gives them by position. The
         format still comes
         from `format` or the extension (the store's when the extension is unknown).
     overwrite : bool, default=False
@@ -360,13 +361,17 @@ def ingest(
                 target_type = take("target_type", target_type, "auto",
                                    layout.target_type, layout)
                 classes = layout.classes
-        elif {fmt, layout.format} == {"csv", "parquet"} and (layout.format == "parquet" or layout.columns):
-            # a CSV store followed by a Parquet file, or the reverse: the columns by name (a
-            # header-less CSV store has none); a CSV without a header fails on the names
-            target = take("target", target, None, layout.target_names, layout)
-            features = take("features", features, None, layout.feature_names, layout)
-            target_type = take("target_type", target_type, "auto", layout.target_type, layout)
-            classes = layout.classes
+        elif {fmt, layout.format} <= {"csv", "npy", "parquet"}:  # tables of another format
+            if {fmt, layout.format} == {"csv", "parquet"} and (layout.format == "parquet" or layout.columns):
+                # the columns by name (a CSV without a header fails on the names)
+                target = take("target", target, None, layout.target_names, layout)
+                features = take("features", features, None, layout.feature_names, layout)
+            else:  # a .npy file or store, or a header-less CSV store: the columns by position
+                target = take("target", target, None, layout.target, layout)
+                features = take("features", features, None, layout.features, layout)
+            if fmt != "npy":
+                target_type = take("target_type", target_type, "auto", layout.target_type, layout)
+                classes = layout.classes
     x_dtype = _float_dtype("dtype", dtype)
     yf_dtype = _float_dtype("y_dtype", y_dtype)
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
