@@ -5,7 +5,8 @@ file's; ``column_{j}`` where the source had none). ``dkrr fit`` on a store with 
 records them on the model as scikit-learn's ``feature_names_in_``; ``dkrr predict`` and
 ``dkrr evaluate`` compare them with the store's before any work, so a test file whose
 columns come in another order, or are other columns of the same count, is refused with
-the fix (``dkrr ingest --features``) instead of being scored by position with no word
+the fix (``dkrr ingest --like TRAIN_STORE`` or ``--features``) instead of being scored by
+position with no word
 (an r2 of -1.1 where the model's is 0.99). Here:
 
 * :func:`record_store_columns` sets the names on a model ``dkrr fit`` fitted (with the
@@ -57,12 +58,9 @@ def record_store_columns(est, data) -> None:
         est.feature_names_in_ = np.asarray(names, dtype=object)
 
 
-def _shown(names, limit: int = 8) -> str:
-    names = list(names)
-    return ", ".join(repr(n) for n in names[:limit]) + (", ..." if len(names) > limit else "")
-
-
 def _mismatch(fitted: list[str], names: list[str]) -> str:
+    from ..io._ingest._columns import names_hint  # (dkrr.io loads dask and zarr: not at import)
+
     missing = [n for n in fitted if n not in set(names)]
     unseen = [n for n in names if n not in set(fitted)]
     if not missing and not unseen and len(fitted) == len(names):
@@ -71,11 +69,11 @@ def _mismatch(fitted: list[str], names: list[str]) -> str:
                 f"model's is {fitted[moved]!r})")
     parts = []
     if missing:
-        parts.append(f"the model's column {_shown(missing)} is missing" if len(missing) == 1 else
-                     f"the model's columns {_shown(missing)} are missing")
+        parts.append(f"the model's column {names_hint(missing)} is missing" if len(missing) == 1 else
+                     f"the model's columns {names_hint(missing)} are missing")
     if unseen:
-        parts.append(f"column {_shown(unseen)} is not the model's" if len(unseen) == 1 else
-                     f"columns {_shown(unseen)} are not the model's")
+        parts.append(f"column {names_hint(unseen)} is not the model's" if len(unseen) == 1 else
+                     f"columns {names_hint(unseen)} are not the model's")
     return "; ".join(parts) or "a column appears more than once"
 
 
@@ -85,6 +83,8 @@ def store_columns_checked(est, data, command: str, model: str):
     that order, before any work; then predict in the ``with`` block without scikit-learn's
     name warning (the names were compared here). A store without names of its own, scored
     by a model with names, gets a note on stderr (its columns are taken by position)."""
+    from ..io._ingest._columns import names_hint
+
     fitted = getattr(est, "feature_names_in_", None)
     names = store_feature_names(data)
     if fitted is not None and names is not None:
@@ -93,12 +93,12 @@ def store_columns_checked(est, data, command: str, model: str):
             raise FeatureMismatchError(
                 f"X in {data.path} does not hold the columns model {model} was fitted on: "
                 f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
-                f"order: {_shown(fitted, 20)}. Ingest the file again with those columns: "
+                f"order: {names_hint(fitted)}. Ingest the file again with those columns: "
                 "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
                 f"name in the file's header), or `--features {shlex.quote(','.join(fitted))}` with --target")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
-              f"model was fitted on columns {_shown(fitted)}, which are taken to be its "
+              f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "
               f"{len(fitted)} columns in that order", file=sys.stderr, flush=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FeatureNamesWarning)

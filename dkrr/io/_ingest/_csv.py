@@ -361,8 +361,8 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
         name = columns[j]
         found = [i for i, n in enumerate(names) if n == name]
         if len(found) != 1:
-            missing = [c for c in columns if c not in names]
-            what = (f"it has no column {name!r}" + (f" (nor {names_hint(missing[1:])})" if len(missing) > 1 else "")
+            others = [c for c in columns if c not in names and c != name]
+            what = (f"it has no column {name!r}" + (f" (nor {names_hint(others)})" if others else "")
                     if not found else f"it names {name!r} {len(found)} times")
             raise FeatureMismatchError(
                 f"{src}: its header does not name the columns of like={like}: {what} (the store's "
