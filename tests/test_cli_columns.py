@@ -153,3 +153,11 @@ def test_the_names_ingest_makes_up_are_no_names(tmp_path, capsys):
     assert store_feature_names(open_dataset(tmp_path / "svm.zarr")) is None
     assert store_feature_names(open_dataset(bare)) is None
     assert store_feature_names(open_dataset(named)) == NAMES
+
+
+def test_the_features_fix_is_given_only_where_the_names_can_be_typed():
+    from dkrr.cli._columns import _features_option
+
+    assert _features_option(["a", "b c"]) == "`--features 'a,b c'`"
+    assert _features_option(["a", "x,y"]).startswith("`--features` with the model's columns")
+    assert "\x1b" not in _features_option(["a", "\x1b[31mred"])

@@ -77,6 +77,14 @@ def _mismatch(fitted: list[str], names: list[str]) -> str:
     return "; ".join(parts) or "a column appears more than once"
 
 
+def _features_option(fitted: list[str]) -> str:
+    """``--features a,b,...`` quoted for a shell; where a name holds a comma (which the
+    option splits on) or a character a terminal would act on, the option is only named."""
+    if any("," in n or not n.isprintable() for n in fitted):
+        return "`--features` with the model's columns (by 0-based index where a name holds a comma)"
+    return f"`--features {shlex.quote(','.join(fitted))}`"
+
+
 @contextlib.contextmanager
 def store_columns_checked(est, data, command: str, model: str):
     """Refuse `data` (a store) whose feature names are not those `est` was fitted with, in
@@ -95,7 +103,7 @@ def store_columns_checked(est, data, command: str, model: str):
                 f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
                 f"order: {names_hint(fitted)}. Ingest the file again with those columns: "
                 "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
-                f"name in the file's header), or `--features {shlex.quote(','.join(fitted))}` with --target")
+                f"name in the file's header), or {_features_option(fitted)} with --target")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "
