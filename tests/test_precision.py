@@ -367,6 +367,27 @@ def test_a_default_fit_says_nothing_of_alphas_unscored_at_gammas_it_did_not_choo
     assert not any(issubclass(w.category, SingularAlphaWarning) for w in got), [str(w.message) for w in got]
 
 
+def test_a_gamma_whose_every_alpha_is_unusable_does_not_fail_the_fit_of_the_others():
+    """float32 statistics and alpha 1e-9: the smooth width (gamma 1e-4) cannot score it in
+    any fold, the narrow one (gamma 10) can. The fit once raised SingularSystemError for the
+    first map; it takes the second. Alone, the smooth width is still an error."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1500, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(1500)
+
+    def fit(gammas):
+        return RandomFeatureRidge(random_state=0, n_components=128, gammas=gammas, alphas=[1e-9], cv=3,
+                                  precision="float32").fit(X, y)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grid's edge, float32's precision estimate
+        est = fit([1e-4, 10.0])
+    mean = est.cv_results_["mean_mse"]
+    assert est.gamma_ == 10.0 and mean[0, 0] == np.inf and np.isfinite(mean[1, 0])
+    with pytest.raises(SingularSystemError):
+        fit([1e-4])
+
+
 def test_a_gamma_grid_reports_the_chosen_gammas_unscored_alphas_once():
     """A grid of maps (gammas): the unscored alphas of the map the fit takes are said, once;
     those of the other maps are not (they once gave one warning per gamma, each naming an
