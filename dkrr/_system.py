@@ -25,7 +25,8 @@ import sys
 
 __all__ = ["CACHE_ROOT", "CGROUP_ROOT", "CgroupMemory", "DEFAULT_CACHE_BYTES", "HOST_MEMORY", "WORKER_BASELINE_BYTES",
            "cache_sizes", "cgroup_memory", "check_active_workers", "check_worker_memory", "distributed_client", "format_bytes",
-           "last_level_cache", "local_memory", "scheduler_workers", "worker_memory_floor"]
+           "last_level_cache", "local_memory", "scheduler_workers", "worker_memory_floor",
+           "worker_task_memory"]
 
 #: where the cgroup file systems are mounted (v2 at the root, v1's memory controller in memory/)
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -229,17 +230,41 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _enforced_fraction() -> tuple[float, str] | None:
+    """The fraction of a worker's memory limit at which distributed pauses it
+    (``distributed.worker.memory.pause``, 0.8 by default) or, without pausing, restarts it
+    (``terminate``, 0.95), with that verb; None where this process's dask config turns both
+    off (the limit is then only read, e.g. for spilling)."""
+    import dask
+
+    fractions = [(float(f), verb) for f, verb in ((dask.config.get("distributed.worker.memory.pause", 0.8), "pauses"),
+                 (dask.config.get("distributed.worker.memory.terminate", 0.95), "restarts")) if f]
+    return min(fractions) if fractions else None
+
+
 def worker_memory_floor() -> float:
     """The least memory limit a worker needs to run dkrr's tasks at all:
     :data:`WORKER_BASELINE_BYTES` over the fraction of its limit at which distributed
-    pauses it (``distributed.worker.memory.pause``, 0.8 by default) or, without pausing,
-    restarts it (``terminate``, 0.95): 375 MiB by default, before any data. 0 where this
-    process's dask config turns both off (the limit is then only read, e.g. for spilling)."""
-    import dask
+    pauses or restarts it (:func:`_enforced_fraction`): 375 MiB by default, before any
+    data; 0 where both are off."""
+    enforced = _enforced_fraction()
+    return WORKER_BASELINE_BYTES / enforced[0] if enforced else 0.0
 
-    fractions = [float(f) for f in (dask.config.get("distributed.worker.memory.pause", 0.8),
-                                    dask.config.get("distributed.worker.memory.terminate", 0.95)) if f]
-    return WORKER_BASELINE_BYTES / min(fractions) if fractions else 0.0
+
+def worker_task_memory(limit: int) -> tuple[int, str]:
+    """``(bytes, words)``: what the tasks of a worker whose memory limit is ``limit`` can
+    hold, and how the messages say it. The limit times the fraction at which distributed
+    pauses (or restarts) the worker, less :data:`WORKER_BASELINE_BYTES` that the worker
+    holds itself: 463 MiB of a 954 MiB (1 GB) limit. A fit's worker part estimated within
+    the whole limit (810 MiB at p = 10,240) had the nanny restart the worker at each try.
+    Where both are off the whole limit, which is then only read."""
+    enforced = _enforced_fraction()
+    if enforced is None:
+        return int(limit), "the memory limit of a Dask worker"
+    fraction, verb = enforced
+    return max(0, int(limit * fraction - WORKER_BASELINE_BYTES)), (
+        f"what a Dask worker's tasks can hold, {fraction:.0%} of its {format_bytes(limit)} memory limit (where "
+        f"distributed {verb} it) less about {format_bytes(WORKER_BASELINE_BYTES)} that the worker holds itself")
 
 
 def check_worker_memory(client, memory_limit=None) -> None:

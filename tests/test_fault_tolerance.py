@@ -360,6 +360,46 @@ def test_the_worker_memory_floor_follows_distributeds_pause_and_terminate_fracti
         assert worker_memory_floor() == 0.0
 
 
+def test_what_a_workers_tasks_can_hold_follows_the_same_fractions():
+    """The limit at the pause (or, without pausing, at the restart) less the worker's own
+    300 MiB; the whole limit where both are off; never negative. The floor is where it is 0."""
+    from dkrr._system import WORKER_BASELINE_BYTES, worker_memory_floor, worker_task_memory
+
+    GB = 10**9
+    usable, words = worker_task_memory(GB)
+    assert usable == int(0.8 * GB - WORKER_BASELINE_BYTES) and usable // 2**20 == 462
+    assert words == ("what a Dask worker's tasks can hold, 80% of its 954 MiB memory limit (where distributed "
+                     "pauses it) less about 300 MiB that the worker holds itself")
+    assert worker_task_memory(int(worker_memory_floor()))[0] == 0 and worker_task_memory(10 * 2**20)[0] == 0
+    with dask.config.set({"distributed.worker.memory.pause": False}):
+        usable, words = worker_task_memory(GB)
+        assert usable == int(0.95 * GB - WORKER_BASELINE_BYTES) and "95% of its 954 MiB" in words
+        assert "(where distributed restarts it)" in words
+    with dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.terminate": False}):
+        assert worker_task_memory(GB) == (GB, "the memory limit of a Dask worker")
+
+
+@pytest.mark.cluster
+def test_a_gram_that_fits_the_limit_but_not_what_the_tasks_can_hold_goes_to_pcg():
+    """p = 10,240 on a worker of 1 GB: the Gram path's worker part (811 MiB) is within the
+    954 MiB limit, and solver="auto" took it; the nanny restarted the worker at each of 4
+    tries (the worker's own ~300 MiB and distributed's pause at 80% leave its tasks 463
+    MiB) and the fit ended in KilledWorker. It now runs matrix-free, and says why."""
+    from distributed import Client, LocalCluster
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 5))
+    y = np.sin(X[:, 0])
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="1GB", dashboard_address=None,
+                      processes=True) as cluster, Client(cluster):
+        est = RandomFeatureRidge(method="rff", n_components=5120, gamma=0.1, alpha=1.0, random_state=0,
+                                 precision="float64").fit(da.from_array(X, chunks=1000), y)
+    assert est.solver_ == "pcg", est.solver_reason_
+    assert re.search(r"the Gram path \(p = 10240 features\) needs about \d+ MiB per worker, more than what a Dask "
+                     r"worker's tasks can hold, 80% of its 954 MiB memory limit .* \(463 MiB\)", est.solver_reason_)
+    assert est.score(X, y) > 0.99
+
+
 @pytest.mark.cluster
 def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
     """A Client of the user's own LocalCluster whose workers have 200 MiB each: the fit is

@@ -40,7 +40,7 @@ def test_auto_chooses_by_the_gram_paths_estimate():
     assert choose_solver(*args, limits=(None, 8 * GiB)).solver == "cholesky"  # threaded: this machine's memory
     assert choose_solver(*args, limits=(None, 256 * MiB)).solver == "pcg"
     assert choose_solver(*args, limits=(4 * GiB, 8 * GiB)).solver == "cholesky"  # a Client: the worker limit
-    assert choose_solver(*args, limits=(256 * MiB, 8 * GiB)).solver == "pcg"
+    assert choose_solver(*args, limits=(512 * MiB, 8 * GiB)).solver == "pcg"  # its tasks: 110 MiB
     with pytest.raises(MemoryBudgetError, match=r"also tried the matrix-free solver='pcg', which does not fit"):
         choose_solver(*args, limits=(None, 1 * MiB))
     # the Gram solvers asked for by name keep the Gram path and name pcg as the fix
@@ -67,12 +67,14 @@ def test_the_choice_says_why_with_the_numbers():
     choice = choose_solver(*args, limits=(None, 8 * GiB))
     assert re.fullmatch(rf"solver='auto' chose 'cholesky': {gram} in all, within the available memory of this "
                         r"machine \(8\.00 GiB\)", choice.reason), choice.reason
-    choice = choose_solver(*args, limits=(256 * MiB, 8 * GiB))
-    assert re.fullmatch(rf"solver='auto' chose 'pcg': {gram} per worker, more than the memory limit of a Dask "
-                        rf"worker \(256 MiB\) and [\d.]+ MiB on the client, within the available memory of this "
-                        r"machine \(8\.00 GiB\); the matrix-free pcg \(p = 4096 features\) needs about [\d.]+ MiB "
-                        r"per worker, within the memory limit of a Dask worker \(256 MiB\) and [\d.]+ \w+ on the "
-                        r"client, within the available memory of this machine \(8\.00 GiB\)", choice.reason), choice.reason
+    choice = choose_solver(*args, limits=(512 * MiB, 8 * GiB))
+    # a worker's tasks hold what its limit leaves at distributed's pause, less the worker's own memory
+    worker = (r"what a Dask worker's tasks can hold, 80% of its 512 MiB memory limit \(where distributed pauses "
+              r"it\) less about 300 MiB that the worker holds itself \(110 MiB\)")
+    assert re.fullmatch(rf"solver='auto' chose 'pcg': {gram} per worker, more than {worker} and [\d.]+ MiB on the "
+                        r"client, within the available memory of this machine \(8\.00 GiB\); the matrix-free pcg "
+                        rf"\(p = 4096 features\) needs about [\d.]+ MiB per worker, within {worker} and [\d.]+ \w+ on "
+                        r"the client, within the available memory of this machine \(8\.00 GiB\)", choice.reason), choice.reason
     est.set_params(solver="eigh")
     assert re.fullmatch(rf"solver='eigh' was asked for; {gram} in all, within the available memory of this machine "
                         r"\(8\.00 GiB\)", choose_solver(*args, limits=(None, 8 * GiB)).reason)
@@ -123,9 +125,11 @@ def test_auto_switches_to_pcg_on_a_worker_memory_limit(local_cluster, tmp_path):
     assert big.solver_ == "pcg" and big.solver_info_["converged"] and big.n_output_features_ == 16384
     assert big.solver_info_["persisted"]  # 13 KiB of X: kept on the workers across the passes
     assert small.solver_ == "cholesky" and not hasattr(small, "solver_info_")
-    # the reasons quote the workers' 1 GiB limit
-    assert "more than the memory limit of a Dask worker (1.00 GiB)" in big.solver_reason_
-    assert "per worker, within the memory limit of a Dask worker (1.00 GiB)" in small.solver_reason_
+    # the reasons quote what the workers' 1 GiB limit leaves their tasks
+    worker = ("what a Dask worker's tasks can hold, 80% of its 1.00 GiB memory limit (where distributed pauses it) "
+              "less about 300 MiB that the worker holds itself (519 MiB)")
+    assert f"more than {worker}" in big.solver_reason_
+    assert f"per worker, within {worker}" in small.solver_reason_
     # the same model as asking for pcg on the threaded scheduler
     with dask.config.set(scheduler="threads"):
         ref = RandomFeatureRidge(n_components=8192, tol=1e-8, solver="pcg", **kw).fit(X, y)

@@ -96,13 +96,16 @@ def _client_active() -> bool:
 def folds_on_workers(p: int, n_targets: int, n_folds: int, n_gammas: int = 1, limits=None) -> bool:
     """Whether the cross-validation's fold solves run as tasks where the statistics are
     (:mod:`dkrr.linalg._cv_tasks`): always on dask's threaded scheduler, and on a
-    distributed Client when its smallest worker's memory limit (none: unlimited) holds
+    distributed Client when what its smallest worker's tasks can hold
+    (:func:`~dkrr._system.worker_task_memory`; no limit: unlimited) holds
     :func:`fold_part_bytes`; else the client solves them (the K unpacked fold Grams on the
     client, as the module's ``S_full``). ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them."""
+    from .._system import worker_task_memory
+
     if not _client_active():
         return True
     worker = memory_limits(limits).worker
-    return worker is None or fold_part_bytes(p, n_targets, n_folds, n_gammas) <= worker
+    return worker is None or fold_part_bytes(p, n_targets, n_folds, n_gammas) <= worker_task_memory(worker)[0]
 
 
 @dataclasses.dataclass(eq=False)

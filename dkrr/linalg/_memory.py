@@ -51,10 +51,10 @@ number of blocks):
   four ``p x p`` matrices and its inputs); when no worker can, the client solves them:
   ``S_full`` of K folds and ``56 p^2`` in place of ``32 p^2`` (7.1 measured with eigh).
 
-:func:`check_memory_budget` compares the worker's part with the memory limit of the
-smallest Dask worker when a distributed ``Client`` is active (else with the available
-memory of this machine), and the client's part with this machine's available memory,
-and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
+:func:`check_memory_budget` compares the worker's part with what the smallest Dask worker's
+tasks can hold when a ``Client`` is active (its limit at the pause less its own 0.3 GB:
+:func:`dkrr._system.worker_task_memory`; else this machine's memory), and the client's part with this
+machine's available memory, and raises :class:`~dkrr.errors.MemoryBudgetError` with the estimate and the fix.
 
 "This machine's available memory" (:func:`dkrr._system.local_memory`) is the smaller of psutil's
 available memory of the host and what the memory limit of this process's cgroup leaves
@@ -71,7 +71,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._system import HOST_MEMORY, format_bytes, local_memory
+from .._system import HOST_MEMORY, format_bytes, local_memory, worker_task_memory
 from ..errors import MemoryBudgetError
 from ._packed import gram_work_bytes, packed_length
 
@@ -327,8 +327,8 @@ def budget_checks(estimate: MemoryEstimate, limits=None) -> list[BudgetCheck]:
     it and the client's part against this process's memory; without one, the larger part
     against the latter (``limits`` as :func:`memory_limits` takes them)."""
     limits = memory_limits(limits)
-    if limits.worker is not None:
-        return [BudgetCheck(estimate.worker, limits.worker, "the memory limit of a Dask worker", "task"),
+    if limits.worker is not None:  # the worker's tasks: what its own memory and the pause leave
+        return [BudgetCheck(estimate.worker, *worker_task_memory(limits.worker), "task"),
                 BudgetCheck(estimate.client, limits.local, limits.local_where, "client")]
     return [BudgetCheck(max(estimate.worker, estimate.client), limits.local, limits.local_where, "all")]
 
