@@ -74,10 +74,16 @@ def test_format_bytes_uses_the_unit_the_size_reaches():
 
 def test_memory_messages_give_small_limits_in_mib():
     est = ridge_memory_estimate(kernel="gaussian", method="rff", n_components=512, n_features_in=8, block_rows=1000)
-    with pytest.raises(MemoryBudgetError) as exc:
+    with pytest.raises(MemoryBudgetError) as exc:  # a worker of 400 MiB leaves its tasks 20 MiB
+        check_memory_budget(est, kernel="gaussian", n_components=512, limits=(400 * 2**20, 64 * 2**30))
+    msg = str(exc.value)
+    assert "0.00 GiB" not in msg and "80% of its 400 MiB memory limit" in msg and "(20.0 MiB)" in msg, msg
+    assert "about 296 or fewer would fit" in msg, msg  # 1024 sqrt(20 / 59.8) / 2
+    with pytest.raises(MemoryBudgetError) as exc:  # 3 MiB: below what a worker needs at all
         check_memory_budget(est, kernel="gaussian", n_components=512, limits=(3 * 2**20, 64 * 2**30))
     msg = str(exc.value)
-    assert "0.00 GiB" not in msg and "(3.00 MiB)" in msg, msg
+    assert "80% of its 3.00 MiB memory limit" in msg and "(0 bytes)" in msg, msg
+    assert "No smaller model would fit: give each worker more memory." in msg and "or fewer would fit" not in msg
     with pytest.raises(MemoryBudgetError) as exc:
         check_feature_map_budget("rff", 100, 4096, local=200 * 2**10)
     msg = str(exc.value)

@@ -394,7 +394,7 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
                     "running sum and the block's), the feature buffer and the map")
             fixes = "fewer cv folds, fewer threads per worker, a smaller max_block_bytes, or workers with more memory"
         per_d = _output_width(kernel, 1, is_complex)
-        d_fit = max(1, int(p * math.sqrt(limit / need) // per_d))  # the p^2 terms dominate
+        d_fit = int(p * math.sqrt(limit / need) // per_d)  # the p^2 terms dominate; 0: a worker below the floor
         name, value = "n_components", n_components
         if n_candidates is not None and p != _output_width(kernel, n_components, is_complex):
             name, value = "n_candidates", n_candidates  # the candidates' pass is the larger
@@ -403,7 +403,7 @@ def check_memory_budget(estimate: MemoryEstimate, *, kernel: str, n_components: 
             f"{name}={value} gives p={p} features, so each statistics object "
             f"(the upper triangles of K={K} fold(s) of p x p float64 Grams) takes {format_bytes(estimate.statistics)} "
             f"and {part}. "
-            f"Use a smaller {name} (about {d_fit} or fewer would fit), {fixes}."
+            + (f"Use a smaller {name} (about {d_fit} or fewer would fit), {fixes}." if d_fit else "No smaller model would fit: give each worker more memory.")
         )
 
 
