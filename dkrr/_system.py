@@ -256,7 +256,7 @@ def worker_task_memory(limit: int) -> tuple[int, str]:
     hold, and how the messages say it. The limit times the fraction at which distributed
     pauses (or restarts) the worker, less :data:`WORKER_BASELINE_BYTES` that the worker
     holds itself: 463 MiB of a 954 MiB (1 GB) limit. A fit's worker part estimated within
-    the whole limit (810 MiB at p = 10,240) had the nanny restart the worker at each try.
+    the whole limit (811 MiB at p = 10,240) had the nanny restart the worker at each try.
     Where both are off the whole limit, which is then only read."""
     enforced = _enforced_fraction()
     if enforced is None:
