@@ -412,7 +412,7 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
 
     from dkrr._progress import progress_set
     from dkrr.errors import MemoryBudgetError
-    from dkrr.estimators import RandomFeatureRidgeClassifier
+    from dkrr.estimators import RandomFeatureRidgeClassifier, RandomFeatures
 
     X = np.random.default_rng(0).standard_normal((200, 3))
     with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="200MiB", dashboard_address=None,
@@ -424,6 +424,16 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
             with pytest.raises(NotFittedError):
                 est.predict(X)
         assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))  # no task ran
+        # a model fitted elsewhere: its predictions, and a feature map's, refused before a graph exists
+        with dask.config.set(scheduler="threads"):  # fitted in this process
+            fitted = RandomFeatureRidge(n_components=8, alpha=1.0).fit(X, X[:, 0])
+            features = RandomFeatures(n_components=8, random_state=0).fit(X)
+        for lazy in (lambda Xd: fitted.predict(Xd), lambda Xd: fitted.predict(Xd, return_std=True),
+                     features.transform):
+            with pytest.raises(MemoryBudgetError, match=r"at least 375 MiB"):
+                lazy(da.from_array(X, chunks=50))
+        np.testing.assert_allclose(fitted.predict(X[:5]), fitted.predict(X)[:5])  # numpy: computed here
+        assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
         for progress in (False, True):  # with the bar on too: it follows dask's scheduler, not the Client
             with dask.config.set(scheduler="threads"), progress_set(progress):  # tasks here: not refused
                 assert RandomFeatureRidge(n_components=8, alpha=1.0).fit(da.from_array(X, chunks=50),

@@ -91,8 +91,10 @@ def predict_mean_std(model: _PosteriorModel, Xv):
     else:
         from dask.base import tokenize
 
+        from .._system import check_active_workers
         from ..features._blockwise import shared_object
 
+        check_active_workers()  # workers below what a task needs: refused now, not looping later
         both = Xv.map_blocks(
             _mean_std_block, shared_object(model, "dkrr-posterior"), dtype=np.float64,
             chunks=(Xv.chunks[0], (2 * t,)), meta=np.empty((0, 0), dtype=np.float64),
@@ -110,7 +112,10 @@ def predict_decision(model: _LinearModel, Xv, squeeze: bool):
         return out[:, 0] if squeeze else out
     from dask.base import tokenize
 
+    from .._system import check_active_workers
     from ..features._blockwise import shared_object
+
+    check_active_workers()  # workers below what a task needs: refused now, not looping later
 
     # the key is the identity of the result: the model's content (map, coefficients,
     # intercept) and X's name; the same model on the same input shares its tasks

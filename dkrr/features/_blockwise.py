@@ -53,12 +53,16 @@ def transform_array(fmap: FeatureMap, X):
     task function, the map's content and X's name, so two maps (or two inputs) never
     share keys and the same map on the same input does (with dask's array query planning
     dask appends its own token to the name). Output dtype equals the input's floating
-    dtype.
+    dtype. A distributed Client whose workers cannot run a task at all is refused
+    (:func:`~dkrr._system.check_active_workers`).
     """
     if isinstance(X, np.ndarray):
         return fmap.transform(X)
     from dask.base import tokenize
 
+    from .._system import check_active_workers
+
+    check_active_workers()  # workers below what a task needs: refused now, not looping later
     p = fmap.n_output_features
     token = tokenize(fmap)
     return X.map_blocks(
