@@ -205,3 +205,9 @@ def test_like_across_csv_and_parquet_takes_the_columns_by_name(tmp_path):
         np.testing.assert_array_equal(y, (df["kind"] == "dog").to_numpy().astype(int))
     with pytest.raises(InvalidParameterError, match="contradicts like="):  # a different choice is still refused
         ingest(tmp_path / "test.parquet", tmp_path / "x.zarr", like=tmp_path / "csv.zarr", target="a")
+    # a CSV without a header cannot be read by name: said so, with the two ways out
+    shuffled.to_csv(tmp_path / "bare.csv", index=False, header=False)
+    with pytest.raises(InputValidationError, match=r"bare\.csv has no header, but like=.*pq\.zarr gives its "
+                                                   r"columns by name \('kind', 'a', 'b', 'c'\): give the file a header"):
+        ingest(tmp_path / "bare.csv", tmp_path / "bare.zarr", like=tmp_path / "pq.zarr")
+    assert not (tmp_path / "x.zarr").exists() and not (tmp_path / "bare.zarr").exists()

@@ -260,6 +260,14 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         names = [f"column_{j}" for j in range(n_cols)]
         shape_origin = f"line {head_numbers[0]}"
         start, first_line = bom, 1
+        chosen = [v for option in (target, features) if option is not None
+                  for v in (option if isinstance(option, (list, tuple)) else [option])]
+        by_name = [c for c in chosen if isinstance(c, str)]
+        if like is not None and by_name:  # a Parquet (or headed CSV) store, across formats: by name
+            raise InputValidationError(
+                f"{src} has no header, but like={like} gives its columns by name ({names_hint(by_name)}): "
+                "give the file a header row naming its columns, or ingest it without like, choosing "
+                "the target and features by 0-based index")
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features)
     if target_type == "labels" and not scalar:
