@@ -284,9 +284,10 @@ def check_worker_memory(client, memory_limit=None) -> None:
     limits = sorted({int(w.get("memory_limit") or 0) for w in scheduler_workers(client)} - {0})
     if not limits or limits[0] >= floor:
         return
+    fraction, verb = _enforced_fraction()  # a floor above 0: one of them is on
     why = (f"a worker holds about {format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its "
-           "libraries and compiled kernels), and distributed pauses a worker at 80% of its limit and restarts "
-           f"it at 95% (its defaults), so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
+           f"libraries and compiled kernels), and distributed {verb} a worker at {fraction:.0%} of its limit, "
+           f"so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
            "restart it at every task, or in a loop that the fit would wait on forever.")
     if memory_limit is not None:
         raise InvalidParameterError(

@@ -395,6 +395,11 @@ def test_a_gram_that_fits_the_limit_but_not_what_the_tasks_can_hold_goes_to_pcg(
         est = RandomFeatureRidge(method="rff", n_components=5120, gamma=0.1, alpha=1.0, random_state=0,
                                  precision="float64").fit(da.from_array(X, chunks=1000), y)
     assert est.solver_ == "pcg", est.solver_reason_
+    # CG iterated (rank 256 < p) to the default tol; its true residual at that tol is
+    # tests/test_pcg_solver.py's (the explicit 10,240 x 10,240 system is 800 MB)
+    info = est.solver_info_
+    assert info["rank"] < est.n_output_features_ == 10240 and info["n_iter"] >= 2 and info["converged"]
+    assert info["residuals"][-1].max() <= est.tol == 1e-6
     assert re.search(r"the Gram path \(p = 10240 features\) needs about \d+ MiB per worker, more than what a Dask "
                      r"worker's tasks can hold, 80% of its 954 MiB memory limit .* \(463 MiB\)", est.solver_reason_)
     assert est.score(X, y) > 0.99
