@@ -337,3 +337,40 @@ def test_write_dataset_round_trip(tmp_path, Xy, use_client, request):
         write_dataset(dX, dy, path)
     with pytest.raises(InputValidationError, match=r"y has shape \(22,\) but X has shape \(23, 4\)"):
         write_dataset(dX, dy[:22], tmp_path / "e.zarr")
+
+
+def test_write_dataset_refuses_what_a_fit_could_not_read_and_writes_nothing(tmp_path):
+    """Text, complex numbers, a path where an array belongs, and class codes that are not
+    codes were written (or failed with an IndexError) and only `dkrr fit` refused them."""
+    X = np.ones((3, 2))
+    out = tmp_path / "w.zarr"
+    cases = [
+        ((str(out), X, np.ones(3)), {}, r"X is the str '.*w\.zarr', not an array; the "
+                                        r"arguments come in the order X, y, out"),
+        ((np.array([["a", "b"]] * 3), None, out), {}, r"X has dtype <U1, which is not numeric"),
+        ((X + 1j, None, out), {}, r"X has dtype complex128, which is not numeric"),
+        ((X, np.array(list("xyz")), out), {}, r"y has dtype <U1.*classes= the labels"),
+        ((X, 5, out), {}, r"y is a scalar \(int\)"),
+        ((X, np.ones(3), out), {"classes": ["a"]}, r"y has dtype float64 but classes= was given"),
+        ((X, None, out), {"classes": ["a"]}, r"classes= was given without y"),
+        ((X, np.zeros(3, int), out), {"classes": ["a", "a"]}, r"name each class once"),
+        ((X, np.zeros(3, int), out), {"classes": "ab"}, r"classes= is the str 'ab'"),
+    ]
+    for args, kwargs, message in cases:
+        with pytest.raises(InputValidationError, match=message):
+            write_dataset(*args, **kwargs)
+        assert not out.exists()
+    with pytest.raises(InputValidationError, match=r"y_pred is the str"):
+        write_predictions(str(out), np.ones(3))
+    # a code outside the classes is found as its block is written; nothing is left
+    codes = da.from_array(np.r_[np.zeros(250, int), np.full(50, 3)], chunks=100)
+    with pytest.raises(InputValidationError,
+                       match=r"50 class code\(s\) outside 0\.\.1 in rows 200 to 299, first in "
+                             r"row 250 \(code 3\).*nothing was written"):
+        write_dataset(da.ones((300, 2), chunks=100), codes, out, classes=["a", "b"])
+    assert not out.exists() and _leftovers(tmp_path) == []
+    # codes within the classes are written and read back
+    write_dataset(X, np.array([0, 1, 1]), out, classes=["a", "b"])
+    ds = open_dataset(out)
+    assert ds.attrs["classes"] == ["a", "b"]
+    np.testing.assert_array_equal(ds.y.compute(), [0, 1, 1])

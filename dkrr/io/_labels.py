@@ -17,7 +17,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import InputValidationError, StoreError
 
 __all__ = ["checked_class_codes", "store_classes"]
 
@@ -37,7 +37,8 @@ def store_classes(attrs: dict, path: str | Path) -> list[str] | None:
     return list(classes)
 
 
-def _check_codes_block(block: np.ndarray, n_classes: int, path: str, block_info=None) -> np.ndarray:
+def _check_codes_block(block: np.ndarray, n_classes: int, path: str, written: bool = False,
+                       block_info=None) -> np.ndarray:
     flat = block.reshape(block.shape[0], -1)
     bad = ((flat < 0) | (flat >= n_classes)).any(axis=1)
     if bad.any():
@@ -46,32 +47,49 @@ def _check_codes_block(block: np.ndarray, n_classes: int, path: str, block_info=
         first = int(rows[0])
         vals = flat[first]
         code = int(vals[(vals < 0) | (vals >= n_classes)][0])
+        where = (f"rows {offset} to {offset + block.shape[0] - 1}, first in row "
+                 f"{offset + first} (code {code})")
+        if written:  # write_dataset: the write fails and leaves nothing at `path`
+            raise InputValidationError(
+                f"y holds {rows.size} class code(s) outside 0..{n_classes - 1} in {where}; "
+                f"classes= names {n_classes} labels (y == i means classes[i]), so nothing "
+                f"was written to {path}"
+            )
         raise StoreError(
             f"array 'y' of {path} holds {rows.size} class code(s) outside 0..{n_classes - 1} in "
-            f"rows {offset} to {offset + block.shape[0] - 1}, first in row {offset + first} "
-            f"(code {code}); its 'classes' "
+            f"{where}; its 'classes' "
             f"attribute names {n_classes} labels, so the store is corrupted: re-create it with "
             "`dkrr ingest` or restore it from a copy"
         )
     return block
 
 
-def checked_class_codes(y: da.Array, classes: list[str], path: str | Path) -> da.Array:
+def checked_class_codes(y: da.Array, classes: list[str], path: str | Path, *,
+                        written: bool = False) -> da.Array:
     """``y`` of a store with ``classes``: integers, each block checked when it is read.
+
+    ``written=True``: `y` is about to be written to `path` by
+    :func:`~dkrr.io.write_dataset`, and the errors say so.
 
     Raises
     ------
     StoreError
         At once if ``y`` is not an integer array; when a block is computed, if it holds a
         code outside ``0 .. len(classes) - 1`` (naming the rows and the first bad code).
+        :class:`~dkrr.errors.InputValidationError` instead when ``written``.
     """
     dtype: Any = np.dtype(y.dtype)
     if dtype.kind not in "iu":
+        if written:
+            raise InputValidationError(
+                f"y has dtype {dtype} but classes= was given, so y must hold integer class "
+                "codes (y == i means classes[i]); pass y.astype(int) if its values are codes"
+            )
         raise StoreError(
             f"array 'y' of {path} has dtype {dtype} but the store has a 'classes' attribute, "
             "so y must hold integer class codes (y == i means classes[i]); the store is "
             "corrupted: re-create it with `dkrr ingest`"
         )
     # the meta: dask's array query planning needs it to slice the result
-    return y.map_blocks(_check_codes_block, len(classes), str(path), dtype=y.dtype,
+    return y.map_blocks(_check_codes_block, len(classes), str(path), written, dtype=y.dtype,
                         meta=np.empty((0,) * y.ndim, dtype=y.dtype))

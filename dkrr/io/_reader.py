@@ -401,11 +401,10 @@ def open_group(path: Path | Remote) -> zarr.Group:
     return node
 
 
-def check_numeric(name: str, arr: Any, path: Path) -> None:
-    """Refuse an array whose dtype is not integer or float."""
+def check_numeric(name: str, arr: Any, path: Path | None, *,
+                  fix: str = "store integers or floats (re-ingest with `dkrr ingest`)") -> None:
+    """Refuse an array whose dtype is not integer or float (`path` None: not yet stored)."""
     dtype = np.dtype(arr.dtype)
     if dtype.kind not in "iuf":
-        raise InputValidationError(
-            f"array {name!r} in {path} has dtype {dtype}, which is not numeric; "
-            "store integers or floats (re-ingest with `dkrr ingest`)"
-        )
+        where = f"array {name!r} in {path}" if path is not None else name
+        raise InputValidationError(f"{where} has dtype {dtype}, which is not numeric; {fix}")

@@ -84,6 +84,7 @@ from ._labels import checked_class_codes, store_classes
 from ._paths import Remote, locate, zarr_location
 from ._reader import (MANIFEST, array_names, check_numeric, check_written, manifest, open_array,
                       open_group, read_array)
+from ._write_inputs import as_dask, class_codes, regular_rows
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -251,32 +252,6 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True,
     return ZarrDataset(X=X, y=y, attrs=attrs, path=str(path))
 
 
-def _regular_rows(arr: da.Array, name: str) -> da.Array:
-    """Make row chunks uniform (all equal but the last) and columns one chunk."""
-    if any(np.isnan(c) for c in arr.shape):
-        raise InputValidationError(
-            f"{name} has unknown chunk sizes {arr.chunks}; call "
-            f"`{name}.compute_chunk_sizes()` first"
-        )
-    rows = arr.chunks[0]
-    regular = len(rows) <= 1 or (
-        all(c == rows[0] for c in rows[:-1]) and rows[-1] <= rows[0]
-    )
-    new: dict[int, Any] = {}
-    if not regular:
-        new[0] = max(rows)
-    if arr.ndim == 2 and arr.numblocks[1] != 1:
-        new[1] = -1
-    return arr.rechunk(new) if new else arr
-
-
-def _as_dask(arr: Any, name: str) -> da.Array:
-    if isinstance(arr, da.Array):
-        return arr
-    arr = np.asarray(arr)
-    return da.from_array(arr, chunks=(min(max(arr.shape[0], 1), 65536),) + arr.shape[1:])
-
-
 def write_predictions(
     y_pred: Any,
     out: str | os.PathLike,
@@ -351,16 +326,16 @@ def write_predictions(
     InputValidationError
         If `y_pred` is not 1-D or 2-D or has unknown chunk sizes, or `y_std` another shape.
     """
-    y_pred = _as_dask(y_pred, "y_pred")
+    y_pred = as_dask(y_pred, "y_pred", order="y_pred, out")
     if y_pred.ndim not in (1, 2):
         raise InputValidationError(
             f"y_pred has shape {y_pred.shape}; expected (n_samples,) or "
             "(n_samples, n_outputs)"
         )
-    y_pred = _regular_rows(y_pred, "y_pred")
+    y_pred = regular_rows(y_pred, "y_pred")
     sources = {"y_pred": y_pred}
     if y_std is not None:
-        y_std = _as_dask(y_std, "y_std")
+        y_std = as_dask(y_std, "y_std", order="y_pred, out")
         if y_std.shape != y_pred.shape:
             raise InputValidationError(f"y_std has shape {y_std.shape} but y_pred has shape {y_pred.shape}; the "
                                        "standard deviations need one value per prediction")
@@ -458,15 +433,24 @@ def write_dataset(
     -------
     path : str
         Absolute path (or URL) of the written store.
+
+    Raises
+    ------
+    InputValidationError
+        Before anything is written, if `X` or `y` is not an array of integers or floats
+        (a path in their place, text, complex numbers), their shapes disagree, or
+        `classes` is given without integer codes in `y` or names a class twice; when
+        the blocks are written, if `y` holds a code outside ``0 .. len(classes) - 1``
+        (nothing is left at `out`). Errors of `out` as in :func:`write_predictions`.
     """
-    X = _as_dask(X, "X")
+    X = as_dask(X, "X", order="X, y, out")
     if X.ndim != 2:
         raise InputValidationError(f"X has shape {X.shape}; expected 2 dimensions")
-    X = _regular_rows(X, "X")
+    X = regular_rows(X, "X")
     sources, names = [X], ["X"]
     n_targets = 0
     if y is not None:
-        y = _as_dask(y, "y")
+        y = as_dask(y, "y", order="X, y, out")
         if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
             raise InputValidationError(
                 f"y has shape {y.shape} but X has shape {X.shape}; y needs "
@@ -476,6 +460,8 @@ def write_dataset(
         sources.append(y)
         names.append("y")
         n_targets = 1 if y.ndim == 1 else int(y.shape[1])
+    if classes is not None:  # no y, classes named twice, or codes outside them: refused
+        y = sources[-1] = class_codes(y, classes, str(out))
     if feature_names is None:
         feature_names = [f"column_{j}" for j in range(X.shape[1])]
     if target_names is None:
