@@ -302,3 +302,49 @@ def test_auto_grid_that_does_not_fit_names_the_way_to_one_gamma(data):
     est = RandomFeatureRidge(n_components=512, cv=5, gamma="median", gammas="auto")
     with pytest.raises(MemoryBudgetError, match=r"gammas='auto' is not cross-validated by solver='pcg'.*--gammas none"):
         choose_solver(est, Xd, yd, None, 5, 1.0, None, AUTO_GAMMA_FACTORS, limits=(None, 30 * 2**20))
+
+
+def test_a_noise_free_target_scores_no_negative_mse_and_its_model_saves(tmp_path):
+    """y = sin(x0) without noise: the SSE expansion cancels, and one (gamma, fold, alpha)
+    came out at -7.7e-10. It was kept, and the model failed its own check at save ("fold_mse
+    holds NaN or negative values"): `dkrr fit` of such a store ended with an error."""
+    import warnings
+
+    from dkrr import load_model, save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3))
+    X[:, 1] = 5.0
+    y = np.sin(X[:, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grid-edge warnings of a noise-free target
+        model = RandomFeatureRidge(cv=5, gamma="median", gammas="auto", random_state=0,
+                                   standardize=True).fit(X, y)
+    fold_mse = np.asarray(model.cv_results_["fold_mse"])
+    assert fold_mse.min() == 0.0 and np.all(fold_mse >= 0)  # the rounding case arose
+    save_model(model, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.predict(X[:50]), model.predict(X[:50]))
+    assert np.sqrt(np.mean((model.predict(X) - y) ** 2)) < 1e-3
+
+
+def test_a_model_whose_attributes_disagree_is_not_saved_and_the_message_says_why(data, tmp_path):
+    """save_model's check that the model loads back said "The file was changed after it
+    was saved" of a model that was never saved (the file's own case is in
+    test_model_agreement)."""
+    from dkrr.errors import ModelFormatError
+    from dkrr.io._model import save_model
+
+    X, y = data
+    est = RandomFeatureRidge(method="sorf", n_components=D, alphas=ALPHAS, cv=K, random_state=0).fit(X, y)
+    kept = est.cv_results_["fold_mse"][0, 0]
+    est.cv_results_["fold_mse"][0, 0] = -1.0
+    with pytest.raises(ModelFormatError, match=r"cannot save RandomFeatureRidge: it does not load "
+                       r"back: .*model\.cv_results_ disagrees with the rest of the model: .* The "
+                       r"estimator's fitted attributes were changed after its fit, or this is a "
+                       r"dkrr bug") as info:
+        save_model(est, tmp_path / "m")
+    assert "was changed after it was saved" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+    est.cv_results_["fold_mse"][0, 0] = kept
+    save_model(est, tmp_path / "m")

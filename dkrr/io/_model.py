@@ -261,7 +261,7 @@ def _write_model(estimator, tmp: Path) -> None:
     }
     (tmp / "model.json").write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
     try:
-        load_model(tmp)
+        _estimator(tmp, tmp / "model.json", _read_doc(tmp / "model.json"), saving=True)
     except ModelFormatError as exc:
         raise ModelFormatError(f"cannot save {type(estimator).__name__}: it does not load back: {exc}") from None
 
@@ -407,8 +407,8 @@ def _load_remote(root: Remote):
     return _estimator(root, meta, _read_doc(meta, files), files)
 
 
-def _estimator(root, meta, doc: dict, files=None):
-    """The estimator of a parsed model.json, every field checked."""
+def _estimator(root, meta, doc: dict, files=None, *, saving: bool = False):
+    """The estimator of a parsed model.json, every field checked (`saving`: by save_model)."""
     for key in _TOP_KEYS - {"estimator"}:
         if key not in doc:
             raise ModelFormatError(f"{meta} is incomplete: missing key {key!r}")
@@ -417,4 +417,4 @@ def _estimator(root, meta, doc: dict, files=None):
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise ModelFormatError(f"{meta} is invalid: unknown top-level key(s) {unknown}")
-    return _Reader(root, meta, doc["format_version"], files).estimator(doc["estimator"], "model")
+    return _Reader(root, meta, doc["format_version"], files, saving).estimator(doc["estimator"], "model")

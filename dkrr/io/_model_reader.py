@@ -179,8 +179,8 @@ def _is_real(v: Any) -> bool:
 
 
 class _Reader(RecordKinds):
-    def __init__(self, root: Path, meta: Path, version: int, files=None):
-        self.root, self.meta, self.version = root, meta, version
+    def __init__(self, root: Path, meta: Path, version: int, files=None, saving: bool = False):
+        self.root, self.meta, self.version, self.saving = root, meta, version, saving
         self.files = files or _LocalFiles(root)
 
     def bad(self, where: str, msg: str) -> ModelFormatError:
@@ -328,8 +328,10 @@ class _Reader(RecordKinds):
                 except Exception as exc:  # noqa: BLE001 - a tampered field may break a rule in any way
                     problem = f"it cannot be checked against them ({type(exc).__name__}: {exc})"
                 if problem is not None:
-                    raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. The file "
-                                                     "was changed after it was saved; fit and save the model again")
+                    why = ("The estimator's fitted attributes were changed after its fit, or this is a "
+                           "dkrr bug: please report it" if self.saving else
+                           "The file was changed after it was saved; fit and save the model again")
+                    raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. {why}")
 
     # one method per kind of fitted attribute (see FITTED_ATTRIBUTES)
     def _f_ridge_map(self, v, where):

@@ -280,7 +280,8 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
 
     Returns
     -------
-    ndarray (a,): the SSE over rows and targets divided by ``n t``.
+    ndarray (a,): the SSE over rows and targets divided by ``n t``; a target's SSE that
+    rounding takes below 0 counts as 0.
     """
     lin = np.einsum("apt,pt->at", B, c)
     if mu is not None:
@@ -289,7 +290,11 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
         yy = yy - 2.0 * ybar * ysum + n * ybar**2
         lin = lin - zb * ybar - mb * ysum + n * mb * ybar
         quad = quad - 2.0 * zb * mb + n * mb**2
-    return (yy[None, :] - 2.0 * lin + quad).sum(axis=1) / (n * B.shape[2])
+    # The expansion cancels where the fit is near exact: its value then carries the rounding
+    # of yy', and below 0 it is rounding alone (an SSE is >= 0): read it as 0. A negative
+    # score was chosen as the best and failed the saved model's check (fold_mse >= 0).
+    sse = np.maximum(yy[None, :] - 2.0 * lin + quad, 0.0)
+    return sse.sum(axis=1) / (n * B.shape[2])
 
 
 def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False, chosen: int = 0) -> None:
