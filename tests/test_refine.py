@@ -230,3 +230,33 @@ def test_every_kind_of_pass_shares_one_compiled_signature(monkeypatch):
             for linear in (True, False):
                 _refine._refine_weighted_block(X, y, w, 0, 0, fmap, rng.normal(size=(32, t)), False, 2**26, linear)
     assert len(refine_rows.signatures) == 1, refine_rows.signatures
+
+
+def test_a_constant_target_beside_another_records_a_finite_error_and_its_model_saves(tmp_path):
+    """A target whose centred right-hand side is 0 (a constant y beside a real one) is solved
+    by its start; CG never passes its column to the stop rule, and its error stayed at the
+    record's initial inf, which the model's save refused ("refinement_.errors holds values
+    that are not finite")."""
+    from dkrr import RandomFeatureRidge, load_model, save_model
+
+    Xd, yd, X, y, fmap = _problem(n=3000, chunks=1000)
+    alpha = 1e-4
+    yc = np.column_stack([y[:, 0], np.zeros(len(y))])
+    ycd = da.from_array(yc, chunks=(1000, 2))
+    beta0, L = _start(Xd, ycd, fmap, alpha, True)
+    res = refine_ridge(Xd, ycd, None, fmap, beta0, L, alpha, True)
+    r, e = res.info["residuals"], res.info["errors"]
+    assert res.info["converged"] and res.info["passes"] >= 3  # the other target iterated
+    assert (r[:, 1] == 0).all() and (e[:, 1] == 0).all() and np.isfinite(e).all()
+    np.testing.assert_array_equal(res.beta[:, 1], 0.0)
+    assert res.intercept[1] == 0.0
+    s64 = streamed_statistics(Xd, ycd, fmap, precision="float64").total()
+    beta64, _ = ridge_coefficients(s64, alpha, True)
+    assert np.linalg.norm(res.beta[:, 0] - beta64[:, 0]) / np.linalg.norm(beta64[:, 0]) < 1e-8
+    # end to end: the default fit of such targets (the estimator centres y: any constant)
+    # saves and loads
+    yc[:, 1] = 3.0
+    est = RandomFeatureRidge(n_components=128, alpha=alpha, random_state=0).fit(X, yc)
+    assert np.isfinite(est.refinement_["errors"]).all()
+    back = load_model(save_model(est, tmp_path / "m"))
+    np.testing.assert_array_equal(back.predict(X[:20]), est.predict(X[:20]))

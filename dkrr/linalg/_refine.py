@@ -325,7 +325,9 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
         return scipy.linalg.cho_solve((factor, True), R, check_finite=False)
 
     def stop(delta, r, z, cols):  # the error of beta0 + delta is about M^-1 r = z (module docstring)
-        row = errors[-1].copy() if errors else np.full(t, np.inf)
+        # before the first pass: inf, but 0 where r0 is 0 (beta0 solves that target, and CG
+        # never passes its column here; an inf left in the record failed the model's save)
+        row = errors[-1].copy() if errors else np.where(r0norm > 0, np.inf, 0.0)
         prev = row[cols]  # a copy (fancy index): the estimate before this pass
         norm = np.linalg.norm(beta0[:, cols] + delta, axis=0)
         e = row[cols] = np.linalg.norm(z, axis=0) / np.where(norm > 0, norm, 1.0)
