@@ -482,3 +482,36 @@ def test_precision_flag_reaches_the_model_file(small_store, tmp_path, capsys, lo
     assert default.precision == "auto" and default.precision_ == "mixed" and default.refinement_["converged"]
     ref64 = _reference(*args, "--precision", "float64").fit(X, y)
     assert np.linalg.norm(default.coef_ - ref64.coef_) / np.linalg.norm(ref64.coef_) < 1e-8
+
+
+def test_ingest_takes_several_targets_and_the_fit_matches_python(tmp_path, capsys, local_cluster):
+    """`--target y1,y2` was looked up as one column named 'y1,y2'; Python's ingest took a list."""
+    from sklearn.metrics import r2_score
+
+    from dkrr import RandomFeatureRidge
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 3)).round(6)
+    Y = np.column_stack([np.sin(X[:, 0]), np.cos(X[:, 1])]).round(6)
+    csv = tmp_path / "mt.csv"
+    np.savetxt(csv, np.column_stack([Y[:, 1], X, Y[:, 0]]), delimiter=",", fmt="%.6f",
+               header="y2,a,b,c,y1", comments="")
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    code, out, err = _main(capsys, "ingest", csv, "--out", tmp_path / "s", "--target", "y1,0", *addr)
+    assert code == 0 and "X 600 x 3, 2 target(s)" in out, err
+    ds = open_dataset(tmp_path / "s")
+    assert ds.target_names == ["y1", "y2"] and ds.feature_names == ["a", "b", "c"]
+    np.testing.assert_allclose(ds.y.compute(), Y, rtol=1e-12)
+    fit = ["--method", "rff", "--n-components", 32, "--gamma", 0.5, "--alpha", 0.01, "--random-state", 0]
+    code, _, err = _main(capsys, "fit", tmp_path / "s", "--out", tmp_path / "m", *fit, *addr)
+    assert code == 0, err
+    model = load_model(tmp_path / "m")
+    assert model.coef_.shape == (2, 64)  # scikit-learn's (n_targets, n_features)
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "s", "--json", *addr)
+    ref = RandomFeatureRidge(method="rff", n_components=32, gamma=0.5, alpha=0.01, random_state=0,
+                             standardize=True).fit(X.astype(np.float32), Y)
+    assert json.loads(out)["r2"] == pytest.approx(r2_score(Y, ref.predict(X.astype(np.float32))), abs=1e-6)
+    with pytest.raises(SystemExit) as info:
+        _main(capsys, "ingest", csv, "--out", tmp_path / "t", "--target", ",", *addr)
+    assert info.value.code == 2
+    assert "expected column names or indices, comma-separated; got ','" in capsys.readouterr().err

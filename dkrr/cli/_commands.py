@@ -98,9 +98,9 @@ def _client(args):
 def cmd_ingest(args) -> int:
     from ..io import ingest
 
-    target = args.target
-    if target is not None and target.lstrip("-").isdigit():
-        target = int(target)
+    target = args.target  # a list (_parse_columns): one column is given as itself
+    if target is not None and len(target) == 1:
+        target = target[0]
     from .._progress import LogGate, _is_terminal
 
     # on a terminal the line is redrawn in place (twice a second); in a log, a plain line
@@ -123,10 +123,7 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
-    features = None
-    if args.features is not None:
-        features = [int(f) if f.strip().lstrip("-").isdigit() else f.strip()
-                    for f in args.features.split(",") if f.strip()]
+    features = args.features
     _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:

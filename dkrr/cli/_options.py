@@ -149,6 +149,14 @@ def _parse_persist(text):
     raise argparse.ArgumentTypeError(f"--pcg-persist must be auto, true or false, got {text!r}")
 
 
+def _parse_columns(text: str) -> list[str | int]:
+    """``--target``/``--features``: comma-separated names or 0-based indices (negative from the end)."""
+    columns = [int(f) if f.strip().lstrip("-").isdigit() else f.strip() for f in text.split(",") if f.strip()]
+    if not columns:
+        raise argparse.ArgumentTypeError(f"expected column names or indices, comma-separated; got {text!r}")
+    return columns
+
+
 def _parse_storage_options(text: str) -> dict:
     """``--storage-options``: a JSON object of fsspec options for the command's URLs."""
     import json
@@ -213,8 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "directory of Parquet files")
     p.add_argument("--out", required=True,
                    help="output Zarr store: a directory, or a URL (s3://bucket/data.zarr)")
-    p.add_argument("--target", help="target column: header name or 0-based index (default: last; libsvm: labels)")
-    p.add_argument("--features", metavar="COL,...",
+    p.add_argument("--target", metavar="COL[,COL...]", type=_parse_columns,
+                   help="target column: header name or 0-based index (default: last; libsvm: labels); "
+                        "several, comma-separated, give a store of several targets (regression)")
+    p.add_argument("--features", metavar="COL,...", type=_parse_columns,
                    help="feature columns, by name or 0-based index, comma-separated (default: every "
                         "column but the target; CSV, .npy, Parquet); each must be numeric")
     p.add_argument("--format", choices=["csv", "libsvm", "npy", "parquet"],
