@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import zarr
 
 from dkrr import load_model
 from dkrr.errors import FeatureMismatchError, FeatureNamesWarning
@@ -161,3 +162,60 @@ def test_the_features_fix_is_given_only_where_the_names_can_be_typed():
     assert _features_option(["a", "b c"]) == "`--features 'a,b c'`"
     assert _features_option(["a", "x,y"]).startswith("`--features` with the model's columns")
     assert "\x1b" not in _features_option(["a", "\x1b[31mred"])
+
+
+def _csv(path, header, table):
+    path.write_text("\n".join([",".join(header)] + [",".join(f"{v:.9f}" for v in row) for row in table]) + "\n")
+    return path
+
+
+def test_targets_in_another_order_are_refused_and_other_names_noted(tmp_path, capsys, addr):
+    """A store of two targets was scored by position: with y2,y1 where the model predicts
+    y1,y2, each target was scored against the other's predictions, with no word."""
+    X, y = _rows(800, 6)
+    Y = np.column_stack([y, np.cos(X[:, 2])])
+    train = _csv(tmp_path / "train.csv", [*NAMES, "y1", "y2"], np.column_stack([X, Y]))
+    code, _, err = _main(capsys, "ingest", train, "--out", tmp_path / "train.zarr", "--target", "y1,y2",
+                         "--dtype", "float64", "-q")
+    assert code == 0, err
+    code, _, err = _main(capsys, "fit", tmp_path / "train.zarr", "--out", tmp_path / "m", *FIT, *addr)
+    assert code == 0, err
+    est = load_model(tmp_path / "m")
+    assert list(est.store_target_names_) == ["y1", "y2"]
+
+    Xt, yt = _rows(300, 7)
+    Yt = np.column_stack([yt, np.cos(Xt[:, 2])])
+    test = _csv(tmp_path / "test.csv", ["y2", *NAMES, "y1"], np.column_stack([Yt[:, 1], Xt, Yt[:, 0]]))
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "rev.zarr", "--target", "y2,y1",
+                         "--features", "a,b,c,d", "--dtype", "float64", "-q")
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "rev.zarr", "--json", *addr)
+    assert code == 1 and out == ""
+    assert ("holds the targets model" in err and "in another order (target 0 is 'y2' where the model's is "
+            "'y1')" in err and "--target y1,y2" in err and "--like TRAIN_STORE" in err), err
+
+    def r2(Y, P):  # scikit-learn's uniform average over the targets
+        return np.mean(1 - np.sum((Y - P) ** 2, axis=0) / np.sum((Y - Y.mean(axis=0)) ** 2, axis=0))
+
+    pred = est.predict(pd.DataFrame(Xt, columns=NAMES))
+    for name, flags in (("target", ["--target", "y1,y2", "--features", "a,b,c,d"]),
+                        ("like", ["--like", tmp_path / "train.zarr"])):
+        code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / f"{name}.zarr", *flags, "--dtype",
+                             "float64", "-q")
+        assert code == 0, err
+        code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / f"{name}.zarr", "--json", *addr)
+        assert code == 0 and err == "", err
+        assert json.loads(out)["r2"] == pytest.approx(r2(Yt, pred), abs=1e-9) and json.loads(out)["r2"] > 0.8
+    assert r2(Yt[:, ::-1], pred) < 0  # what the reversed store scored, once, with no word
+    code, _, err = _main(capsys, "predict", tmp_path / "m", tmp_path / "like.zarr", "--out", tmp_path / "p", *addr)
+    assert code == 0, err
+    assert zarr.open_group(str(tmp_path / "p"), mode="r").attrs["target_names"] == ["y1", "y2"]
+
+    # other names: scored by position (a renamed column may be the same quantity), with a note
+    other = _csv(tmp_path / "other.csv", [*NAMES, "u", "v"], np.column_stack([Xt, Yt]))
+    code, _, err = _main(capsys, "ingest", other, "--out", tmp_path / "other.zarr", "--target", "u,v",
+                         "--dtype", "float64", "-q")
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "other.zarr", "--json", *addr)
+    assert code == 0 and json.loads(out)["r2"] == pytest.approx(r2(Yt, pred), abs=1e-9)
+    assert "note: y in" in err and "holds 'u', 'v' where model" in err and "scored by position" in err, err

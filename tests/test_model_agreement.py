@@ -33,8 +33,15 @@ def _classifier():
     return clf
 
 
+def _two_targets():
+    est = RandomFeatureRidge(method="rff", n_components=8, alpha=0.5, random_state=0).fit(_rows, _rows[:, :2])
+    est.store_target_names_ = np.asarray(["u", "v"], dtype=object)  # as ``dkrr fit`` sets it for a store
+    return est
+
+
 MODELS = {
     "clf": _classifier,
+    "targets": _two_targets,
     "gammas": lambda: RandomFeatureRidge(method="rff", n_components=8, cv=3, alphas=[0.01, 0.1, 1.0],
                                          gammas=[0.3, 1.0, 3.0], standardize=True, random_state=0).fit(_rows, _rows[:, 0]),
     "pcg": lambda: RandomFeatureRidge(method="rff", n_components=8, solver="pcg", cv=2, alphas=[0.1, 1.0],
@@ -208,6 +215,8 @@ CASES = {
                                    "solver_reason_"),
     "solver_reason_not_asked": ("pcg", _value("solver_reason_", fn=lambda r: r.replace("'pcg'", "'eigh'")),
                                 "solver_reason_"),
+    "store_target_names_one_for_two": ("targets", _value("store_target_names_", fn=lambda v: v[:1]),
+                                       "store_target_names_"),
     "feature_names_one_too_many": ("names", _value("feature_names_in_", fn=lambda v: v + ["d"]),
                                    "feature_names_in_"),
     "map_nu_not_the_parameter": (

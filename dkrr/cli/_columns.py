@@ -16,6 +16,11 @@ position with no word
   arrays carry none (:class:`~dkrr.errors.FeatureNamesWarning`) is not repeated. A store
   without real names scored by a model with names gets a note: its columns are taken by
   position.
+
+Targets likewise: ``dkrr fit`` records a regression store's target names
+(``store_target_names_``), ``dkrr evaluate`` refuses a store holding them in another order
+(each would be scored against another target's predictions) and notes other names, and
+``dkrr predict`` writes them as the ``target_names`` of its predictions.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from ..errors import FeatureMismatchError, FeatureNamesWarning
 __all__ = ["record_store_columns", "store_columns_checked", "store_feature_names"]
 
 _GENERATED = re.compile(r"(column|feature)_\d+")  # ingest's for a CSV or .npy, for LIBSVM
+#: target names that say nothing: ingest's for a CSV without header or .npy (``column_j``),
+#: LIBSVM's ``label``, write_dataset's default ``target`` / ``target_j``
+_GENERATED_TARGET = re.compile(r"(column|target)_\d+|target|label")
 
 
 def store_feature_names(data) -> list[str] | None:
@@ -48,11 +56,24 @@ def store_feature_names(data) -> list[str] | None:
     return [str(n) for n in names]
 
 
+def store_target_names(data) -> list[str] | None:
+    """The store's target column names, or None where they say nothing (:data:`_GENERATED_TARGET`)."""
+    names = data.target_names
+    n = 0 if data.y is None else 1 if data.y.ndim == 1 else int(data.y.shape[1])
+    if not names or len(names) != n or all(_GENERATED_TARGET.fullmatch(str(t)) for t in names):
+        return None
+    return [str(t) for t in names]
+
+
 def record_store_columns(est, data) -> None:
     """After ``dkrr fit``: the store's labels (``store_classes_``, a classifier on an
-    ingested labelled store) and its feature names (``feature_names_in_``) on the model."""
+    ingested labelled store), its feature names (``feature_names_in_``) and, for a
+    regressor, its target names (``store_target_names_``) on the model."""
     if "classes" in data.attrs and hasattr(est, "classes_"):
         est.store_classes_ = np.asarray(data.attrs["classes"])
+    targets = store_target_names(data)
+    if targets is not None and not hasattr(est, "classes_"):
+        est.store_target_names_ = np.asarray(targets, dtype=object)
     names = store_feature_names(data)
     if names is not None and getattr(est, "feature_names_in_", None) is None:
         est.feature_names_in_ = np.asarray(names, dtype=object)
@@ -108,6 +129,31 @@ def store_columns_checked(est, data, command: str, model: str):
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "
               f"{len(fitted)} columns in that order", file=sys.stderr, flush=True)
+    if command == "evaluate":
+        _check_targets(est, data, model, names_hint)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FeatureNamesWarning)
         yield
+
+
+def _check_targets(est, data, model: str, names_hint) -> None:
+    """``dkrr evaluate``: the store's targets against those the model was fitted on, by
+    name where both have names. The same names in another order is an error (each would
+    be scored against another target's predictions); other names get a note (they are
+    scored by position: a renamed column may be the same quantity)."""
+    fitted = getattr(est, "store_target_names_", None)
+    names = store_target_names(data) if data.y is not None else None
+    if fitted is None or names is None or [str(t) for t in fitted] == names:
+        return
+    fitted = [str(t) for t in fitted]
+    if sorted(fitted) == sorted(names):
+        moved = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
+        fix = (f"`--target {shlex.quote(','.join(fitted))}`" if all("," not in t and t.isprintable() for t in fitted)
+               else "`--target` with the model's targets in order (by 0-based index where a name holds a comma)")
+        raise FeatureMismatchError(
+            f"y in {data.path} holds the targets model {model} was fitted on in another order (target "
+            f"{moved} is {names[moved]!r} where the model's is {fitted[moved]!r}). The model predicts "
+            f"{names_hint(fitted)}, in this order. Ingest the file again with the training store's "
+            f"targets: `dkrr ingest FILE --out STORE --like TRAIN_STORE`, or {fix}")
+    print(f"dkrr evaluate: note: y in {data.path} holds {names_hint(names)} where model {model} was "
+          f"fitted on {names_hint(fitted)}; they are scored by position", file=sys.stderr, flush=True)

@@ -408,6 +408,8 @@ def cmd_predict(args) -> int:
     data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
     with store_columns_checked(est, data, "predict", args.model), _client(args):
         attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
+        if getattr(est, "store_target_names_", None) is not None:  # the columns of y_pred
+            attrs["target_names"] = [str(t) for t in est.store_target_names_]
         if std is None:
             y_pred, y_std = est.predict(data.X), None
         else:  # one task per block computes both (dkrr.estimators._models)

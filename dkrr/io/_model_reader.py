@@ -57,7 +57,7 @@ _RIDGE = {
     "precision_": "precision", "precision_error_": "score", "refinement_": "refinement",  # precision="auto"
     # the regressor's Bayesian reading on the Gram path (ALGORITHMS 3.11); absent after pcg
     "noise_variance_": "noise", "log_marginal_likelihood_": "score", "posterior_": "posterior",
-    "feature_names_in_": "names",  # the column names of a DataFrame X (fit)
+    "feature_names_in_": "names", "store_target_names_": "names",  # a DataFrame's columns; a store's targets
 }
 #: class name -> {fitted attribute -> kind}: the only attributes a model file may set
 FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
@@ -70,7 +70,7 @@ FITTED_ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 _OPTIONAL = {"solver_", "solver_reason_", "solver_info_", "cv_results_", "best_score_", "store_classes_", "gamma_",
              "mean_", "scale_", "precision_", "precision_error_", "noise_variance_", "log_marginal_likelihood_",
-             "posterior_", "feature_names_in_", "refinement_"}
+             "posterior_", "feature_names_in_", "refinement_", "store_target_names_"}
 _CV_KEYS = ("alphas", "fold_mse", "mean_mse", "std_mse", "fold_sizes")
 
 
@@ -328,9 +328,9 @@ class _Reader(RecordKinds):
                 except Exception as exc:  # noqa: BLE001 - a tampered field may break a rule in any way
                     problem = f"it cannot be checked against them ({type(exc).__name__}: {exc})"
                 if problem is not None:
-                    why = ("The estimator's fitted attributes were changed after its fit, or this is a "
-                           "dkrr bug: please report it" if self.saving else
-                           "The file was changed after it was saved; fit and save the model again")
+                    why = ("The estimator's fitted attributes were changed after its fit, or this is a dkrr bug: "
+                           "please report it" if self.saving else "The file was changed after it was saved; fit "
+                           "and save the model again")
                     raise self.bad(f"{where}.{key}", f"disagrees with the rest of the model: {problem}. {why}")
 
     # one method per kind of fitted attribute (see FITTED_ATTRIBUTES)
