@@ -296,6 +296,21 @@ def test_many_small_dask_chunks_are_merged_at_old_boundaries():
     assert set(np.cumsum(out)) <= set(np.cumsum(irregular)) and sum(out) == sum(irregular)
 
 
+def test_a_stores_small_chunks_are_merged_to_a_few_megabytes():
+    """A Zarr store's rows are read by slice, so its chunks are joined from 9 on, into blocks
+    of READER_BLOCK_BYTES: the 65,536-row chunks of ``dkrr ingest`` (8 float32 columns) are
+    kept, 1,000-row ones (a fit 3.7x slower, READER_BLOCK_BYTES' note) are not."""
+    from dkrr.linalg._blocks import MERGE_ABOVE_READER_BLOCKS, READER_BLOCK_BYTES, merged_row_chunks
+
+    small = (1000,) * 1000
+    merged = merged_row_chunks(small, 8, 4, reader=True)
+    assert set(np.cumsum(merged)) <= set(np.cumsum(small)) and sum(merged) == sum(small)
+    assert min(merged) * 8 * 4 >= READER_BLOCK_BYTES and len(merged) == 15
+    assert merged_row_chunks(small, 8, 4) is None  # dask input: 1,000 chunks are kept
+    assert merged_row_chunks((65536,) * 100, 8, 4, reader=True) is None  # ingest's chunks
+    assert merged_row_chunks((100,) * MERGE_ABOVE_READER_BLOCKS, 8, 4, reader=True) is None  # few
+
+
 def test_a_fit_on_many_small_chunks_runs_on_the_merged_blocks():
     """``as_row_chunked`` (the fit's input step) gives X and y the merged chunks, and the
     fit equals, to the bit, the fit of the same data chunked that way by the user (and

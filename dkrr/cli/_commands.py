@@ -17,6 +17,7 @@ from ..errors import InvalidParameterError
 from ._columns import record_store_columns, store_columns_checked
 from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
+from ._stores import open_store
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
                       predictive_metrics, predictive_sums)
 
@@ -316,14 +317,13 @@ def estimator_from_options(args):
 
 
 def cmd_fit(args) -> int:
-    from ..io import open_dataset
     from ..io._model import check_replaceable_model, save_model
 
     est = estimator_from_options(args)
     est._check_params()  # bad values (alpha < 0, ...) are refused before a cluster starts
     out = args.out
     _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
-    data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
+    data = open_store(args, require_y=True)
     check_regression_target(est, data)
     y = data.y
     with _client(args), _warnings_as_lines("fit"):
@@ -396,7 +396,7 @@ def _check_posterior(est, args, command: str) -> None:
 
 def cmd_predict(args) -> int:
     from .._progress import compute
-    from ..io import open_dataset, write_predictions
+    from ..io import write_predictions
     from ..io._kinds import predictions_replace_check
 
     inputs = [args.store, args.model]
@@ -405,7 +405,7 @@ def cmd_predict(args) -> int:
     std = getattr(args, "std", None)
     if std is not None:
         _check_posterior(est, args, "predict")
-    data = open_dataset(args.store, require_y=False, storage_options=args.storage_options)
+    data = open_store(args, require_y=False)
     with store_columns_checked(est, data, "predict", args.model), _client(args):
         attrs = {"model": _where(args.model, args), "source": _where(args.store, args)}
         if getattr(est, "store_target_names_", None) is not None:  # the columns of y_pred
@@ -443,13 +443,12 @@ def cmd_evaluate(args) -> int:
     from .._progress import compute
     from ..estimators._inputs import finite_rows_checked, first_block_mean
     from ..errors import InputValidationError
-    from ..io import open_dataset
 
     est = _load(args)
     std = bool(getattr(args, "std", False))
     if std:
         _check_posterior(est, args, "evaluate")
-    data = open_dataset(args.store, require_y=True, storage_options=args.storage_options)
+    data = open_store(args, require_y=True)
     check_regression_target(est, data)
     with store_columns_checked(est, data, "evaluate", args.model), _client(args):
         y_pred, y_std = est.predict(data.X, return_std=True) if std else (est.predict(data.X), None)
