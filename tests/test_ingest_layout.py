@@ -156,6 +156,25 @@ def test_csv_like_codes_labels_with_the_training_classes(tmp_path):
     assert not any((tmp_path / n).exists() for n in ("u.zarr", "s.zarr", "x.zarr"))
 
 
+def test_like_a_store_without_feature_columns_takes_features_by_name(tmp_path):
+    """A store of an older dkrr records no 'feature_columns': features= given by name with
+    like= and a header in another order raised a bare ValueError (int('a'))."""
+    train = _write(tmp_path / "train.csv", ["a,b,c,y", "1,2,3,10", "4,5,6,20"])
+    ingest(train, tmp_path / "train.zarr", target="y", features=["a", "b", "c"])
+    group = zarr.open_group(str(tmp_path / "train.zarr"), mode="r+")
+    attrs = dict(group.attrs)
+    del attrs["feature_columns"]
+    group.attrs.clear()
+    group.attrs.update(attrs)
+    test = _write(tmp_path / "test.csv", ["y,c,a,b", "30,9,7,8"])
+    ingest(test, tmp_path / "test.zarr", like=tmp_path / "train.zarr", features=["a", "b", "c"])
+    X, y, attrs = _read(tmp_path / "test.zarr")
+    assert X.tolist() == [[7, 8, 9]] and y.tolist() == [30] and attrs["feature_names"] == ["a", "b", "c"]
+    with pytest.raises(FeatureMismatchError, match=r"features names 'q', which is not a column of like="):
+        ingest(test, tmp_path / "q.zarr", like=tmp_path / "train.zarr", features=["a", "q", "c"])
+    assert not (tmp_path / "q.zarr").exists()
+
+
 def test_csv_like_numeric_target_and_headerless(tmp_path):
     train = _write(tmp_path / "train.txt", ["1 2 10", "3 4 20"])
     ingest(train, tmp_path / "train.zarr", format="csv", delimiter=None, header=False,

@@ -378,8 +378,16 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
                 "(--no-header) if the first line is data")
         return found[0]
 
-    targets = [int(j) for j in target] if isinstance(target, list) else [int(target)]
+    def index(j) -> int:  # a column of the store's file: by position, or named (features=)
+        if not isinstance(j, str):
+            return int(j)
+        if j not in columns:
+            raise FeatureMismatchError(f"{src}: features names {j!r}, which is not a column of like={like} "
+                                       f"(its columns: {names_hint(columns)})")
+        return columns.index(j)
+
+    targets = [index(j) for j in target] if isinstance(target, list) else [index(target)]
     if features is None:  # a store that does not record them: every column but the targets
         features = [j for j in range(len(columns)) if j not in targets]
     target = [position(j) for j in targets] if isinstance(target, list) else position(targets[0])
-    return target, [position(int(j)) for j in features]
+    return target, [position(index(j)) for j in features]
