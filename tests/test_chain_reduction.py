@@ -297,9 +297,11 @@ def test_many_small_dask_chunks_are_merged_at_old_boundaries():
 
 
 def test_a_stores_small_chunks_are_merged_to_a_few_megabytes():
-    """A Zarr store's rows are read by slice, so its chunks are joined from 9 on, into blocks
-    of READER_BLOCK_BYTES: the 65,536-row chunks of ``dkrr ingest`` (8 float32 columns) are
-    kept, 1,000-row ones (a fit 3.7x slower, READER_BLOCK_BYTES' note) are not."""
+    """A Zarr store's rows are read by slice, so more than MERGE_ABOVE_READER_BLOCKS of its
+    chunks holding under an eighth of READER_BLOCK_BYTES are joined into blocks of that
+    much: 1,000-row chunks of 8 float32 columns (a fit 3.7x slower, READER_BLOCK_BYTES'
+    note) are; the 65,536-row chunks of ``dkrr ingest``, few chunks, or chunks of 256 KiB
+    and more are kept."""
     from dkrr.linalg._blocks import MERGE_ABOVE_READER_BLOCKS, READER_BLOCK_BYTES, merged_row_chunks
 
     small = (1000,) * 1000
@@ -309,6 +311,7 @@ def test_a_stores_small_chunks_are_merged_to_a_few_megabytes():
     assert merged_row_chunks(small, 8, 4) is None  # dask input: 1,000 chunks are kept
     assert merged_row_chunks((65536,) * 100, 8, 4, reader=True) is None  # ingest's chunks
     assert merged_row_chunks((100,) * MERGE_ABOVE_READER_BLOCKS, 8, 4, reader=True) is None  # few
+    assert merged_row_chunks((8192,) * 1000, 8, 4, reader=True) is None  # 256 KiB each
 
 
 def test_a_fit_on_many_small_chunks_runs_on_the_merged_blocks():

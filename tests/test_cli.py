@@ -518,16 +518,16 @@ def test_ingest_takes_several_targets_and_the_fit_matches_python(tmp_path, capsy
 
 
 def test_a_store_of_many_small_chunks_is_read_and_predicted_in_merged_blocks(tmp_path, capsys, local_cluster):
-    """A store with 40 chunks of 500 rows (write_dataset of a finely chunked dask array) was
-    fitted, predicted and evaluated one chunk per task (a fit of 10^6 rows in 1,000 chunks:
-    26.5 s against 8.8 s), and its predictions written in 500-row chunks."""
+    """A store with 100 chunks of 200 rows (write_dataset of a finely chunked dask array)
+    was fitted, predicted and evaluated one chunk per task (a fit of 10^6 rows in 1,000
+    chunks: 26.5 s against 8.8 s), and its predictions written in 200-row chunks."""
     import dask.array as da
 
     from dkrr.io import write_dataset
 
     X, y = _small_casp(20_000, seed=5)
-    store = write_dataset(da.from_array(X, chunks=(500, 9)), da.from_array(y, chunks=500), tmp_path / "s")
-    assert open_dataset(store).X.numblocks[0] == 40
+    store = write_dataset(da.from_array(X, chunks=(200, 9)), da.from_array(y, chunks=200), tmp_path / "s")
+    assert open_dataset(store).X.numblocks[0] == 100
     addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--method", "rff", "--n-components", 32,
                          "--gamma", 0.1, "--alpha", 0.1, "--random-state", 0, *addr)

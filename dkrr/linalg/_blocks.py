@@ -43,14 +43,14 @@ MERGE_ABOVE_BLOCKS = 1024
 
 #: a Zarr store's rows (a reader-backed array, :mod:`dkrr._rows`) are read by slice inside
 #: the step that uses them, so joining chunks costs no concatenation: a store with more
-#: than :data:`MERGE_ABOVE_READER_BLOCKS` chunks holding under half this much of X on
-#: average is read in blocks of at least this much (and :data:`MIN_BLOCK_ROWS` rows), the
-#: 65,536-row chunks ``dkrr ingest`` writes of 8 float32 columns. Measured (LocalCluster,
+#: than :data:`MERGE_ABOVE_READER_BLOCKS` chunks holding under an eighth of this much of X
+#: on average is read in blocks of at least this much (and :data:`MIN_BLOCK_ROWS` rows),
+#: the 65,536-row chunks ``dkrr ingest`` writes of 8 float32 columns. Measured (LocalCluster,
 #: 2 workers x 1 thread, 10^6 x 8 float32 rows in 1,000 chunks, RFF D = 256, the default
 #: precision): the fit took 16.6 s on the chunks as stored, 8.0 s on blocks of 4,096 rows,
 #: 4.9 s on 16,384 and 4.5 s on 65,536
 READER_BLOCK_BYTES = 2 * 2**20
-MERGE_ABOVE_READER_BLOCKS = 8
+MERGE_ABOVE_READER_BLOCKS = 64
 
 
 def default_chunk_rows(n_rows: int, n_cols: int, itemsize: int = 8) -> int:
@@ -67,8 +67,8 @@ def merged_row_chunks(chunks, n_cols: int, itemsize: int = 8, *, reader: bool = 
 
     Only more than :data:`MERGE_ABOVE_BLOCKS` chunks of fewer than :data:`MIN_BLOCK_ROWS`
     rows on average are merged (``reader``, a Zarr store's rows: more than
-    :data:`MERGE_ABOVE_READER_BLOCKS` chunks of under half of :data:`READER_BLOCK_BYTES`,
-    to blocks of that much): consecutive chunks are joined until a block holds
+    :data:`MERGE_ABOVE_READER_BLOCKS` chunks of under an eighth of
+    :data:`READER_BLOCK_BYTES`, to blocks of that much): consecutive chunks are joined until a block holds
     ``MIN_BLOCK_ROWS`` rows, and a block of wide X is closed before it holds more than
     :data:`CHUNK_BYTES` of it (a chunk larger than that stays as it is); a remainder joins
     the last block where it fits. Every new boundary is an old one, so dask's rechunk
@@ -79,7 +79,7 @@ def merged_row_chunks(chunks, n_cols: int, itemsize: int = 8, *, reader: bool = 
     cap = max(1, CHUNK_BYTES // max(1, n_cols * itemsize))  # rows of CHUNK_BYTES
     if reader:
         target = min(max(MIN_BLOCK_ROWS, READER_BLOCK_BYTES // max(1, n_cols * itemsize)), cap)
-        if len(chunks) <= MERGE_ABOVE_READER_BLOCKS or 2 * sum(chunks) >= target * len(chunks):
+        if len(chunks) <= MERGE_ABOVE_READER_BLOCKS or 8 * sum(chunks) >= target * len(chunks):
             return None
     elif len(chunks) <= MERGE_ABOVE_BLOCKS or sum(chunks) >= MIN_BLOCK_ROWS * len(chunks):
         return None
