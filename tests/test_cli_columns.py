@@ -219,3 +219,9 @@ def test_targets_in_another_order_are_refused_and_other_names_noted(tmp_path, ca
     code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "other.zarr", "--json", *addr)
     assert code == 0 and json.loads(out)["r2"] == pytest.approx(r2(Yt, pred), abs=1e-9)
     assert "note: y in" in err and "holds 'u', 'v' where model" in err and "scored by position" in err, err
+    # another count of targets: evaluate's error alone, no note on the names before it
+    code, _, err = _main(capsys, "ingest", test, "--out", tmp_path / "one.zarr", "--target", "y1", "--features",
+                         "a,b,c,d", "-q")
+    assert code == 0, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "one.zarr", *addr)
+    assert code == 1 and "the model predicts 2 targets but y in" in err and "note" not in err, err

@@ -143,8 +143,8 @@ def _check_targets(est, data, model: str, names_hint) -> None:
     scored by position: a renamed column may be the same quantity)."""
     fitted = getattr(est, "store_target_names_", None)
     names = store_target_names(data) if data.y is not None else None
-    if fitted is None or names is None or [str(t) for t in fitted] == names:
-        return
+    if fitted is None or names is None or [str(t) for t in fitted] == names or len(fitted) != len(names):
+        return  # (another count of targets: evaluate's own error follows)
     fitted = [str(t) for t in fitted]
     if sorted(fitted) == sorted(names):
         moved = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
