@@ -510,7 +510,18 @@ def test_ingest_takes_several_targets_and_the_fit_matches_python(tmp_path, capsy
     code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "s", "--json", *addr)
     ref = RandomFeatureRidge(method="rff", n_components=32, gamma=0.5, alpha=0.01, random_state=0,
                              standardize=True).fit(X.astype(np.float32), Y)
-    assert json.loads(out)["r2"] == pytest.approx(r2_score(Y, ref.predict(X.astype(np.float32))), abs=1e-6)
+    doc, P = json.loads(out), ref.predict(X.astype(np.float32))
+    assert doc["r2"] == pytest.approx(r2_score(Y, P), abs=1e-6)
+    # and each target's scores, by the store's names (text: r2[y1] lines after the averages)
+    per = r2_score(Y, P, multioutput="raw_values")
+    assert list(doc["per_target"]) == ["y1", "y2"]
+    for j, name in enumerate(["y1", "y2"]):
+        assert doc["per_target"][name]["r2"] == pytest.approx(per[j], abs=1e-6)
+        assert doc["per_target"][name]["mse"] == pytest.approx(np.mean((Y[:, j] - P[:, j]) ** 2), rel=1e-5)
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "s", *addr)
+    assert out.splitlines()[:4] == ["r2: " + f"{doc['r2']:.4f}", f"rmse: {doc['rmse']:.4g}",
+                                    f"mse: {doc['mse']:.4g}", "n_rows: 600"]
+    assert out.splitlines()[4] == f"r2[y1]: {doc['per_target']['y1']['r2']:.4f}" and len(out.splitlines()) == 10
     with pytest.raises(SystemExit) as info:
         _main(capsys, "ingest", csv, "--out", tmp_path / "t", "--target", ",", *addr)
     assert info.value.code == 2

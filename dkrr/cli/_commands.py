@@ -17,9 +17,9 @@ from ..errors import InvalidParameterError
 from ._columns import record_store_columns, store_columns_checked
 from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
-from ._stores import open_store
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
-                      predictive_metrics, predictive_sums)
+                      predictive_metrics, predictive_sums, regression_metrics)
+from ._stores import open_store
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -476,10 +476,7 @@ def cmd_evaluate(args) -> int:
                 sums += predictive_sums(resid, in_dims_of(y_std, y))
             sse, ysum, yy, *scored = compute(*sums, label="evaluating")
             n = int(y.shape[0])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                sst = yy - ysum**2 / n
-                metrics = {"r2": float(np.mean(1 - sse / sst)), "rmse": float(np.sqrt(np.mean(sse) / n)),
-                           "mse": float(np.mean(sse) / n)}
+            metrics = regression_metrics(sse, ysum, yy, n, data.target_names)
             if scored:
                 metrics.update(predictive_metrics(scored, n))
     metrics["n_rows"] = int(data.X.shape[0])

@@ -292,13 +292,34 @@ _METRIC_FORMATS = {
 
 def metric_lines(metrics: dict) -> list[str]:
     """``key: value`` lines of ``dkrr evaluate``: accuracy, R^2 and coverages to 4 decimals,
-    RMSE, MSE and NLPD to 4 significant digits, counts as integers."""
-    lines = []
-    for key, value in metrics.items():
+    RMSE, MSE and NLPD to 4 significant digits, counts as integers; ``per_target`` as
+    ``key[target]: value`` lines after the others."""
+    def line(key, value, label):
         if isinstance(value, float) and math.isfinite(value) and key in _METRIC_FORMATS:
             value = _METRIC_FORMATS[key](value)
-        lines.append(f"{key}: {value}")
+        return f"{label}: {value}"
+
+    lines = [line(k, v, k) for k, v in metrics.items() if k != "per_target"]
+    for target, scores in metrics.get("per_target", {}).items():
+        lines += [line(k, v, f"{k}[{target}]") for k, v in scores.items()]
     return lines
+
+
+def regression_metrics(sse, ysum, yy, n_rows: int, names=None) -> dict:
+    """``dkrr evaluate``'s scores of a regression from computed column sums over the rows
+    (``yy`` and ``ysum`` of y less a shift): ``r2`` (scikit-learn's uniform average over the
+    targets), ``rmse`` and ``mse`` (over rows and targets); with several targets also
+    ``per_target``, ``{name: {r2, rmse, mse}}`` (``names``: the store's, else ``target_j``)."""
+    sse, ysum, yy = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (sse, ysum, yy))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1 - sse / (yy - ysum**2 / n_rows)  # nan for a constant target
+    metrics = {"r2": float(np.mean(r2)), "rmse": float(np.sqrt(np.mean(sse) / n_rows)),
+               "mse": float(np.mean(sse) / n_rows)}
+    if sse.size > 1:
+        names = list(names) if names is not None and len(names) == sse.size else [f"target_{j}" for j in range(sse.size)]
+        metrics["per_target"] = {str(name): {"r2": float(r2[j]), "rmse": float(np.sqrt(sse[j] / n_rows)),
+                                             "mse": float(sse[j] / n_rows)} for j, name in enumerate(names)}
+    return metrics
 
 
 def predict_line(out, n_rows: int, arrays=("y_pred",)) -> str:
