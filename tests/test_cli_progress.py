@@ -534,3 +534,14 @@ def test_terminal_ctrl_c_during_a_fit_is_one_line(stores):
     assert "Traceback" not in err, err
     assert "dkrr: interrupted; no partial output was left behind" in err
     assert not (stores / "never2").exists()
+
+
+def test_a_folds_ill_conditioned_system_prints_no_raw_warning_from_a_worker(stores):
+    """A cross-validation fold solved on a worker process warned of its condition number on
+    the worker's stderr, a raw Python warning with its file and line ("dkrr/linalg/_solve.py:
+    308: IllConditionedWarning: ..."); the final model's is said as a line of dkrr's own."""
+    proc = dkrr("fit", stores / "reg.zarr", "--out", stores / "m0", "--precision", "float64", "--cv", 3,
+                "--alphas", 0, *CLUSTER)
+    assert "wrote" in proc.stdout, proc.stderr
+    assert "Warning:" not in proc.stderr.replace("dkrr fit: warning:", ""), proc.stderr
+    assert "_solve.py" not in proc.stderr, proc.stderr

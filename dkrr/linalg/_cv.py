@@ -245,7 +245,7 @@ def score_fold(total, fold, alphas, fit_intercept: bool) -> tuple[np.ndarray, fl
     lam_min = tri.lam_min
     if not ok.any():
         return mse, lam_min
-    B = solve_tridiagonal(tri, cc, alphas[ok])  # (a, p, t)
+    B = solve_tridiagonal(tri, cc, alphas[ok], warn=False)  # (a, p, t); the final model's cond is said
     a, p, _ = B.shape
     GB = (Gk @ B.transpose(1, 0, 2).reshape(p, a * t)).reshape(p, a, t)
     quad = np.einsum("apt,pat->at", B, GB)  # beta^T G_k beta

@@ -280,7 +280,7 @@ def _spectrum_floor(tri: TridiagonalGram) -> float:
     return tri.p * _EPS * (scale if scale > 0 else 1.0)
 
 
-def _check_spectrum(tri: TridiagonalGram, alphas):
+def _check_spectrum(tri: TridiagonalGram, alphas, warn: bool = True):
     """Raise for alphas that leave ``lam_min + alpha`` non-positive; warn on bad conditioning."""
     floor = _spectrum_floor(tri)
     for a in alphas:
@@ -288,24 +288,27 @@ def _check_spectrum(tri: TridiagonalGram, alphas):
             raise _singular(float(a), f"smallest eigenvalue of G + alpha*I is {tri.lam_min + a:.3g}")
     conds = (tri.lam_max + alphas) / (tri.lam_min + alphas)
     i = int(np.argmax(conds))
-    _warn_condition(float(conds[i]), float(alphas[i]))
+    if warn:
+        _warn_condition(float(conds[i]), float(alphas[i]))
 
 
-def solve_tridiagonal(tri: TridiagonalGram, c, alphas) -> np.ndarray:
+def solve_tridiagonal(tri: TridiagonalGram, c, alphas, *, warn: bool = True) -> np.ndarray:
     """``beta(alpha) = Q (T + alpha I)^-1 Q^T c`` for every alpha: shape (n_alphas, p, t).
 
     One application of ``Q^T`` to ``c``, an O(p t) tridiagonal solve per alpha, one
     application of ``Q`` to the stacked solutions. Raises
     :class:`~dkrr.errors.SingularSystemError` for an alpha that leaves ``G + alpha I``
     not positive definite beyond rounding, and warns when the condition number
-    ``(lam_max + alpha) / (lam_min + alpha)`` exceeds :data:`CONDITION_WARN`.
+    ``(lam_max + alpha) / (lam_min + alpha)`` exceeds :data:`CONDITION_WARN` (not with
+    ``warn=False``: a cross-validation fold's system, solved on a worker, whose warning
+    would reach the worker's stderr as a raw Python warning; the final model's is said).
     """
     alphas = np.asarray(alphas, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     p, t = c.shape
     if not p:
         return np.zeros((alphas.size, 0, t))
-    _check_spectrum(tri, alphas)
+    _check_spectrum(tri, alphas, warn)
     q = tri.rotate(c)  # (p, t)
     X = np.empty((p, alphas.size, t), order="F")
     for i, a in enumerate(alphas):
