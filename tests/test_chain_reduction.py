@@ -312,6 +312,8 @@ def test_a_stores_small_chunks_are_merged_to_a_few_megabytes():
     assert merged_row_chunks((65536,) * 100, 8, 4, reader=True) is None  # ingest's chunks
     assert merged_row_chunks((100,) * MERGE_ABOVE_READER_BLOCKS, 8, 4, reader=True) is None  # few
     assert merged_row_chunks((8192,) * 1000, 8, 4, reader=True) is None  # 256 KiB each
+    fewer = merged_row_chunks((500,) * 200, 4, 8, reader=True)  # 100,000 rows: MIN_BLOCKS blocks, not 1
+    assert len(fewer) == 8 and set(np.cumsum(fewer)) <= set(np.cumsum((500,) * 200))
 
 
 def test_a_fit_on_many_small_chunks_runs_on_the_merged_blocks():

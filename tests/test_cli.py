@@ -546,7 +546,8 @@ def test_a_store_of_many_small_chunks_is_read_and_predicted_in_merged_blocks(tmp
     code, _, err = _main(capsys, "predict", tmp_path / "m", store, "--out", tmp_path / "p", *addr)
     assert code == 0, err
     pred = zarr.open_group(str(tmp_path / "p"), mode="r")["y_pred"]
-    assert pred.chunks == (20_000,)  # one block: 20,000 rows of 9 float64 columns are under 2 MiB
+    # blocks of at least MIN_BLOCK_ROWS = 4,096 rows (21 chunks; 2 MiB would be one block, for 2 workers)
+    assert pred.chunks == (7_400,)  # 4,200 x 3 and 7,400 (the remainder joins the last), made uniform
     est = load_model(tmp_path / "m")
     np.testing.assert_allclose(pred[:], est.predict(X), rtol=1e-12, atol=1e-12)
     code, out, err = _main(capsys, "evaluate", tmp_path / "m", store, "--json", *addr)

@@ -68,7 +68,8 @@ def merged_row_chunks(chunks, n_cols: int, itemsize: int = 8, *, reader: bool = 
     Only more than :data:`MERGE_ABOVE_BLOCKS` chunks of fewer than :data:`MIN_BLOCK_ROWS`
     rows on average are merged (``reader``, a Zarr store's rows: more than
     :data:`MERGE_ABOVE_READER_BLOCKS` chunks of under an eighth of
-    :data:`READER_BLOCK_BYTES`, to blocks of that much): consecutive chunks are joined until a block holds
+    :data:`READER_BLOCK_BYTES`, to blocks of that much, or fewer rows where that leaves
+    :data:`MIN_BLOCKS` blocks for the workers): consecutive chunks are joined until a block holds
     ``MIN_BLOCK_ROWS`` rows, and a block of wide X is closed before it holds more than
     :data:`CHUNK_BYTES` of it (a chunk larger than that stays as it is); a remainder joins
     the last block where it fits. Every new boundary is an old one, so dask's rechunk
@@ -81,6 +82,7 @@ def merged_row_chunks(chunks, n_cols: int, itemsize: int = 8, *, reader: bool = 
         target = min(max(MIN_BLOCK_ROWS, READER_BLOCK_BYTES // max(1, n_cols * itemsize)), cap)
         if len(chunks) <= MERGE_ABOVE_READER_BLOCKS or 8 * sum(chunks) >= target * len(chunks):
             return None
+        target = min(target, max(MIN_BLOCK_ROWS, sum(chunks) // MIN_BLOCKS))  # and MIN_BLOCKS blocks
     elif len(chunks) <= MERGE_ABOVE_BLOCKS or sum(chunks) >= MIN_BLOCK_ROWS * len(chunks):
         return None
     else:
