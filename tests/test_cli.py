@@ -522,6 +522,10 @@ def test_ingest_takes_several_targets_and_the_fit_matches_python(tmp_path, capsy
     assert out.splitlines()[:4] == ["r2: " + f"{doc['r2']:.4f}", f"rmse: {doc['rmse']:.4g}",
                                     f"mse: {doc['mse']:.4g}", "n_rows: 600"]
     assert out.splitlines()[4] == f"r2[y1]: {doc['per_target']['y1']['r2']:.4f}" and len(out.splitlines()) == 10
+    # a classifier takes one column of labels (it said "Unknown label type: continuous")
+    code, out, err = _main(capsys, "fit", tmp_path / "s", "--out", tmp_path / "c", "--classifier", *addr)
+    assert code == 1 and "holds 2 targets ('y1', 'y2'); a classifier takes one column of labels" in err, err
+    assert not (tmp_path / "c").exists()
     with pytest.raises(SystemExit) as info:
         _main(capsys, "ingest", csv, "--out", tmp_path / "t", "--target", ",", *addr)
     assert info.value.code == 2

@@ -34,7 +34,13 @@ __all__ = ["check_regression_target", "class_metrics", "prediction_output"]
 def check_regression_target(est, data) -> None:
     """Refuse a regression (fit or evaluate) on a store whose ``y`` holds class codes (its
     ``classes`` attribute is present): the codes ``0 .. k-1`` would be taken for ordered
-    numbers. Checked before any work."""
+    numbers; and a classifier on a store of several targets. Checked before any work."""
+    if getattr(est, "_labels_mode", False) and data.y is not None and data.y.ndim == 2 and data.y.shape[1] > 1:
+        names = data.target_names or []
+        raise InputValidationError(
+            f"y in {data.path} holds {data.y.shape[1]} targets ({', '.join(map(repr, names))}); a classifier "
+            "takes one column of labels: ingest the label column alone (`dkrr ingest FILE --target COLUMN`), "
+            "or fit a regression of the targets (`dkrr fit` without --classifier)")
     classes = data.attrs.get("classes")
     if classes is not None and not getattr(est, "_labels_mode", False):
         shown = list(classes)[:10]
