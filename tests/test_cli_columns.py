@@ -157,7 +157,10 @@ def test_the_names_ingest_makes_up_are_no_names(tmp_path, capsys):
 
 
 def test_the_features_fix_is_given_only_where_the_names_can_be_typed():
-    from dkrr.cli._columns import _features_option
+    from dkrr.cli._columns import _columns_option
+
+    def _features_option(names):
+        return _columns_option("--features", names, "columns")
 
     assert _features_option(["a", "b c"]) == "`--features 'a,b c'`"
     assert _features_option(["a", "x,y"]).startswith("`--features` with the model's columns")

@@ -43,26 +43,25 @@ _GENERATED = re.compile(r"(column|feature)_\d+")  # ingest's for a CSV or .npy, 
 _GENERATED_TARGET = re.compile(r"(column|target)_\d+|target|label")
 
 
+def _own_names(names, n: int, generated: re.Pattern) -> list[str] | None:
+    """``names`` as strings, or None where they are not ``n`` names or all are ``generated``."""
+    if not names or len(names) != n or all(isinstance(t, str) and generated.fullmatch(t) for t in names):
+        return None
+    return [str(t) for t in names]
+
+
 def store_feature_names(data) -> list[str] | None:
     """The store's feature column names, or None where it has none of its own: no
     ``feature_names`` attribute, or only the ``column_{j}`` that ingest gives a source
     without names (a CSV without header, a .npy file) or LIBSVM's ``feature_{j}``, which
     number the columns and say nothing about what they hold."""
-    names = data.feature_names
-    if not names or len(names) != data.n_features:
-        return None
-    if all(isinstance(n, str) and _GENERATED.fullmatch(n) for n in names):
-        return None
-    return [str(n) for n in names]
+    return _own_names(data.feature_names, data.n_features, _GENERATED)
 
 
 def store_target_names(data) -> list[str] | None:
     """The store's target column names, or None where they say nothing (:data:`_GENERATED_TARGET`)."""
-    names = data.target_names
     n = 0 if data.y is None else 1 if data.y.ndim == 1 else int(data.y.shape[1])
-    if not names or len(names) != n or all(_GENERATED_TARGET.fullmatch(str(t)) for t in names):
-        return None
-    return [str(t) for t in names]
+    return _own_names(data.target_names, n, _GENERATED_TARGET)
 
 
 def record_store_columns(est, data) -> None:
@@ -85,9 +84,7 @@ def _mismatch(fitted: list[str], names: list[str]) -> str:
     missing = [n for n in fitted if n not in set(names)]
     unseen = [n for n in names if n not in set(fitted)]
     if not missing and not unseen and len(fitted) == len(names):
-        moved = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
-        return (f"the same columns in another order (column {moved} is {names[moved]!r} where the "
-                f"model's is {fitted[moved]!r})")
+        return f"the same columns in another order ({_first_moved('column', fitted, names)})"
     parts = []
     if missing:
         parts.append(f"the model's column {names_hint(missing)} is missing" if len(missing) == 1 else
@@ -98,12 +95,18 @@ def _mismatch(fitted: list[str], names: list[str]) -> str:
     return "; ".join(parts) or "a column appears more than once"
 
 
-def _features_option(fitted: list[str]) -> str:
-    """``--features a,b,...`` quoted for a shell; where a name holds a comma (which the
-    option splits on) or a character a terminal would act on, the option is only named."""
+def _first_moved(what: str, fitted: list[str], names: list[str]) -> str:
+    """Where the same names in another order first differ: "column 0 is 'b' where the model's is 'a'"."""
+    j = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
+    return f"{what} {j} is {names[j]!r} where the model's is {fitted[j]!r}"
+
+
+def _columns_option(flag: str, fitted: list[str], what: str) -> str:
+    """``--features a,b,...`` (``flag``) quoted for a shell; where a name holds a comma (which
+    the option splits on) or a character a terminal would act on, the option is only named."""
     if any("," in n or not n.isprintable() for n in fitted):
-        return "`--features` with the model's columns (by 0-based index where a name holds a comma)"
-    return f"`--features {shlex.quote(','.join(fitted))}`"
+        return f"`{flag}` with the model's {what} in order (by 0-based index where a name holds a comma)"
+    return f"`{flag} {shlex.quote(','.join(fitted))}`"
 
 
 @contextlib.contextmanager
@@ -124,36 +127,37 @@ def store_columns_checked(est, data, command: str, model: str):
                 f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
                 f"order: {names_hint(fitted)}. Ingest the file again with those columns: "
                 "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
-                f"name in the file's header), or {_features_option(fitted)} with --target")
+                f"name in the file's header), or {_columns_option('--features', fitted, 'columns')} with --target")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "
               f"{len(fitted)} columns in that order", file=sys.stderr, flush=True)
     if command == "evaluate":
-        _check_targets(est, data, model, names_hint)
+        _check_targets(est, data, model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FeatureNamesWarning)
         yield
 
 
-def _check_targets(est, data, model: str, names_hint) -> None:
+def _check_targets(est, data, model: str) -> None:
     """``dkrr evaluate``: the store's targets against those the model was fitted on, by
     name where both have names. The same names in another order is an error (each would
     be scored against another target's predictions); other names get a note (they are
     scored by position: a renamed column may be the same quantity)."""
+    from ..io._ingest._columns import names_hint
+
     fitted = getattr(est, "store_target_names_", None)
-    names = store_target_names(data) if data.y is not None else None
-    if fitted is None or names is None or [str(t) for t in fitted] == names or len(fitted) != len(names):
+    names = store_target_names(data)
+    if fitted is None or names is None or len(fitted) != len(names):
         return  # (another count of targets: evaluate's own error follows)
     fitted = [str(t) for t in fitted]
+    if fitted == names:
+        return
     if sorted(fitted) == sorted(names):
-        moved = next(j for j, (a, b) in enumerate(zip(fitted, names)) if a != b)
-        fix = (f"`--target {shlex.quote(','.join(fitted))}`" if all("," not in t and t.isprintable() for t in fitted)
-               else "`--target` with the model's targets in order (by 0-based index where a name holds a comma)")
         raise FeatureMismatchError(
-            f"y in {data.path} holds the targets model {model} was fitted on in another order (target "
-            f"{moved} is {names[moved]!r} where the model's is {fitted[moved]!r}). The model predicts "
-            f"{names_hint(fitted)}, in this order. Ingest the file again with the training store's "
-            f"targets: `dkrr ingest FILE --out STORE --like TRAIN_STORE`, or {fix}")
+            f"y in {data.path} holds the targets model {model} was fitted on in another order "
+            f"({_first_moved('target', fitted, names)}). The model predicts {names_hint(fitted)}, in this "
+            "order. Ingest the file again with the training store's targets: `dkrr ingest FILE --out STORE "
+            f"--like TRAIN_STORE`, or {_columns_option('--target', fitted, 'targets')}")
     print(f"dkrr evaluate: note: y in {data.path} holds {names_hint(names)} where model {model} was "
           f"fitted on {names_hint(fitted)}; they are scored by position", file=sys.stderr, flush=True)
