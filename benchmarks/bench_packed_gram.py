@@ -21,7 +21,10 @@ rows (against the products of ``GROUP_ROWS x GROUP_COLS`` that dkrr groups them 
 ``--direct`` adds, for float64, the block task's in-place DSYRK into a ``p x p``
 accumulator whose upper triangle goes into the panels at the fold's end
 (``dkrr.linalg._packed.PackedGramSum`` in direct mode) and the bare in-place DSYRK of
-scipy (``beta = 1``, what the fit's "bare Gram" baselines do); ``--sub-blocks N`` times
+scipy (``beta = 1``, what the fit's "bare Gram" baselines do); for float32, the block
+task's SSYRK of each sub-block into a float32 ``p x p`` matrix whose upper triangle is
+added into the panels at once, and the bare SSYRK (``beta = 0``, the sums' rows of a
+bare float32 Gram); ``--sub-blocks N`` times
 N sub-blocks a repetition (one fold's rows: the direct kernel adds into the panels once),
 16 being a block of 65,536 rows at p = 2,048.
 """
@@ -70,6 +73,14 @@ def bare_dsyrk(G, Z, work=None):
     dsyrk(1.0, Z.T, beta=1.0, c=G.T, trans=0, lower=1, overwrite_c=1)
 
 
+def bare_ssyrk(G, Z, work=None):
+    """SSYRK, ``beta = 0``, into the upper triangle of the float32 ``G`` (each sub-block's
+    float32 product, as a float32 block sums it; not added into float64 sums)."""
+    from dkrr.linalg._packed import syrk_upper
+
+    syrk_upper(G, Z, 0.0)
+
+
 def main(argv=None):
     from dkrr.linalg._packed import (
         PANEL_ROWS,
@@ -86,7 +97,8 @@ def main(argv=None):
     ap.add_argument("--precision", nargs="+", default=["float64", "float32"], choices=["float64", "float32"])
     ap.add_argument("--panel-rows", type=int, nargs="+", default=[PANEL_ROWS])
     ap.add_argument("--per-panel", type=int, nargs="*", default=[], help="panel rows of the per-panel kernel")
-    ap.add_argument("--direct", action="store_true", help="float64: the in-place DSYRK kernels too")
+    ap.add_argument("--direct", action="store_true", help="the direct kernels too (float64: in-place DSYRK; "
+                    "float32: SSYRK of each sub-block) and the bare SYRK")
     ap.add_argument("--sub-blocks", type=int, default=1, help="sub-blocks a repetition (one fold's)")
     ap.add_argument("--max-block-bytes", type=int, default=64 * 2**20)
     ap.add_argument("--repeat", type=int, default=5)
@@ -102,10 +114,13 @@ def main(argv=None):
             Z = np.random.default_rng(0).standard_normal((rows, p)).astype(precision)
             kernels = {"full": (full_gram, np.zeros((p, p)), None)}
             finish = {}
-            if args.direct and precision == "float64":
-                kernels["bare dsyrk"] = (bare_dsyrk, np.zeros((p, p)), None)
+            if args.direct:
+                if precision == "float64":
+                    kernels["bare dsyrk"] = (bare_dsyrk, np.zeros((p, p)), None)
+                else:
+                    kernels["bare ssyrk"] = (bare_ssyrk, np.zeros((p, p), np.float32), None)
                 Gd = np.zeros(packed_length(p))
-                acc = PackedGramSum(Gd[None], p, np.float64, direct=True)
+                acc = PackedGramSum(Gd[None], p, np.dtype(precision), direct=True)
                 kernels[f"direct nb={PANEL_ROWS}"] = (lambda G, Z, w, acc=acc: acc.add(0, Z), Gd, None)
                 finish[f"direct nb={PANEL_ROWS}"] = acc.close
             for nb in args.panel_rows:
@@ -136,7 +151,7 @@ def main(argv=None):
             for name, (_, G, _) in kernels.items():
                 if name == "full":
                     continue
-                if name == "bare dsyrk":
+                if name.startswith("bare"):
                     upper = np.triu(G)
                     G = upper + np.triu(upper, 1).T
                     nb = 0

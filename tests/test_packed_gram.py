@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from dkrr.errors import InvalidParameterError
 from dkrr.linalg import as_row_chunked, streamed_statistics
+import dkrr.linalg._packed as packed_module
 from dkrr.linalg._packed import (
     GROUP_COLS,
     GROUP_ROWS,
@@ -206,12 +207,17 @@ def test_syrk_upper_writes_only_the_upper_triangle():
     np.testing.assert_allclose(C[upper], (A.T @ A + B.T @ B)[upper], rtol=1e-13, atol=1e-13)
     syrk_upper(C, A[:0], 0.0)  # no rows, beta = 0: the upper triangle zero
     assert not C[upper].any() and (C[lower] == 7.0).all()
-    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
-        syrk_upper(C, A.astype(np.float32), 1.0)
-    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
-        syrk_upper(np.asfortranarray(C), A, 1.0)
-    with pytest.raises(InvalidParameterError, match="C-contiguous float64"):
-        syrk_upper(C, A[:, ::-1], 1.0)
+    # float32: SSYRK into a float32 C, the same triangle
+    C32 = np.full((p, p), 7.0, dtype=np.float32)
+    syrk_upper(C32, A.astype(np.float32), 0.0)
+    exact = A.astype(np.float32).astype(np.float64)
+    exact = exact.T @ exact
+    np.testing.assert_allclose(C32[upper], exact[upper], rtol=0, atol=1e-5 * np.abs(exact).max())
+    assert (C32[lower] == 7.0).all()
+    for bad_C, bad_Z in [(C, A.astype(np.float32)), (C32, A), (np.asfortranarray(C), A), (C, A[:, ::-1]),
+                         (C.astype(np.float16), A.astype(np.float16))]:
+        with pytest.raises(InvalidParameterError, match="C-contiguous .* one dtype, float64 or float32"):
+            syrk_upper(bad_C, bad_Z, 1.0)
 
 
 def _main_thread_steps_during(call):
@@ -257,20 +263,51 @@ def test_the_direct_syrk_runs_without_the_gil():
     assert free > 20 * max(held, 1000), (free, held)
 
 
-def test_the_direct_mode_is_chosen_for_float64_blocks_within_budget_on_one_blas_thread():
-    """float64, 8 p^2 within the budget, at least p rows a fold, one BLAS thread: direct.
-    Any one of them missing: the grouped products."""
+def test_the_direct_mode_is_chosen_for_blocks_within_budget_on_one_blas_thread():
+    """float64: 8 p^2 within the budget, at least p rows a fold, one BLAS thread: direct.
+    float32: 4 p^2 within the budget and one BLAS thread, any rows. Any one of them
+    missing: the grouped products."""
     budget = 64 * 2**20
     with threadpool_limits(limits=1):
         assert direct_gram(2048, 65536, 5, np.float64, budget)
         assert direct_gram(2896, 2896, 1, np.float64, budget)
         assert not direct_gram(2897, 65536, 1, np.float64, budget)  # 8 p^2 above 64 MiB
-        assert not direct_gram(2048, 65536, 5, np.float32, budget)
         assert not direct_gram(2048, 5 * 2048 - 1, 5, np.float64, budget)
+        assert direct_gram(2048, 65536, 5, np.float32, budget)
+        assert direct_gram(4096, 100, 5, np.float32, budget)  # a float32 product goes into the panels at once
+        assert not direct_gram(4097, 65536, 1, np.float32, budget)  # 4 p^2 above 64 MiB
+        assert not direct_gram(64, 65536, 1, np.float16, budget)
     with threadpool_limits(limits=2):
         assert not direct_gram(2048, 65536, 5, np.float64, budget)
+        assert not direct_gram(2048, 65536, 5, np.float32, budget)
     assert gram_work_bytes(2048, budget) == 8 * 2048 * 2048 > 8 * work_length(2048)
+    assert gram_work_bytes(4096, budget) == 4 * 4096 * 4096 > 8 * work_length(4096)
     assert gram_work_bytes(8192, budget) == 8 * work_length(8192)
+
+
+def test_float32_sub_blocks_by_the_direct_syrk_are_summed_in_float64():
+    """The direct float32 path (SSYRK of each sub-block, added into the float64 panels at
+    once): the error is that of one float32 product, as by the grouped products (the
+    sums of 50 sub-blocks do not add it up), and the two paths agree to it; its lower
+    triangles never leak into the panels."""
+    p = GROUP_ROWS + 300
+    rng = np.random.default_rng(14)
+    Z = rng.standard_normal((50 * 64, p)).astype(np.float32)
+    exact = Z.astype(np.float64).T @ Z.astype(np.float64)
+    out = {}
+    for direct in (True, False):
+        G = np.zeros((2, packed_length(p)))
+        with threadpool_limits(limits=1):
+            gram = PackedGramSum(G, p, np.float32, direct=direct)
+            for start in range(0, len(Z), 64):
+                gram.add(1, Z[start:start + 64])
+            gram.close()
+        assert not G[0].any()
+        out[direct] = unpack_gram(G, p)[1]
+        np.testing.assert_array_equal(out[direct], out[direct].T)
+        rel = np.linalg.norm(out[direct] - exact) / np.linalg.norm(exact)
+        assert 0 < rel < 2 * 2.0**-23, (direct, rel)
+    np.testing.assert_allclose(out[True], out[False], rtol=0, atol=4 * 2.0**-23 * 64 * np.abs(exact).max() / 50)
 
 
 @pytest.mark.parametrize("with_weights", [False, True])
@@ -304,4 +341,53 @@ def test_block_statistics_are_the_same_by_both_gram_paths(with_weights):
     scale = np.abs(dense).max()
     np.testing.assert_allclose(one.G, two.G, rtol=1e-12, atol=1e-12 * scale)
     np.testing.assert_allclose(one.G, dense, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_array_equal(one.c, two.c)
+
+
+@pytest.mark.parametrize("with_weights", [False, True])
+def test_float32_block_statistics_are_the_same_by_both_gram_paths(with_weights, monkeypatch):
+    """A block of 2,000 rows in 3 folds in float32, p = GROUP_ROWS + 300 (the grouped
+    products cut the Gram into a SYRK and a GEMM, the direct path makes one SSYRK): the
+    direct path (one BLAS thread) and the grouped products (two) agree to float32
+    products' rounding, and both to the dense float64 per-fold Grams of the float32
+    features; the linear statistics do not depend on the path. (OpenBLAS sums each entry
+    in the same order by both, so they may agree to the bit: the direct run is made with
+    the grouped products' function refused.)"""
+    from dkrr.linalg._precision import float32_weight_unit
+    from dkrr.linalg._weighted import weighted_maps_block_statistics
+
+    rng = np.random.default_rng(15)
+    X, y = rng.standard_normal((2000, 6)), rng.standard_normal(2000)
+    w = rng.uniform(0.5, 2.0, 2000)
+    p = GROUP_ROWS + 300
+    fmap = _fmap(6, p // 2)
+    budget = 4 * p * p  # the float32 accumulator just fits
+
+    def stats():
+        if with_weights:
+            (out,) = weighted_maps_block_statistics(X, y, w, 500, 1, [fmap], 3, 5, budget, False,
+                                                    precision="float32")
+            return out
+        return block_statistics(X, y, 500, 1, fmap, 3, 5, budget, precision="float32")
+
+    def grouped(*args, **kwargs):
+        raise AssertionError("the grouped products were used")
+
+    with threadpool_limits(limits=1), monkeypatch.context() as m:
+        m.setattr(packed_module, "add_packed_gram", grouped)
+        assert direct_gram(p, 2000, 3, np.float32, budget)
+        one = stats().symmetrized()
+    with threadpool_limits(limits=2):
+        assert not direct_gram(p, 2000, 3, np.float32, budget)
+        two = stats().symmetrized()
+    Z = fmap.transform(X.astype(np.float32)).astype(np.float64)
+    Z *= np.sqrt(w / float32_weight_unit(w, np.float32))[:, None] if with_weights else 1.0
+    f = fold_ids(np.arange(500, 2500), 3, 5)
+    dense = np.stack([Z[f == k].T @ Z[f == k] for k in range(3)])
+    scale = np.abs(dense).max()
+    if with_weights:
+        dense *= float32_weight_unit(w, np.float32)
+    tol = 700 * 2.0**-23 * scale  # a fold's rows in one float32 sum
+    np.testing.assert_allclose(one.G, two.G, rtol=0, atol=tol)
+    np.testing.assert_allclose(one.G, dense, rtol=0, atol=tol)
     np.testing.assert_array_equal(one.c, two.c)

@@ -26,8 +26,8 @@ number of blocks):
   eigenvectors and ``K_CC^(-1/2)``);
 * a block task (a step of a chain): two statistics objects (the running sum it receives
   and the block's, into which that sum is added; one when every chain is one block), the
-  Gram's work buffer (:func:`~dkrr.linalg._packed.gram_work_bytes`: ``8 p^2`` where that
-  fits ``max_block_bytes``, else ``8 min(p, 1024) min(p, 2048)``), the feature buffer of ``b = min(r, max(1,
+  Gram's work buffer (:func:`~dkrr.linalg._packed.gram_work_bytes`: ``8 p^2`` where that fits
+  ``max_block_bytes``, else ``4 p^2`` where that does, else ``8 min(p, 1024) min(p, 2048)``), the feature buffer of ``b = min(r, max(1,
   max_block_bytes // (8 p)))`` rows (``8 b (p + D')``: ``Z`` and the projections), the
   map, the blocks of X and y and their copy sorted by fold (``16 r (d + t)``) and 1 MiB
   of interpreter and scheduler objects;

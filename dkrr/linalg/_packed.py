@@ -25,17 +25,23 @@ is unpacked once, on the client, to full and exactly symmetric ``p x p`` matrice
 cross-validation read.
 
 A block task adds its sub-blocks through :class:`PackedGramSum`. Where a ``p x p``
-float64 matrix fits the feature buffer's budget (``8 p^2 <= max_block_bytes``: p <= 2896
-at the default 64 MiB), the block has float64 features and at least ``p`` rows a fold,
-and every BLAS thread pool of the process has one thread (a Dask worker's), it sums a
-fold's sub-blocks by BLAS's DSYRK with ``beta = 1`` straight into that matrix and adds
-its upper triangle into the fold's panels once, when the fold's rows end
-(:func:`direct_gram`). numpy's ``Z.T @ Z`` cannot accumulate (it writes a fresh product
-and mirrors it): the direct sum takes 0.95x / 0.89x / 0.87x the grouped products' time at
-p = 1024 / 2048 / 4096, the bare in-place DSYRK's (benchmarks/README.md). DSYRK is called through
-scipy's Cython BLAS by ctypes, which releases the GIL (scipy's f2py ``dsyrk`` holds it).
-With several BLAS threads the two libraries' pools (numpy's and scipy's OpenBLAS) spin
-against each other: there the grouped products stay.
+matrix of the features' dtype fits the feature buffer's budget (``itemsize p^2 <=
+max_block_bytes``: p <= 2896 in float64, 4096 in float32 at the default 64 MiB) and every
+BLAS thread pool of the process has one thread (a Dask worker's), it takes the direct
+path (:func:`direct_gram`). With float64 features and at least ``p`` rows a fold it sums
+a fold's sub-blocks by BLAS's DSYRK with ``beta = 1`` straight into that matrix and adds
+its upper triangle into the fold's panels once, when the fold's rows end. numpy's ``Z.T
+@ Z`` cannot accumulate (it writes a fresh product and mirrors it): the direct sum takes
+0.95x / 0.89x / 0.87x the grouped products' time at p = 1024 / 2048 / 4096, the bare
+in-place DSYRK's (benchmarks/README.md). With float32 features each sub-block's SSYRK
+(``beta = 0``: a float32 sum of one sub-block's rows, as the grouped products' are)
+writes the upper triangle of a float32 ``p x p`` matrix, which is added into the float64
+panels at once; it saves the grouped products' mirrored diagonal blocks and smaller
+calls (measured: 0.95x their time at p = 2048 on 4,096-row sub-blocks, within 2% of the
+bare SSYRK; benchmarks/README.md). SYRK is called through scipy's Cython BLAS by ctypes,
+which releases the GIL (scipy's f2py ``dsyrk`` holds it). With several BLAS threads the
+two libraries' pools (numpy's and scipy's OpenBLAS) spin against each other: there the
+grouped products stay.
 """
 
 from __future__ import annotations
@@ -139,80 +145,99 @@ def add_packed_gram(Gk: np.ndarray, Z: np.ndarray, work: np.ndarray | None = Non
                 P[:, C - a : E - a] += tmp[a - A : b - A]
 
 
-def direct_gram_fits(p: int, max_block_bytes: int) -> bool:
-    """Whether a ``p x p`` float64 accumulator fits the budget of the feature buffer
-    (``8 p^2 <= max_block_bytes``): the size condition of :func:`direct_gram`."""
-    return 8 * int(p) * int(p) <= int(max_block_bytes)
+def direct_gram_fits(p: int, max_block_bytes: int, dtype=np.float64) -> bool:
+    """Whether a ``p x p`` accumulator of ``dtype`` fits the budget of the feature buffer
+    (``itemsize p^2 <= max_block_bytes``): the size condition of :func:`direct_gram`."""
+    return np.dtype(dtype).itemsize * int(p) * int(p) <= int(max_block_bytes)
 
 
 def gram_work_bytes(p: int, max_block_bytes: int) -> int:
     """Bytes of a block task's Gram work buffers at most (the memory estimate's part): the
-    grouped products' buffer, or the ``p x p`` float64 accumulator where it may be used."""
-    return 8 * max(work_length(p), p * p if direct_gram_fits(p, max_block_bytes) else 0)
+    grouped products' buffer, or the ``p x p`` accumulator where it may be used (float64's
+    bound: a float32 one, where float64's does not fit, is at most the budget, which the
+    feature buffer's estimate already holds twice)."""
+    direct = 8 * p * p if direct_gram_fits(p, max_block_bytes) else (
+        4 * p * p if direct_gram_fits(p, max_block_bytes, np.float32) else 0)
+    return max(8 * work_length(p), direct)
 
 
 def direct_gram(p: int, rows: int, n_folds: int, dtype, max_block_bytes: int) -> bool:
-    """Whether a block of ``rows`` rows in ``n_folds`` folds sums its Gram by the in-place
-    DSYRK of :class:`PackedGramSum` rather than the grouped products: float64 features,
-    :func:`direct_gram_fits`, at least ``p`` rows a fold on average (the final addition
-    into the panels is then at most a few percent of the products) and one BLAS thread
-    per library (:func:`dkrr._blas.blas_single_threaded`)."""
+    """Whether a block of ``rows`` rows in ``n_folds`` folds sums its Gram by the SYRK of
+    :class:`PackedGramSum` into a ``p x p`` matrix rather than the grouped products:
+    :func:`direct_gram_fits` for the features' dtype, one BLAS thread per library
+    (:func:`dkrr._blas.blas_single_threaded`) and, for float64 features (summed in that
+    matrix over a fold's sub-blocks), at least ``p`` rows a fold on average (the final
+    addition into the panels is then at most a few percent of the products). A float32
+    sub-block's product is added into the panels at once, as the grouped products' are,
+    so there no row count is asked."""
     from .._blas import blas_single_threaded
 
-    return (np.dtype(dtype) == np.float64 and direct_gram_fits(p, max_block_bytes)
-            and int(rows) >= int(n_folds) * int(p) and blas_single_threaded())
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float64, np.float32) or not direct_gram_fits(p, max_block_bytes, dtype):
+        return False
+    return (dtype == np.float32 or int(rows) >= int(n_folds) * int(p)) and blas_single_threaded()
 
 
-@functools.lru_cache(maxsize=1)
-def _dsyrk():
-    """DSYRK of scipy's Cython BLAS as a ctypes function (ctypes releases the GIL)."""
+_SYRK_TYPES = {np.dtype(np.float64): ("dsyrk", ctypes.c_double), np.dtype(np.float32): ("ssyrk", ctypes.c_float)}
+
+
+@functools.lru_cache(maxsize=2)
+def _syrk(dtype):
+    """DSYRK or SSYRK of scipy's Cython BLAS as a ctypes function (ctypes releases the GIL)."""
     from numba.extending import get_cython_function_address
 
-    int_p, double_p, char_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double), ctypes.c_char_p
-    prototype = ctypes.CFUNCTYPE(None, char_p, char_p, int_p, int_p, double_p, ctypes.c_void_p, int_p,
-                                 double_p, ctypes.c_void_p, int_p)
-    return prototype(get_cython_function_address("scipy.linalg.cython_blas", "dsyrk"))
+    name, scalar = _SYRK_TYPES[np.dtype(dtype)]
+    int_p, real_p, char_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(scalar), ctypes.c_char_p
+    prototype = ctypes.CFUNCTYPE(None, char_p, char_p, int_p, int_p, real_p, ctypes.c_void_p, int_p,
+                                 real_p, ctypes.c_void_p, int_p)
+    return prototype(get_cython_function_address("scipy.linalg.cython_blas", name)), scalar
 
 
 def syrk_upper(C: np.ndarray, Z: np.ndarray, beta: float) -> None:
-    """``C = beta C + Z^T Z`` on the upper triangle of the C-contiguous ``p x p`` float64
-    ``C`` (its strict lower triangle untouched), ``Z`` C-contiguous ``(rows, p)`` float64:
-    one DSYRK, without holding the GIL.
+    """``C = beta C + Z^T Z`` on the upper triangle of the C-contiguous ``p x p`` ``C``
+    (its strict lower triangle untouched), ``Z`` C-contiguous ``(rows, p)`` of ``C``'s
+    dtype, float64 (DSYRK) or float32 (SSYRK, float32 sums): one SYRK, without holding
+    the GIL.
 
     In column-major terms ``Z`` is the ``p x rows`` matrix ``Z^T`` and ``C`` is ``C^T``,
     so ``uplo = "L"``, ``trans = "N"`` fill ``C^T``'s lower triangle, ``C``'s upper one.
     """
     rows, p = Z.shape
-    if not (C.dtype == Z.dtype == np.float64 and C.shape == (p, p) and C.flags.c_contiguous
+    if not (C.dtype == Z.dtype and C.dtype in _SYRK_TYPES and C.shape == (p, p) and C.flags.c_contiguous
             and Z.flags.c_contiguous):
         raise InvalidParameterError(
-            f"syrk_upper needs a C-contiguous float64 ({p}, {p}) C and a C-contiguous float64 Z, got "
-            f"{C.dtype} {C.shape} and {Z.dtype} {Z.shape}"
+            f"syrk_upper needs a C-contiguous ({p}, {p}) C and a C-contiguous Z of one dtype, float64 or "
+            f"float32, got {C.dtype} {C.shape} and {Z.dtype} {Z.shape}"
         )
+    syrk, scalar = _syrk(C.dtype)
     # BLAS takes k = 0 rows (C = beta C); leading dimensions must be at least 1
     n, k, ld = ctypes.c_int(p), ctypes.c_int(rows), ctypes.c_int(max(1, p))
-    one, b = ctypes.c_double(1.0), ctypes.c_double(beta)
-    _dsyrk()(b"L", b"N", ctypes.byref(n), ctypes.byref(k), ctypes.byref(one), Z.ctypes.data, ctypes.byref(ld),
-             ctypes.byref(b), C.ctypes.data, ctypes.byref(ld))
+    one, b = scalar(1.0), scalar(beta)
+    syrk(b"L", b"N", ctypes.byref(n), ctypes.byref(k), ctypes.byref(one), Z.ctypes.data, ctypes.byref(ld),
+         ctypes.byref(b), C.ctypes.data, ctypes.byref(ld))
 
 
 class PackedGramSum:
     """Adds the feature sub-blocks of one block task into the packed fold Grams ``G`` (K, L).
 
-    ``direct`` (:func:`direct_gram`): a fold's sub-blocks, which come one after the other
-    (the rows are sorted by fold), are summed by :func:`syrk_upper` into one ``p x p``
-    float64 matrix, whose upper triangle is added into the fold's panels when the next
-    fold begins and at :meth:`close`. Else each sub-block goes through
+    ``direct`` (:func:`direct_gram`): with float64 features a fold's sub-blocks, which
+    come one after the other (the rows are sorted by fold), are summed by
+    :func:`syrk_upper` into one ``p x p`` float64 matrix, whose upper triangle is added
+    into the fold's panels when the next fold begins and at :meth:`close`; with float32
+    features each sub-block's SSYRK overwrites a ``p x p`` float32 matrix whose upper
+    triangle is added into the panels at once. Else each sub-block goes through
     :func:`add_packed_gram` (grouped products, any dtype). Either way the sums are float64
-    and the result is the same to rounding.
+    and the result is the same to rounding (float32: each sub-block's product is a float32
+    sum, by every path).
     """
 
     def __init__(self, G: np.ndarray, p: int, dtype, direct: bool = False, nb: int = PANEL_ROWS):
         self.G, self.p, self.nb = G, int(p), int(nb)
         self.direct = bool(direct)
+        self.dtype = np.dtype(dtype)
         # the strict lower triangle is never written: zeros, added into the diagonal blocks'
         # stored lower triangles (which unpack_gram ignores)
-        self._full = np.zeros((self.p, self.p)) if self.direct else None
+        self._full = np.zeros((self.p, self.p), self.dtype) if self.direct else None
         self._work = None if self.direct else np.empty(work_length(self.p, self.nb), dtype)
         self._fold = None
 
@@ -221,13 +246,18 @@ class PackedGramSum:
         if not self.direct:
             add_packed_gram(self.G[k], Z, self._work, self.nb)
             return
+        if self.dtype == np.float32:  # one sub-block's float32 sum, into the float64 panels now
+            syrk_upper(self._full, np.ascontiguousarray(Z, dtype=np.float32), 0.0)
+            self._fold = k
+            self.close()
+            return
         if self._fold is not None and k != self._fold:
             self.close()
         syrk_upper(self._full, np.ascontiguousarray(Z, dtype=np.float64), 0.0 if self._fold is None else 1.0)
         self._fold = k
 
     def close(self) -> None:
-        """Add the pending fold's sum into its panels (direct mode; call after the last sub-block)."""
+        """Add the pending product into its fold's panels (direct mode; call after the last sub-block)."""
         if self._fold is None:
             return
         Gk, p, full = self.G[self._fold], self.p, self._full
