@@ -37,8 +37,8 @@ in-place DSYRK's (benchmarks/README.md). With float32 features each sub-block's 
 (``beta = 0``: a float32 sum of one sub-block's rows, as the grouped products' are)
 writes the upper triangle of a float32 ``p x p`` matrix, which is added into the float64
 panels at once; it saves the grouped products' mirrored diagonal blocks and smaller
-calls (measured: 0.95x their time at p = 2048 on 4,096-row sub-blocks, within 2% of the
-bare SSYRK; benchmarks/README.md). SYRK is called through scipy's Cython BLAS by ctypes,
+calls (measured on 4,096-row sub-blocks: 1.00x / 0.94x / 0.91x their time at p = 1024 /
+2048 / 4096, within 1-3% of the bare SSYRK; benchmarks/README.md). SYRK is called through scipy's Cython BLAS by ctypes,
 which releases the GIL (scipy's f2py ``dsyrk`` holds it). With several BLAS threads the
 two libraries' pools (numpy's and scipy's OpenBLAS) spin against each other: there the
 grouped products stay.
@@ -153,9 +153,9 @@ def direct_gram_fits(p: int, max_block_bytes: int, dtype=np.float64) -> bool:
 
 def gram_work_bytes(p: int, max_block_bytes: int) -> int:
     """Bytes of a block task's Gram work buffers at most (the memory estimate's part): the
-    grouped products' buffer, or the ``p x p`` accumulator where it may be used (float64's
-    bound: a float32 one, where float64's does not fit, is at most the budget, which the
-    feature buffer's estimate already holds twice)."""
+    grouped products' buffer, or the ``p x p`` accumulator where it may be used: float64's
+    ``8 p^2`` where that fits the budget, else float32's ``4 p^2`` where that does (the
+    estimate is made for either precision, so it takes the larger)."""
     direct = 8 * p * p if direct_gram_fits(p, max_block_bytes) else (
         4 * p * p if direct_gram_fits(p, max_block_bytes, np.float32) else 0)
     return max(8 * work_length(p), direct)
