@@ -124,14 +124,13 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
-    features = args.features
     _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             from ..cluster import ClusterOptions, connect
 
             stack.enter_context(connect(args.scheduler, ClusterOptions(quiet=args.quiet)))
-        summary = _ingest(ingest, args, target, features, progress)
+        summary = _ingest(ingest, args, target, progress)
     if terminal:
         _say(args, "")
     print(
@@ -148,12 +147,12 @@ def cmd_ingest(args) -> int:
     return 0
 
 
-def _ingest(ingest, args, target, features, progress):
+def _ingest(ingest, args, target, progress):
     return ingest(
         args.input,
         args.out,
         target=target,
-        features=features,
+        features=args.features,  # a list (_parse_columns)
         format=args.format,
         header=args.header,
         delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(

@@ -148,11 +148,9 @@ def _agree_n_features_in(est):
     return None if est.n_features_in_ == n else f"is {est.n_features_in_}, but the feature map reads {n} columns"
 
 
-def _agree_names(est, key="feature_names_in_"):
+def _agree_names(names, want: int, what: str):
     """One name per input column (``feature_names_in_``), per target of a regressor (``store_target_names_``)."""
-    n, (want, what) = len(getattr(est, key)), ((est.n_features_in_, "columns") if key == "feature_names_in_" else
-                                               (0 if "classes_" in vars(est) else _targets(est), "targets"))
-    return None if n == want else f"names {n} {what}, but the model has {want}"
+    return None if len(names) == want else f"names {len(names)} {what}, but the model has {want}"
 
 
 def _agree_n_output_features(est):
@@ -476,12 +474,14 @@ def _agree_fold_seed(est):
 AGREEMENT = {
     "feature_map_": _agree_feature_map,
     "n_features_in_": _agree_n_features_in,
-    "feature_names_in_": _agree_names,
+    "feature_names_in_": lambda est: _agree_names(est.feature_names_in_, est.n_features_in_, "columns"),
     "n_output_features_": _agree_n_output_features,
     "mean_": _agree_columns("mean_"), "scale_": _agree_columns("scale_"),
     "coef_": _agree_coef,
     "intercept_": _agree_intercept,
-    "classes_": _agree_classes, "store_target_names_": lambda est: _agree_names(est, "store_target_names_"),
+    "classes_": _agree_classes,
+    "store_target_names_": lambda est: _agree_names(est.store_target_names_,
+                                                    0 if "classes_" in vars(est) else _targets(est), "targets"),
     "store_classes_": _agree_store_classes,
     "cv_results_": _agree_cv_results,
     "alpha_": _agree_alpha,

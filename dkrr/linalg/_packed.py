@@ -248,8 +248,7 @@ class PackedGramSum:
             return
         if self.dtype == np.float32:  # one sub-block's float32 sum, into the float64 panels now
             syrk_upper(self._full, np.ascontiguousarray(Z, dtype=np.float32), 0.0)
-            self._fold = k
-            self.close()
+            self._into_panels(k)
             return
         if self._fold is not None and k != self._fold:
             self.close()
@@ -258,12 +257,15 @@ class PackedGramSum:
 
     def close(self) -> None:
         """Add the pending product into its fold's panels (direct mode; call after the last sub-block)."""
-        if self._fold is None:
-            return
-        Gk, p, full = self.G[self._fold], self.p, self._full
+        if self._fold is not None:
+            self._into_panels(self._fold)
+            self._fold = None
+
+    def _into_panels(self, k: int) -> None:
+        """Add the upper triangle of the ``p x p`` matrix into fold ``k``'s panels."""
+        Gk, p, full = self.G[k], self.p, self._full
         for a, b, offset in panels(p, self.nb):
             _panel(Gk, p, a, b, offset)[...] += full[a:b, a:]
-        self._fold = None
 
 
 def unpack_gram(G: np.ndarray, p: int, nb: int = PANEL_ROWS) -> np.ndarray:
