@@ -17,6 +17,15 @@ the worker process ends (:func:`drop_unclosed_session`). A process that ends whi
 I/O thread is still busy (a chunk read of a task cut short) lets that thread finish first
 (:func:`let_zarr_io_finish_at_exit`), where Zarr's own exit handler gives it 0.2 s and then
 prints a ``RuntimeError`` traceback.
+
+A task of dkrr's that raises one of dkrr's own errors (a corrupted chunk's
+:class:`~dkrr.errors.StoreError`, a block with NaN...) fails the computation, and the caller
+gets that error with its message: the command prints it as its one error line. The worker's
+"Compute Failed" record of it (an ERROR with the task, the error again and a traceback of
+dkrr's internals) is dropped (:func:`not_a_reported_failure`); any other exception, a bug,
+is still logged with its traceback. So is distributed's warning that an instruction "ended
+with CancelledError", which it says happens only in the worker's close: the cluster is
+closing after the failure.
 """
 
 from __future__ import annotations
@@ -97,6 +106,48 @@ def drop_unclosed_session(record) -> bool:
     return not str(record.msg).startswith(("Unclosed client session", "Unclosed connector"))
 
 
+#: the loggers of a worker's failed task and of its closing instructions
+FAILURE_LOGGERS = ("distributed.worker", "distributed.worker.state_machine")
+#: the beginning of the names of the tasks dkrr builds (``dkrr-statistics_block-<token>``...)
+_DKRR_TASK = "dkrr-"
+_ERROR_NAMES: list[frozenset] = []
+
+
+def _dkrr_error_names() -> frozenset:
+    """Names of :class:`~dkrr.errors.DkrrError` and its subclasses (imported once)."""
+    if not _ERROR_NAMES:
+        from dkrr.errors import DkrrError
+
+        names, todo = set(), [DkrrError]
+        while todo:
+            cls = todo.pop()
+            names.add(cls.__name__)
+            todo.extend(cls.__subclasses__())
+        _ERROR_NAMES.append(frozenset(names))
+    return _ERROR_NAMES[0]
+
+
+def not_a_reported_failure(record) -> bool:
+    """Logging filter: drop distributed's "Compute Failed" record of a dkrr task whose
+    exception is one of dkrr's errors (module docstring), and its "Async instruction ...
+    ended with CancelledError" warning of a closing worker.
+
+    distributed logs ``"Compute Failed\\nKey: %s\\nState: %s\\nTask: %s\\nException: %r\\n
+    Traceback: %r"`` with the key first and ``repr(exception)`` fourth; a record of another
+    shape is kept.
+    """
+    msg = str(record.msg)
+    if msg.startswith("Async instruction for") and msg.endswith("ended with CancelledError"):
+        return False
+    if not msg.startswith("Compute Failed"):
+        return True
+    args = record.args if isinstance(record.args, tuple) else ()
+    if len(args) < 4:
+        return True
+    key, exception = str(args[0]), str(args[3])
+    return not (_DKRR_TASK in key and exception.split("(", 1)[0] in _dkrr_error_names())
+
+
 def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes the worker
     """Called by distributed in the worker process when the worker starts."""
     if threading.current_thread() is threading.main_thread():
@@ -108,5 +159,7 @@ def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes th
             if _quiet_once_interrupted not in handler.filters:
                 handler.addFilter(_quiet_once_interrupted)
     logging.getLogger("distributed.worker").addFilter(_not_a_closing_heartbeat)
+    for name in FAILURE_LOGGERS:
+        logging.getLogger(name).addFilter(not_a_reported_failure)
     logging.getLogger("asyncio").addFilter(drop_unclosed_session)
     let_zarr_io_finish_at_exit()

@@ -35,6 +35,7 @@ from dkrr._connection import local_security, make_security, open_client
 from dkrr.errors import InvalidParameterError, MainGuardError
 from ._blas import limit_blas_threads, worker_blas_threads
 from ._system import check_worker_memory
+from ._worker_setup import FAILURE_LOGGERS, not_a_reported_failure
 
 __all__ = ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
 
@@ -297,12 +298,9 @@ _START_LOGGERS = ("distributed.nanny", "distributed.core", "distributed.deploy.s
 
 
 @contextmanager
-def _logs_dropped_after(received, names):
-    """Drop the records of the loggers ``names`` once ``received`` holds a signal."""
+def _log_filter(names, keep):
+    """Add the filter ``keep`` to the loggers ``names`` while the block runs."""
     import logging
-
-    def keep(record) -> bool:
-        return not received
 
     loggers = [logging.getLogger(name) for name in names]
     for logger in loggers:
@@ -374,8 +372,9 @@ def local_cluster(options=None, **overrides):
         if options.processes or security is not None:
             kwargs["host"] = "127.0.0.1"
         # else: in-process workers talk over inproc://, no network socket at all.
-        if not options.processes:
+        if not options.processes:  # the preload's settings, for this process's workers
             stack.enter_context(limit_blas_threads(1))
+            stack.enter_context(_log_filter(FAILURE_LOGGERS, not_a_reported_failure))
         try:
             # Ctrl-C / SIGTERM during the start are held until the cluster and the client
             # are up, then delivered (the ExitStack closes both before the error leaves)
@@ -383,7 +382,7 @@ def local_cluster(options=None, **overrides):
             held = start.enter_context(_signals_deferred())
             # a Ctrl-C at a terminal also reaches the workers being started: their start
             # then fails, which is the interruption, not news (no nanny tracebacks)
-            start.enter_context(_logs_dropped_after(held, _START_LOGGERS))
+            start.enter_context(_log_filter(_START_LOGGERS, lambda record: not held))
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=options.n_workers,

@@ -304,3 +304,20 @@ def test_failed_fit_is_one_line_under_quiet(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("dkrr fit: error:") and "NaN" in lines[0], err
     assert "Compute Failed" not in err and "Traceback" not in err
     assert not (tmp_path / "m").exists()
+
+
+def test_a_failed_fit_with_progress_prints_the_error_once_and_no_worker_log(tmp_path):
+    """Without ``-q`` (progress bars on, worker logs shown): the block with NaN fails a
+    worker's task with dkrr's own error, which the command prints; the worker's "Compute
+    Failed" record of it (the error again, with a traceback of dkrr's internals) and the
+    closing worker's "ended with CancelledError" are not printed (dkrr._worker_setup)."""
+    store, _, _ = _store(tmp_path / "nan.zarr", nan=True)
+    proc = _dkrr("fit", store, "--out", tmp_path / "m", "--method", "rff", "--n-components", 8,
+                 "--workers", 2, "--memory-limit", "1GB")
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1].startswith("dkrr fit: error:") and "NaN" in err, err
+    assert err.count("NaN") == 1, err
+    for noise in ("Compute Failed", "Traceback", "CancelledError", " - ERROR - ", " - WARNING - "):
+        assert noise not in err, err
+    assert not (tmp_path / "m").exists()
