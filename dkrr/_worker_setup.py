@@ -127,14 +127,22 @@ def _dkrr_error_names() -> frozenset:
     return _ERROR_NAMES[0]
 
 
+def _logged_argument(msg: str, label: str, args: tuple):
+    """The argument of the line of ``msg`` that starts with ``label`` (its ``%`` placeholder's
+    position among the lines that hold one), or None."""
+    lines = [line for line in msg.splitlines() if "%" in line]
+    index = next((i for i, line in enumerate(lines) if line.startswith(label)), None)
+    return None if index is None or index >= len(args) else args[index]
+
+
 def not_a_reported_failure(record) -> bool:
     """Logging filter: drop distributed's "Compute Failed" record of a dkrr task whose
     exception is one of dkrr's errors (module docstring), and its "Async instruction ...
     ended with CancelledError" warning of a closing worker.
 
-    distributed logs ``"Compute Failed\\nKey: %s\\nState: %s\\nTask: %s\\nException: %r\\n
-    Traceback: %r"`` with the key first and ``repr(exception)`` fourth; a record of another
-    shape is kept.
+    distributed logs "Compute Failed" with one ``%`` placeholder per line: ``Key:`` the
+    task's key, ``Exception:`` ``repr(exception)`` (other lines differ between releases:
+    2024.9.1 also logs the function and its arguments); a record without both is kept.
     """
     msg = str(record.msg)
     if msg.startswith("Async instruction for") and msg.endswith("ended with CancelledError"):
@@ -142,10 +150,10 @@ def not_a_reported_failure(record) -> bool:
     if not msg.startswith("Compute Failed"):
         return True
     args = record.args if isinstance(record.args, tuple) else ()
-    if len(args) < 4:
+    key, exception = _logged_argument(msg, "Key:", args), _logged_argument(msg, "Exception:", args)
+    if key is None or exception is None:
         return True
-    key, exception = str(args[0]), str(args[3])
-    return not (_DKRR_TASK in key and exception.split("(", 1)[0] in _dkrr_error_names())
+    return not (_DKRR_TASK in str(key) and str(exception).split("(", 1)[0] in _dkrr_error_names())
 
 
 def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes the worker
