@@ -473,8 +473,8 @@ def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_compo
     return mem.MemoryEstimate(p, fmap, partial, block, reduction, client, threads, min(threads, -(-chains // split)))
 
 
-#: ``pcg_persist="auto"`` keeps X and y in memory across the passes when they take at most
-#: this fraction of the memory the fit's own estimate leaves free (per worker with a Client)
+#: ``pcg_persist="auto"`` keeps X and y in memory when they take at most this fraction of
+#: the memory the fit's own estimate leaves free (per worker with a Client)
 PERSIST_FRACTION = 0.25
 
 
@@ -482,19 +482,19 @@ def data_fits_in_memory(nbytes: int, block_bytes: int, estimate, *, limits=None,
     """Whether ``pcg_persist="auto"`` keeps the row blocks (``nbytes`` in all, the largest
     ``block_bytes``) in memory: with a distributed Client whose workers have a memory
     limit, a worker's share ``nbytes / workers + block_bytes`` must be at most
-    :data:`PERSIST_FRACTION` of ``limit - estimate.worker``; else (threaded scheduler) all
-    of it must be at most that fraction of this machine's available memory less the
-    estimate. ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them (asked
-    when None) and ``n_workers`` the Client's workers (asked when None)."""
+    :data:`PERSIST_FRACTION` of what its tasks can hold (as the solver's choice takes it,
+    :func:`~dkrr._system.worker_task_memory`) less ``estimate.worker``; else (threaded
+    scheduler) all of it at most that fraction of this machine's available memory less the
+    estimate. ``limits`` as :func:`~dkrr.linalg._memory.memory_limits` takes them and
+    ``n_workers`` the Client's workers (each asked when None)."""
+    from .._system import distributed_client, worker_task_memory
     from ._memory import memory_limits
 
     worker_limit, local, _ = memory_limits(limits)
     if worker_limit is not None:
         if n_workers is None:
-            from .._system import distributed_client
-
             client = distributed_client()
             n_workers = 1 if client is None else max(1, len(client.nthreads()))
         share = nbytes / max(1, int(n_workers)) + block_bytes
-        return share <= PERSIST_FRACTION * (worker_limit - estimate.worker)
+        return share <= PERSIST_FRACTION * (worker_task_memory(worker_limit)[0] - estimate.worker)
     return nbytes <= PERSIST_FRACTION * (local - max(estimate.worker, estimate.client))
