@@ -349,3 +349,30 @@ def test_like_across_csv_and_npy_takes_the_columns_by_position(tmp_path):
     X, y, attrs = _read(tmp_path / "back.zarr")
     np.testing.assert_array_equal(y, rows[:, 0])
     np.testing.assert_array_equal(X, rows[:, 1:])
+
+
+def test_like_across_libsvm_and_a_table_names_the_store_in_its_errors(tmp_path):
+    """A LIBSVM file like a CSV store (and a CSV file like a LIBSVM store): the store gives
+    the width of X, and nothing else carries across. The errors named options the user had
+    not given ("n_features=4 was given") or suggested the like= just given; they now name
+    the store."""
+    _write(tmp_path / "train.csv", ["a,b,c,d,e,y"] + [",".join(["1", "2", "3", "4", "5", str(i)]) for i in range(4)])
+    ingest(tmp_path / "train.csv", tmp_path / "csv.zarr")  # 5 features
+    # indices 1..4 fit the store's 5 columns one-based and zero-based: no base to guess from
+    test = _write(tmp_path / "test.svm", ["1 1:1.5 4:2", "0 2:3"])
+    with pytest.raises(InputValidationError, match=r"fits the 5 columns of like=.*csv\.zarr.*records no index "
+                       r"base: pass index_base=1 or 0") as info:
+        ingest(test, tmp_path / "t.zarr", like=tmp_path / "csv.zarr")
+    assert "TRAIN_STORE" not in str(info.value)
+    ingest(test, tmp_path / "t.zarr", like=tmp_path / "csv.zarr", index_base=1)
+    X, y, _ = _read(tmp_path / "t.zarr")
+    np.testing.assert_array_equal(X, [[1.5, 0, 0, 2, 0], [0, 3, 0, 0, 0]])
+    np.testing.assert_array_equal(y, [1, 0])
+    # a CSV of 5 features like a LIBSVM store of 4 columns
+    _write(tmp_path / "train.svm", ["1 1:1 4:2", "0 2:3"])
+    ingest(tmp_path / "train.svm", tmp_path / "svm.zarr", index_base=1)
+    with pytest.raises(FeatureMismatchError, match=r"has 5 feature columns but like=.*svm\.zarr has 4 \(its X's "
+                       r"columns, which this file's features must match\)") as info:
+        ingest(tmp_path / "train.csv", tmp_path / "c.zarr", like=tmp_path / "svm.zarr")
+    assert "n_features=" not in str(info.value)
+    assert not (tmp_path / "c.zarr").exists()

@@ -113,13 +113,14 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
 
 def split_columns(
     src, target: Any, names: list[str], n_cols: int, n_features: int | None,
-    features: Any = None,
+    features: Any = None, like: Any = None,
 ) -> tuple[list[int], list[int], bool]:
-    """``(target_cols, feature_cols, scalar)`` of a table, checking ``n_features`` when given."""
+    """``(target_cols, feature_cols, scalar)`` of a table, checking ``n_features`` when given
+    (the ``like`` store's, when one is given: the error then names that store)."""
     target_cols, scalar = resolve_targets(target, names, n_cols)
     feature_cols = select_features(src, features, names, target_cols)
     if n_features is not None and len(feature_cols) != n_features:
-        raise FeatureMismatchError(
-            f"{src} has {len(feature_cols)} feature columns but n_features={n_features} was given"
-        )
+        expected = (f"n_features={n_features} was given" if like is None else
+                    f"like={like} has {n_features} (its X's columns, which this file's features must match)")
+        raise FeatureMismatchError(f"{src} has {len(feature_cols)} feature columns but {expected}")
     return target_cols, feature_cols, scalar

@@ -269,7 +269,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
                 "give the file a header row naming its columns, or ingest it without like, choosing "
                 "the target and features by 0-based index")
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
-                                                      features)
+                                                      features, like)
     if target_type == "labels" and not scalar:
         raise InvalidParameterError(
             f"target_type='labels' needs one target column, got target={target!r}"

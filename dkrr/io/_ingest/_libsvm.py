@@ -132,7 +132,7 @@ def _drop_nan_rows(labels, rows, idx, vals, numbers):
 
 
 def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
-                  n_features: int | None) -> tuple[int, bool]:
+                  n_features: int | None, like=None) -> tuple[int, bool]:
     """The index base to read a file with, and whether "auto" chose it, given the
     file's smallest and largest feature index.
 
@@ -140,7 +140,8 @@ def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
     readings differ at most by a leading column that is never used: no `n_features`,
     no entries, or a largest index equal to `n_features` (zero-based would need one
     column more). With `n_features` larger than the largest index both readings fit
-    and differ by a shift of every column: that guess is refused.
+    and differ by a shift of every column: that guess is refused (``like``: the table store
+    whose X gave `n_features`, which records no index base; the message names it).
     """
     if index_base != "auto":
         if index_base == 1 and lo == 0:
@@ -153,6 +154,13 @@ def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
         return 0, True
     if n_features is None or hi is None or hi >= n_features:
         return 1, True
+    if like is not None:  # a table's store (a LIBSVM store's base is taken): no base to read
+        raise InputValidationError(
+            f"{src} never uses feature index 0 and its largest index, {hi}, fits the {n_features} "
+            f"columns of like={like} both one-based and zero-based (which would shift every column "
+            "by one), and that store was not ingested from a LIBSVM file, so it records no index "
+            "base: pass index_base=1 or 0 (--index-base 1 or 0)"
+        )
     raise InputValidationError(
         f"{src} never uses feature index 0 and its largest index, {hi}, fits "
         f"n_features={n_features} both one-based and zero-based (which would shift "
@@ -206,7 +214,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
         reader.close()
     if n_rows == 0:
         raise InputValidationError(f"{src} has no data rows")
-    offset, guessed = index_base_of(src, index_base, lo, hi, n_features)
+    offset, guessed = index_base_of(src, index_base, lo, hi, n_features, like)
     needed = 0 if hi is None else hi - offset + 1
     if n_features is None:
         if needed == 0:

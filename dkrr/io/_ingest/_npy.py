@@ -65,7 +65,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
         raise InputValidationError(f"{src} has no rows")
     names = [f"column_{j}" for j in range(n_cols)]
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
-                                                      features)
+                                                      features, like)
     x_dtype = np.dtype(dtype)
     check_row_width(len(feature_cols), x_dtype,
                     f"{src} holds a {n_rows} x {n_cols} {arr.dtype} array", n_rows,

@@ -270,7 +270,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
             f"{src} has {n_cols} column(s); ingest needs feature columns and a target column"
         )
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
-                                                      features)
+                                                      features, like)
     labelled = _check_types(src, names, types, feature_cols, target_cols, target_type)
     n_rows = sum(sum(groups) for _, groups in parts)
     if n_rows == 0:
