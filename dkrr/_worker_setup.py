@@ -23,9 +23,9 @@ A task of dkrr's that raises one of dkrr's own errors (a corrupted chunk's
 gets that error with its message: the command prints it as its one error line. The worker's
 "Compute Failed" record of it (an ERROR with the task, the error again and a traceback of
 dkrr's internals) is dropped (:func:`not_a_reported_failure`); any other exception, a bug,
-is still logged with its traceback. So is distributed's warning that an instruction "ended
-with CancelledError", which it says happens only in the worker's close: the cluster is
-closing after the failure.
+is still logged with its traceback. distributed's warning that an instruction "ended with
+CancelledError" is dropped too: distributed says it happens only in the worker's close, and
+the cluster is closing after the failure.
 """
 
 from __future__ import annotations
