@@ -239,9 +239,15 @@ def test_float32_cv_scores_alphas_below_its_rounding_as_inf(casp_wide):
     assert str(float(f"{m32.cv_results_['alphas'][0]:.4g}")) in str(rec[0].message)
     assert explicit.alpha_ == m32.alpha_
     # the alphas just above the float32 rounding score with a few % noise (far from the
-    # best), those near the choice agree with float64's
-    near = m32.cv_results_["alphas"] >= 1e-3 * m32.alpha_
-    np.testing.assert_allclose(mean[near], m64.cv_results_["mean_mse"][near], rtol=1e-4)
+    # best), those near the choice agree with float64's, within a rounding effect that grows
+    # like 1 / alpha (the statistics' error against G + alpha I): measured about 1e-7 at the
+    # choice, 3e-6, 2e-5 and 1.25e-4 one, two and three decades below it since 16d59f7 cut
+    # each fold's rows into sub-blocks of their own (a flat 1e-4, which this test allowed,
+    # had held for the earlier cuts by their rounding alone; found by the slow suite)
+    alphas = m32.cv_results_["alphas"]
+    near = alphas >= 1e-3 * m32.alpha_
+    change = np.abs(mean[near] / m64.cv_results_["mean_mse"][near] - 1)
+    np.testing.assert_array_less(change, 1e-6 * np.maximum(m32.alpha_ / alphas[near], 1.0))
     assert (mean[~bad & ~near] > 2 * mean.min()).all()
 
 

@@ -60,3 +60,41 @@ def test_the_handler_is_registered_once(monkeypatch):
     setup.let_zarr_io_finish_at_exit()
     # once, and last: after Zarr's own handler where importing Zarr registered it just now
     assert calls.count(setup._finish_zarr_io) == 1 and calls[-1] is setup._finish_zarr_io
+
+
+# a read left pending on Zarr's loop as the process ends: what a failed read leaves behind
+# (Zarr reads a slice's chunks as concurrent tasks and returns the first error; the others
+# go on, e.g. retrying an object store that went away)
+PENDING = r"""
+import asyncio, sys
+import numpy as np
+import zarr
+import zarr.core.sync as sync
+from dkrr._worker_setup import let_zarr_io_finish_at_exit
+
+if sys.argv[1] == "dkrr":
+    let_zarr_io_finish_at_exit()
+a = zarr.create_array(store={}, shape=(8,), dtype="f8")
+a[:] = np.arange(8.0)
+
+async def retrying():  # a chunk request that waits on a server that does not answer
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await asyncio.sleep(0)  # its clean-up awaits too, as aiobotocore's does
+
+for _ in range(3):
+    asyncio.run_coroutine_threadsafe(retrying(), sync.loop[0])
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("handler", ["dkrr", "zarr's alone"])
+def test_reads_left_pending_on_zarrs_loop_end_without_a_word(handler):
+    proc = subprocess.run([sys.executable, "-c", PENDING, "dkrr" if handler == "dkrr" else "none"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "exiting\n", proc.stderr
+    if handler == "dkrr":  # cancelled in their tasks before the loop stops
+        assert proc.stderr == "", proc.stderr
+    else:  # destroyed pending when Zarr closes its loop: a line (and more) each
+        assert proc.stderr.count("Task was destroyed but it is pending!") == 3, proc.stderr
