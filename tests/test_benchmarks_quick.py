@@ -181,7 +181,7 @@ def test_every_part_of_speed_produced_numbers(results):
                 assert _number(v["fit_s"]) and _number(v["error"]), (m, p, v)
         assert len(d["equal_width"]) == len(d["equal_error"]) == 2 * len(st["widths"])
     for d in _real_entries(speed["cv"], SPEED_REAL):
-        assert "error" not in d and _number(d["rel_diff"]) and len(d["same_alpha"]) == len(d["auto_kept_float32"]) == 1, d
+        assert "error" not in d and _number(d["rel_diff"]) and len(d["same_alpha"]) == len(d["auto_refined"]) == 1, d
 
 
 def test_frontier_time_interpolates_between_widths():
