@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-SCRIPT = r"""
+# a real process with Zarr's loop and I/O thread running, and dkrr's exit handler when its
+# first argument is "dkrr" (else Zarr's own alone)
+START = r"""
 import asyncio, sys, time
 import numpy as np
 import zarr
@@ -24,6 +26,9 @@ if sys.argv[1] == "dkrr":
     let_zarr_io_finish_at_exit()
 a = zarr.create_array(store={}, shape=(8,), dtype="f8")  # Zarr's loop and I/O thread now run
 a[:] = np.arange(8.0)
+"""
+
+SCRIPT = START + r"""
 started = []
 
 async def busy():  # a read that holds the I/O thread, as a decode or a slow store does
@@ -37,15 +42,21 @@ print("exiting", flush=True)
 """
 
 
-@pytest.mark.parametrize("handler", ["dkrr", "zarr's alone"])
-def test_an_exit_during_a_zarr_read_has_no_traceback(handler):
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, "dkrr" if handler == "dkrr" else "none"],
+def _exited(script: str, handler: str) -> str:
+    """The stderr of `script` run in a process of its own, which must exit 0 after "exiting"."""
+    proc = subprocess.run([sys.executable, "-c", script, "dkrr" if handler == "dkrr" else "none"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == "exiting\n", proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.parametrize("handler", ["dkrr", "zarr's alone"])
+def test_an_exit_during_a_zarr_read_has_no_traceback(handler):
+    err = _exited(SCRIPT, handler)
     if handler == "dkrr":
-        assert proc.stderr == "", proc.stderr
+        assert err == "", err
     else:  # the race this guards against, reproduced: the test would see it
-        assert "Cannot close a running event loop" in proc.stderr, proc.stderr
+        assert "Cannot close a running event loop" in err, err
 
 
 def test_the_handler_is_registered_once(monkeypatch):
@@ -65,18 +76,7 @@ def test_the_handler_is_registered_once(monkeypatch):
 # a read left pending on Zarr's loop as the process ends: what a failed read leaves behind
 # (Zarr reads a slice's chunks as concurrent tasks and returns the first error; the others
 # go on, e.g. retrying an object store that went away)
-PENDING = r"""
-import asyncio, sys
-import numpy as np
-import zarr
-import zarr.core.sync as sync
-from dkrr._worker_setup import let_zarr_io_finish_at_exit
-
-if sys.argv[1] == "dkrr":
-    let_zarr_io_finish_at_exit()
-a = zarr.create_array(store={}, shape=(8,), dtype="f8")
-a[:] = np.arange(8.0)
-
+PENDING = START + r"""
 async def retrying():  # a chunk request that waits on a server that does not answer
     try:
         await asyncio.Event().wait()
@@ -91,10 +91,8 @@ print("exiting", flush=True)
 
 @pytest.mark.parametrize("handler", ["dkrr", "zarr's alone"])
 def test_reads_left_pending_on_zarrs_loop_end_without_a_word(handler):
-    proc = subprocess.run([sys.executable, "-c", PENDING, "dkrr" if handler == "dkrr" else "none"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout == "exiting\n", proc.stderr
+    err = _exited(PENDING, handler)
     if handler == "dkrr":  # cancelled in their tasks before the loop stops
-        assert proc.stderr == "", proc.stderr
+        assert err == "", err
     else:  # destroyed pending when Zarr closes its loop: a line (and more) each
-        assert proc.stderr.count("Task was destroyed but it is pending!") == 3, proc.stderr
+        assert err.count("Task was destroyed but it is pending!") == 3, err
