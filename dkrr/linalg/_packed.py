@@ -38,8 +38,8 @@ in-place DSYRK's (benchmarks/README.md). With float32 features each sub-block's 
 writes the upper triangle of a float32 ``p x p`` matrix, which is added into the float64
 panels at once; it saves the grouped products' mirrored diagonal blocks and smaller
 calls (measured on 4,096-row sub-blocks: 1.00x / 0.94x / 0.91x their time at p = 1024 /
-2048 / 4096, within 1-3% of the bare SSYRK; benchmarks/README.md). SYRK is called through scipy's Cython BLAS by ctypes,
-which releases the GIL (scipy's f2py ``dsyrk`` holds it). With several BLAS threads the
+2048 / 4096, within 1-3% of the bare SSYRK; benchmarks/README.md). SYRK is called through
+scipy's Cython BLAS by ctypes, which releases the GIL (scipy's f2py ``dsyrk`` holds it). With several BLAS threads the
 two libraries' pools (numpy's and scipy's OpenBLAS) spin against each other: there the
 grouped products stay.
 """

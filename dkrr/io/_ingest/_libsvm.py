@@ -154,19 +154,15 @@ def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
         return 0, True
     if n_features is None or hi is None or hi >= n_features:
         return 1, True
-    if like is not None:  # a table's store (a LIBSVM store's base is taken): no base to read
-        raise InputValidationError(
-            f"{src} never uses feature index 0 and its largest index, {hi}, fits the {n_features} "
-            f"columns of like={like} both one-based and zero-based (which would shift every column "
-            "by one), and that store was not ingested from a LIBSVM file, so it records no index "
-            "base: pass index_base=1 or 0 (--index-base 1 or 0)"
-        )
+    # a table's store as like (a LIBSVM store's base is taken) records no base to read it with
+    width = f"n_features={n_features}" if like is None else f"the {n_features} columns of like={like}"
+    remedy = ("so the index base cannot be guessed: pass index_base=1 or 0 (--index-base 1 or 0), or "
+              "like=TRAIN_STORE (--like) to read it as the training file was read" if like is None else
+              "and that store was not ingested from a LIBSVM file, so it records no index base: pass "
+              "index_base=1 or 0 (--index-base 1 or 0)")
     raise InputValidationError(
-        f"{src} never uses feature index 0 and its largest index, {hi}, fits "
-        f"n_features={n_features} both one-based and zero-based (which would shift "
-        "every column by one), so the index base cannot be guessed: pass "
-        "index_base=1 or 0 (--index-base 1 or 0), or like=TRAIN_STORE (--like) to read "
-        "it as the training file was read"
+        f"{src} never uses feature index 0 and its largest index, {hi}, fits {width} both one-based "
+        f"and zero-based (which would shift every column by one), {remedy}"
     )
 
 
