@@ -122,6 +122,20 @@ def test_model_files_keep_the_posterior(tmp_path):
         assert back.log_marginal_likelihood_ == est.log_marginal_likelihood_
 
 
+def test_return_std_takes_numpy_bools_as_bools_and_refuses_numbers():
+    """np.True_ is True (the observation's std, not the latent one it gave when only
+    ``is True`` was tested), np.False_ is False; 1 and 1.0, which equal True, are refused."""
+    X, y = _data(n=200)
+    est = RandomFeatureRidge(n_components=20, alpha=0.3, random_state=0).fit(X, y)
+    obs, latent = est.predict(X[:5], return_std=True)[1], est.predict(X[:5], return_std="latent")[1]
+    assert np.all(obs > latent)
+    np.testing.assert_array_equal(est.predict(X[:5], return_std=np.True_)[1], obs)
+    np.testing.assert_array_equal(est.predict(X[:5], return_std=np.False_), est.predict(X[:5]))
+    for value in (1, 1.0, 0, "True"):
+        with pytest.raises(InvalidParameterError, match="return_std must be False, True or 'latent'"):
+            est.predict(X[:5], return_std=value)
+
+
 def test_refusals_name_the_reason():
     X, y = _data(n=200)
     pcg = RandomFeatureRidge(n_components=20, alpha=1.0, solver="pcg", random_state=0).fit(X, y)

@@ -466,10 +466,14 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         """
         check_is_fitted(self, "coef_")
         squeeze = np.ndim(self.coef_) == 1
+        # a bool (numpy's too) or "latent"; not 1 or 1.0, which equal True but could be read
+        # either way ("latent" and True give different standard deviations)
+        if isinstance(return_std, (bool, np.bool_)):
+            return_std = bool(return_std)
+        elif not (isinstance(return_std, str) and return_std == "latent"):
+            raise InvalidParameterError(f"return_std must be False, True or 'latent', got {return_std!r}")
         if return_std is False:
             return self._decision(X, squeeze=squeeze)
-        if return_std not in (True, "latent"):
-            raise InvalidParameterError(f"return_std must be False, True or 'latent', got {return_std!r}")
         model = posterior_model(self, return_std is True)  # refuses a model without the posterior
         _refuse_sparse(X)
         Xv = check_input(frame_to_predict(self, X), name="X")
