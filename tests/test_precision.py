@@ -425,6 +425,54 @@ def test_a_gamma_grid_reports_the_chosen_gammas_unscored_alphas_once():
         report_unusable(alphas, mse[2], lam[2], w)
 
 
+@pytest.mark.parametrize("grid", ["given", "default"])
+def test_evidence_says_the_alphas_below_float32s_rounding_as_the_k_fold_cv_does(grid):
+    """cv='evidence' under the default precision scored the alphas below float32's rounding
+    -inf and took the least scored one without a word, where float64 chose two decades lower
+    with 100 nats more evidence (found by a probe of the API: a target without noise). It
+    now says them as the K-fold CV does: always of a grid the user gives, of the default grid
+    when the best scored alpha is the least scored one. float64, which scores them, says
+    nothing of the kind."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 3))
+    y = np.sin(2 * X[:, 0])
+    alphas = [2.4e-7, 2.4e-6, 2.4e-5, 1e-3] if grid == "given" else None
+    base = dict(n_components=60, gamma=0.5, random_state=0, cv="evidence", alphas=alphas)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        auto = RandomFeatureRidge(**base).fit(X, y)
+        said = [str(w.message) for w in got if issubclass(w.category, SingularAlphaWarning)]
+    logev = auto.cv_results_["log_evidence"]
+    assert np.isneginf(logev[:2]).all() and np.isfinite(logev[2:]).all()
+    assert auto.alpha_ == auto.cv_results_["alphas"][2]  # the least scored alpha won
+    assert len(said) == 1, said
+    lead = "the best scored alpha of dkrr's default grid is the least one it could score, and " if grid == "default" else ""
+    assert said[0].startswith(f"{lead}alphas [2.4"), said[0]
+    assert "G_c + alpha*I" in said[0] and "-inf (log evidence)" in said[0] and "precision='float64'" in said[0]
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        f64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
+    assert not [w for w in got if issubclass(w.category, SingularAlphaWarning)]
+    assert np.isfinite(f64.cv_results_["log_evidence"]).all() and f64.alpha_ < auto.alpha_
+
+
+def test_evidence_says_nothing_of_unscored_alphas_of_the_default_grid_far_below_its_choice():
+    """With noise the evidence's best alpha lies far above float32's rounding: the default
+    grid's unscored bottom is not said (as for the K-fold CV), and the choice is float64's."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((400, 3))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.standard_normal(400)
+    base = dict(n_components=60, gamma=0.5, random_state=0, cv="evidence")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        auto = RandomFeatureRidge(**base).fit(X, y)
+    assert not [w for w in got if issubclass(w.category, SingularAlphaWarning)], [str(w.message) for w in got]
+    logev = auto.cv_results_["log_evidence"]
+    assert np.isneginf(logev[:2]).all() and np.argmax(logev) > 2  # unscored, and far below the choice
+    f64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
+    assert auto.alpha_ == pytest.approx(f64.alpha_, rel=1e-6)
+
+
 @pytest.mark.parametrize("targets", [1, 2, 5])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_cross_product_adds_the_column_sums_over_every_widened_slice(dtype, targets):

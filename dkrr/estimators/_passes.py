@@ -217,18 +217,26 @@ def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=N
     (with a gamma grid: ``gammas`` and a leading gamma axis)."""
     fit_intercept = bool(est.fit_intercept)
     totals = [s.total() for s in every]
-    if alphas is None:
+    default_grid = alphas is None
+    if default_grid:
         middle = totals[int(np.argsort(gammas)[len(gammas) // 2])] if gammas is not None else totals[0]
         alphas = default_alphas(middle, fit_intercept)
     alphas = np.asarray(alphas, dtype=np.float64)
     table = [evidence_grid(t, alphas, fit_intercept) for t in totals]
-    logev = np.stack([ev for ev, _ in table])  # (m, n_alphas)
-    s2 = np.stack([v for _, v in table])  # (m, n_alphas, t)
+    logev = np.stack([row[0] for row in table])  # (m, n_alphas)
+    s2 = np.stack([row[1] for row in table])  # (m, n_alphas, t)
     if not np.isfinite(logev).any():
         raise SingularSystemError(
             f"cv='evidence': no alpha of {alphas.tolist()} gives a positive definite G_c + alpha I and a "
             "positive noise variance; use larger alphas.")
     g, i = np.unravel_index(int(np.argmax(logev)), logev.shape)
+    # alphas below the statistics' rounding (float32's under the default precision) are said as
+    # the K-fold CV says them: always for a grid the user gave, for the default grid when the
+    # best scored alpha is the least scored one (the best might lie among them)
+    usable = np.stack([row[2] for row in table])
+    scores = np.where(usable, -logev, np.inf)[:, None, :]  # one "fold"; -inf evidence: an inf score
+    report_unusable(alphas, scores, np.array([[row[3]] for row in table]), np.ones(1),
+                    default_grid=default_grid, chosen=int(g), evidence=True)
     results = {"alphas": alphas, "log_evidence": logev if gammas is not None else logev[0],
                "noise_variance": s2 if gammas is not None else s2[0]}
     warn_grid_edge("alpha", alphas, float(alphas[i]))

@@ -297,7 +297,8 @@ def fold_validation_mse(B, quad, c, zsum, ysum, yy, n, mu=None, ybar=None) -> np
     return sse.sum(axis=1) / (n * B.shape[2])
 
 
-def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False, chosen: int = 0) -> None:
+def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = False, chosen: int = 0,
+                    evidence: bool = False) -> None:
     """Alphas scored ``inf`` (a fold's ``G' + alpha I`` not positive definite beyond the
     rounding of the statistics; always the smallest of the grid): a
     :class:`~dkrr.errors.SingularAlphaWarning`, or, when no alpha is usable in every fold,
@@ -310,7 +311,8 @@ def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = 
     (``default_grid``), whose bottom lies below what float32 statistics resolve at smooth
     widths, they are said only when the chosen map's best scored alpha
     (:func:`select_alpha`'s choice among the scored ones) is its least scored one: only then
-    may its best alpha lie among them."""
+    may its best alpha lie among them. ``evidence``: the scores are ``cv="evidence"``'s minus
+    log evidence (one "fold", the whole centred Gram), and the warning says so."""
     alphas = np.asarray(alphas, dtype=np.float64)
     mse = np.asarray(mse, dtype=np.float64)
     lam_min = np.asarray(lam_min, dtype=np.float64)
@@ -332,10 +334,13 @@ def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = 
         return
     lead = ("the best scored alpha of dkrr's default grid is the least one it could score, and alphas "
             if default_grid else "alphas ")
+    system, gram, score = ((f"G_c + alpha*I (G_c the centred Gram)", f"G_c: {lam_min[k]:.3g}", "-inf (log evidence)")
+                           if evidence else
+                           ("a cross-validation fold's training system G + alpha*I",
+                            f"a training Gram: {lam_min[k]:.3g}, fold {k}", "inf"))
     warnings.warn(
-        f"{lead}{[float(f'{a:.4g}') for a in alphas[bad]]} leave a cross-validation fold's training system "
-        f"G + alpha*I not positive definite at the rounding of the statistics (smallest eigenvalue of a "
-        f"training Gram: {lam_min[k]:.3g}, fold {k}): they were scored inf and cannot be chosen. The "
+        f"{lead}{[float(f'{a:.4g}') for a in alphas[bad]]} leave {system} not positive definite at the rounding "
+        f"of the statistics (smallest eigenvalue of {gram}): they were scored {score} and cannot be chosen. The "
         "statistics carry the rounding of their precision (float32 statistics, those of precision='float32' "
         "and of the cross-validation of the default precision='auto', resolve alphas down to about "
         "eps32 ||G||: precision='float64' scores smaller ones), or the Gram is rank-deficient (more features "

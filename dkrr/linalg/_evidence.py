@@ -150,14 +150,19 @@ def _centred_parts(tot, fit_intercept: bool):
     return Gc, cc, np.asarray(yyc, dtype=np.float64), mu, m, W
 
 
-def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Log evidence (summed over targets) and noise variances (n_alphas, t) of every alpha
-    from one-fold statistics ``tot``: one tridiagonalisation of ``G_c``."""
+    from one-fold statistics ``tot``: one tridiagonalisation of ``G_c``; then the mask of the
+    alphas that leave ``G_c + alpha I`` positive definite beyond the statistics' rounding
+    (:func:`~dkrr.linalg._solve.usable_alphas`; the others are ``-inf``) and ``G_c``'s least
+    eigenvalue, for :func:`~dkrr.linalg._cv.report_unusable`."""
+    from ._solve import usable_alphas
+
     Gc, cc, yyc, _, m, _ = _centred_parts(tot, fit_intercept)
     tri = TridiagonalGram(Gc, overwrite=fit_intercept)  # with an intercept G_c is a temporary
     del Gc
     logev, s2 = evidence_from_tridiagonal(tri, tri.rotate(cc), yyc, m, alphas)
-    return logev.sum(axis=1), s2
+    return logev.sum(axis=1), s2, usable_alphas(tri, alphas), float(tri.lam_min) if tri.p else 0.0
 
 
 def bayes_posterior(tot, alpha: float, fit_intercept: bool, *, factor=None, beta=None) -> dict:
