@@ -39,6 +39,9 @@ def feature_names(X: Any) -> np.ndarray | None:
     ------
     InputTypeError
         The names mix strings and other types (scikit-learn's ``TypeError`` and words).
+    InputValidationError
+        Two string names are the same (scikit-learn refuses them too): the names could not
+        tell the columns apart at predict.
     """
     columns = X.columns if is_frame(X) and X.ndim == 2 else None
     if columns is None or len(columns) == 0:
@@ -53,7 +56,15 @@ def feature_names(X: Any) -> np.ndarray | None:
             "X.columns = X.columns.astype(str) for example. Otherwise you can remove feature / "
             "column names from your input data, or convert them all to a non-string data type."
         )
-    return names if types == ["str"] else None
+    if types != ["str"]:
+        return None
+    values, counts = np.unique(names.astype(str), return_counts=True)
+    if (counts > 1).any():
+        twice = [f"{str(v)!r} {c} times" for v, c in zip(values, counts) if c > 1]
+        raise InputValidationError(
+            f"X has duplicate column names: {', '.join(twice[:20])}{', ...' if len(twice) > 20 else ''}; "
+            "give every column its own name (feature names must tell the columns apart at predict)")
+    return names
 
 
 def check_feature_names(estimator: Any, X: Any) -> None:
@@ -105,9 +116,9 @@ def _refuse_non_numeric(X: Any, name: str) -> None:
     """Refuse a DataFrame (or Series) with columns that are not numbers or booleans."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-    dtypes = dict(X.dtypes) if X.ndim == 2 else {getattr(X, "name", name): X.dtype}
-    bad = [f"{c!r} ({dt})" for c, dt in dtypes.items()
-           if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+    # by position: a name given twice is two columns (dict(X.dtypes) would merge them)
+    dtypes = zip(X.columns, X.dtypes) if X.ndim == 2 else [(getattr(X, "name", name), X.dtype)]
+    bad = [f"{c!r} ({dt})" for c, dt in dtypes if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
     if bad:
         raise InputValidationError(
             f"{name} has {len(bad)} column(s) that are not numeric: {', '.join(bad[:20])}"

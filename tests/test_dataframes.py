@@ -159,6 +159,28 @@ def test_non_numeric_columns_are_refused_with_their_names(frame):
         est.predict(frame[FEATURES].astype({"x1": str}))
 
 
+def test_duplicate_column_names_are_refused_by_name_and_counted_by_position(frame):
+    """Two columns named 'x1' (both numbers) were refused as 'not numeric' with a dtype
+    Series in the message (the dtypes read through a dict). Now: a duplicate string name is
+    refused as such (as scikit-learn does), at fit and predict, for pandas and dask frames;
+    a non-numeric column among duplicates is found by position; duplicate integer names,
+    which are not recorded as feature names, fit as before."""
+    twice = frame[FEATURES].copy()
+    twice.columns = ["x1"] * 2 + FEATURES[2:]
+    for X in (twice, dd.from_pandas(twice, npartitions=2)):
+        with pytest.raises(InputValidationError, match=r"^X has duplicate column names: 'x1' 2 times; give every"):
+            _ridge().fit(X, frame["y"])
+    est = _ridge().fit(frame[FEATURES], frame["y"])
+    with pytest.raises(InputValidationError, match="duplicate column names: 'x1' 2 times"):
+        est.predict(twice)
+    numbered = frame[FEATURES].copy()
+    numbered.columns = [0, 0] + list(range(1, len(FEATURES) - 1))
+    np.testing.assert_array_equal(_ridge().fit(numbered, frame["y"]).coef_, est.coef_)
+    numbered[0] = numbered[0].astype(str)  # both columns named 0 become strings
+    with pytest.raises(InputValidationError, match=r"X has 2 column\(s\) that are not numeric: 0 \(\w+\), 0 \(\w+\);"):
+        _ridge().fit(numbered, frame["y"])
+
+
 def test_pandas_input_and_nullable_columns(frame):
     est = _ridge().fit(frame[FEATURES], frame["y"])
     ref = _ridge().fit(frame[FEATURES].to_numpy(), frame["y"].to_numpy())
