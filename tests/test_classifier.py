@@ -77,6 +77,15 @@ def test_unknown_labels_at_score_and_a_single_class(X):
     y_bad[:3] = "maybe"
     with pytest.raises(InputValidationError, match=r"3 label\(s\) not seen during fit: \['maybe'\]"):
         clf.score(X, y_bad)
+    # a y of two columns and weights of the wrong length: clear errors (numpy's broadcasting
+    # errors before), as the regressor's score gives; weights are applied
+    with pytest.raises(InputValidationError, match=r"one class label per row \(1-D\), got shape \(500, 2\)"):
+        clf.score(X, np.c_[y, y])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        clf.score(X, y, sample_weight=np.ones(N - 1))
+    right = (clf.predict(X) == y).astype(float)
+    w = np.arange(N, dtype=float)
+    assert clf.score(X, y, sample_weight=w) == pytest.approx((right * w).sum() / w.sum(), rel=1e-12)
     with pytest.raises(InputValidationError, match="at least two classes"):
         make().fit(X, np.full(N, "yes"))
     with pytest.raises(InputValidationError, match="1-dimensional"):

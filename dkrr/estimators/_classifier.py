@@ -200,6 +200,8 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         y = _materialize(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
+        if y.ndim != 1:
+            raise InputValidationError(f"y must hold one class label per row (1-D), got shape {y.shape}")
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             bad = np.unique(y[unknown])
@@ -210,4 +212,6 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         pred = _materialize(self.predict(X))
         if pred.shape[0] != y.shape[0]:
             raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
-        return float(np.average(pred == y, weights=sample_weight))
+        from sklearn.metrics import accuracy_score  # checks sample_weight as the regressor's r2_score
+
+        return float(accuracy_score(y, pred, sample_weight=sample_weight))
