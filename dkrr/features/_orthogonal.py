@@ -291,7 +291,9 @@ class SORFProjection(HadamardBlockProjection):
         ``"fixed"``: every row has norm ``sqrt(d') * scale`` (the paper). ``"chi"``
         (beyond the paper): row ``i`` is rescaled to norm ``s_i * scale`` with ``s_i``
         i.i.d. chi(d'), the norm law of a Gaussian row in the padded dimension
-        ``d'`` -- the analogue of ORF versus ORF'.
+        ``d'`` -- the analogue of ORF versus ORF'. The directions stay the Hadamard
+        products' (not uniform), so the O(1/sqrt(d)) bias of SORF remains (plain at d = 3;
+        ALGORITHMS.md 2.3).
     row_sampling : {"first", "with_replacement", "without_replacement"}, default "first"
         Which rows of the last, partial block are kept (all of the map when ``D < d'``):
         the first ``D mod d'``, or as many drawn uniformly with or without repetitions
