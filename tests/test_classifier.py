@@ -79,7 +79,7 @@ def test_unknown_labels_at_score_and_a_single_class(X):
         clf.score(X, y_bad)
     # a y of two columns and weights of the wrong length: clear errors (numpy's broadcasting
     # errors before), as the regressor's score gives; weights are applied
-    with pytest.raises(InputValidationError, match=r"one class label per row \(1-D\), got shape \(500, 2\)"):
+    with pytest.raises(InputValidationError, match=r"class labels y must be 1-dimensional, got shape \(500, 2\)"):
         clf.score(X, np.c_[y, y])
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         clf.score(X, y, sample_weight=np.ones(N - 1))
@@ -92,6 +92,27 @@ def test_unknown_labels_at_score_and_a_single_class(X):
         make().fit(X, np.zeros((N, 2)))
     with pytest.raises(InputValidationError, match=r"X has 500 .*y has 499"):
         make().fit(X, y[:-1])
+
+
+@pytest.mark.skipif(not hasattr(np, "dtypes") or not hasattr(np.dtypes, "StringDType"), reason="numpy < 2")
+def test_numpy_string_dtype_and_zarr_string_labels_fit_as_strings(X, tmp_path):
+    """numpy 2's StringDType, and a zarr 3 array of strings (read as StringDType), were
+    refused ("class labels of dtype StringDType() are not supported") though the docs say
+    the classifier takes zarr y: they are read as Python strings, in fit and score."""
+    import zarr
+
+    y = binary(X).astype(str)
+    ref = make().fit(X, y)
+    labels = y.astype(np.dtypes.StringDType())
+    z = zarr.create_array(str(tmp_path / "y.zarr"), shape=y.shape, dtype=str, chunks=(100,))
+    z[:] = y
+    for given in (labels, z):
+        clf = make().fit(X, given)
+        assert clf.classes_.tolist() == ref.classes_.tolist()
+        np.testing.assert_array_equal(clf.coef_, ref.coef_)
+        assert clf.score(X, given) == ref.score(X, y)
+    lazy = make().fit(da.from_array(X, chunks=100), da.from_array(labels, chunks=100))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-12, atol=1e-12)
 
 
 def test_continuous_target_and_column_labels(X):

@@ -197,11 +197,9 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
     def score(self, X, y, sample_weight=None):
         """Accuracy. Labels never seen in fit are an error (they could only be wrong)."""
         check_is_fitted(self, "coef_")
-        y = _materialize(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise InputValidationError(f"y must hold one class label per row (1-D), got shape {y.shape}")
+        from ..linalg._blocks import _labels_as_array
+
+        y = _materialize(_labels_as_array(y))  # 1-D (or one column), of a label dtype, as in fit
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             bad = np.unique(y[unknown])

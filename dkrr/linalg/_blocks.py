@@ -216,6 +216,10 @@ def _labels_as_array(y):
         )
     if y.shape[0] == 0:
         raise InputValidationError("y is empty; it needs one label per row of X")
+    if y.dtype.kind == "T":  # numpy 2's StringDType (zarr 3's strings): as Python strings
+        y = y.astype(object)
     if y.dtype.kind not in "biufUSO":
-        raise InputValidationError(f"class labels of dtype {y.dtype} are not supported")
+        raise InputValidationError(
+            f"class labels of dtype {y.dtype} are not supported: pass numbers, booleans or strings "
+            "(y.astype(str) for other labels)")
     return y
