@@ -334,10 +334,11 @@ def report_unusable(alphas, mse, lam_min, fold_weights, *, default_grid: bool = 
         return
     lead = ("the best scored alpha of dkrr's default grid is the least one it could score, and alphas "
             if default_grid else "alphas ")
-    system, gram, score = ((f"G_c + alpha*I (G_c the centred Gram)", f"G_c: {lam_min[k]:.3g}", "-inf (log evidence)")
-                           if evidence else
-                           ("a cross-validation fold's training system G + alpha*I",
-                            f"a training Gram: {lam_min[k]:.3g}, fold {k}", "inf"))
+    if evidence:
+        system, gram, score = "G_c + alpha*I (G_c the centred Gram)", f"G_c: {lam_min[k]:.3g}", "-inf (log evidence)"
+    else:
+        system, gram, score = ("a cross-validation fold's training system G + alpha*I",
+                               f"a training Gram: {lam_min[k]:.3g}, fold {k}", "inf")
     warnings.warn(
         f"{lead}{[float(f'{a:.4g}') for a in alphas[bad]]} leave {system} not positive definite at the rounding "
         f"of the statistics (smallest eigenvalue of {gram}): they were scored {score} and cannot be chosen. The "
