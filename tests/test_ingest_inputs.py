@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -301,6 +302,28 @@ def test_text_file_named_npy_or_gz(tmp_path):
     gz = _write(tmp_path / "g.csv.gz", ["1,2,3", "4,5,6"])
     with pytest.raises(InputValidationError, match="not a gzip file"):
         ingest(gz, tmp_path / "g.zarr")
+
+
+@pytest.mark.parametrize("bad", ["oops", '"1,234.5"'])
+def test_a_numeric_target_with_one_text_cell_is_refused_not_read_as_labels(tmp_path, bad):
+    """One text cell (a typo, a thousands separator) in a column of numbers made the whole
+    target labels: 12 one-row classes and exit 0. Numbers and text in the first rows of an
+    "auto" target are now an error naming the cell; a column of text alone is labels as
+    before; target_type='labels' reads the mixed column as labels."""
+    rows = _numeric_rows(12)
+    rows[7] = rows[7].rsplit(",", 1)[0] + "," + bad
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + rows)
+    cell = bad.strip('"')
+    with pytest.raises(InputValidationError, match=(
+            rf"^line 9, target column 2 \('y'\): cannot parse {re.escape(repr(cell))} as a number, while 11 "
+            r"other cell\(s\) of the column's first rows are numbers; fix that cell, or pass target_type='labels'")):
+        ingest(src, tmp_path / "d.zarr")
+    assert not (tmp_path / "d.zarr").exists()
+    ingest(src, tmp_path / "l.zarr", target_type="labels")
+    assert len(zarr.open_group(str(tmp_path / "l.zarr"), mode="r").attrs["classes"]) == 12
+    words = _write(tmp_path / "w.csv", ["a,b,y"] + [f"{i},{i},{'yes' if i % 2 else 'no'}" for i in range(6)])
+    ingest(words, tmp_path / "w.zarr")
+    assert zarr.open_group(str(tmp_path / "w.zarr"), mode="r").attrs["classes"] == ["no", "yes"]
 
 
 def test_csv_given_as_libsvm_suggests_csv(tmp_path):

@@ -7,7 +7,8 @@ Steps:
    budget (:func:`._writer.chunk_rows_for`) from their width.
 2. The target's type: labels when ``target_type="labels"``, or when
    ``target_type="auto"`` and one of its cells in the first chunk is neither a number
-   nor a missing-value marker.
+   nor a missing-value marker while none is a number (numbers and text: an error naming
+   the first text cell).
 3. Conversion, block by block, with pyarrow's CSV reader (:mod:`._csvblock`). An
    uncompressed file larger than `blocksize` is cut into segments of whole chunks of
    rows by a scan of its line breaks (numpy, at memory speed: :func:`plan_segments`);
@@ -38,7 +39,7 @@ import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
 from ._columns import names_hint, split_columns
-from ._csvblock import has_text_cells, line_ends, parse_block, split_line
+from ._csvblock import line_ends, parse_block, split_line, target_text
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import LocalLabels, TableLayout, convert_blocks, merged_classes
 from ._text import COMPRESSIONS, BlockReader, is_missing, open_binary, to_float
@@ -291,9 +292,17 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     label_col = None
     if target_type == "labels":
         label_col = target_cols[0]
-    elif target_type == "auto" and scalar and has_text_cells(
-            layout, _first_rows(src, start, first_line, rows, layout.block_bytes), target_cols[0]):
-        label_col = target_cols[0]
+    elif target_type == "auto" and scalar:
+        numbers, text = target_text(layout, _first_rows(src, start, first_line, rows, layout.block_bytes),
+                                    target_cols[0], first_line)
+        if text is not None and numbers:  # numbers with a text cell: a typo, not class labels
+            col = target_cols[0]
+            raise InputValidationError(
+                f"line {text[0]}, target column {col} ({names[col]!r}): cannot parse {text[1]!r} as a number, "
+                f"while {numbers} other cell(s) of the column's first rows are numbers; fix that cell, or pass "
+                "target_type='labels' (--labels) if the column holds class labels (numbers among them)")
+        if text is not None:
+            label_col = target_cols[0]
     if label_col is not None:
         layout = _replace(layout, label_col=label_col, y_dtype="int32")
 

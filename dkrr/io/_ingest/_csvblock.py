@@ -314,19 +314,29 @@ def _line_end(data: bytes, offset: int) -> int:
 
 
 
-def has_text_cells(layout: TableLayout, data: bytes, column: int) -> bool:
-    """Whether a cell of `column` in the lines `data` is neither a number nor a
-    missing-value marker (the test that makes a target column a label column)."""
+def target_text(layout: TableLayout, data: bytes, column: int, first_line: int) -> tuple[int, tuple[int, str] | None]:
+    """The cells of `column` in the lines `data` (the first at line `first_line`): how many
+    are numbers, and the first that is neither a number nor a missing-value marker as
+    ``(line, cell)``, or None (the test that makes a target column a label column; a
+    column of numbers with such a cell is a numeric target with a bad cell)."""
+    from ._text import is_missing, to_float
+
+    def scan():  # (line, cell) of every row, in Python: rows of other lengths, or to name the line
+        for line, text in _text_lines(data, first_line):
+            row = split_line(text, layout.delimiter)
+            yield line, (row[column].strip() if len(row) > column else "0")
+
+    def first_text():
+        return next(((line, c) for line, c in scan() if to_float(c) is None and not is_missing(c)), None)
+
     text = _normalised(layout, data)
     read, parse, convert = _options(layout, {f"c{column}": pa.string()}, len(text), strings=True)
     try:
         cells = pc.utf8_trim_whitespace(_read(text, (read, parse, convert)).column(0))
     except pa.ArrowInvalid:  # rows of other lengths (the conversion names them)
-        from ._text import is_missing, to_float
-
-        rows = (split_line(line, layout.delimiter) for _, line in _text_lines(data, 1))
-        return any(to_float(c) is None and not is_missing(c)
-                   for c in (row[column] if len(row) > column else "0" for row in rows))
+        return sum(to_float(c) is not None for _, c in scan()), first_text()
     number = pc.match_substring_regex(cells, NUMBER)
     marker = pc.is_in(pc.utf8_lower(cells), value_set=_MARKERS)
-    return not pc.all(pc.or_(number, marker)).as_py()
+    if pc.all(pc.or_(number, marker)).as_py():
+        return int(pc.sum(number).as_py() or 0), None
+    return int(pc.sum(number).as_py() or 0), first_text()
