@@ -21,8 +21,9 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
     Layout version, ``1``.
 ``feature_names``, ``target_names``
     Lists of column names (from the CSV header; ``column_{j}`` for a CSV without a
-    header or a ``.npy`` matrix, ``j`` being the 0-based column in the input;
-    ``feature_{j}`` (0-based) and ``label`` for LIBSVM).
+    header or a ``.npy`` matrix, ``j`` being the 0-based column in the input; for
+    LIBSVM no feature names (its columns are indices; stores written before recorded
+    ``feature_{j}``, 0-based) and the target name ``label``).
 ``source``, ``format``
     Absolute path of the ingested file (or Parquet directory) and its format (``csv``,
     ``libsvm``, ``npy`` or ``parquet``).

@@ -78,7 +78,8 @@ class IngestSummary:
     n_targets : int
         Number of target columns (``y`` is 1-D when 1 and a single target was asked).
     feature_names, target_names : list of str
-        Column names recorded in the store.
+        Column names recorded in the store (no feature names for LIBSVM, whose columns
+        are indices: an empty list).
     classes : list of str or None
         Sorted original labels when the target was encoded to integer codes.
     path : str

@@ -277,6 +277,5 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
             f"{src}: every one of its {dropped} rows has a NaN; nothing is left to "
             "ingest with missing='drop'"
         )
-    feature_names = [f"feature_{j}" for j in range(d)]
-    return writer.finish("libsvm", src, feature_names, ["label"], dropped=dropped,
+    return writer.finish("libsvm", src, None, ["label"], dropped=dropped,
                          read_as={"index_base": offset}, like=like, guessed=guessed)

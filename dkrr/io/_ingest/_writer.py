@@ -130,7 +130,7 @@ class StoreWriter:
             with interrupts_deferred():
                 self.y[start:stop] = mapping[self.y[start:stop]]
 
-    def finish(self, fmt: str, src: Path, feature_names: list, target_names: list, *,
+    def finish(self, fmt: str, src: Path, feature_names: list | None, target_names: list, *,
                classes=None, dropped: int = 0, read_as: dict[str, Any] | None = None,
                like: str | None = None, guessed: bool = False) -> dict[str, Any]:
         """Trim the arrays to the rows written, write the group attributes of the dkrr
@@ -140,14 +140,18 @@ class StoreWriter:
         `read_as` holds how the file was read (``index_base``; ``delimiter``,
         ``header``, ``target_columns``), recorded so that ``like=`` can read another
         file the same way; `like` is the store whose layout was followed.
+        `feature_names` None: the columns have no names (LIBSVM's indices), none is
+        recorded (a name per index made a 486 MB attribute of a 40-byte file whose one
+        index was 20,000,000).
         """
+        n_features = int(self.X.shape[1])
         attrs: dict[str, Any] = {
             "dkrr_layout": LAYOUT_VERSION,
-            "feature_names": feature_names,
+            **({} if feature_names is None else {"feature_names": feature_names}),
             "target_names": target_names,
             "source": str(src),
             "format": fmt,
-            "n_features": len(feature_names),
+            "n_features": n_features,
             **(read_as or {}),
         }
         if classes is not None:
@@ -163,8 +167,9 @@ class StoreWriter:
             attrs[MANIFEST] = manifest({"X": self.X, "y": self.y})
             self.group.update_attributes(attrs)
         return {
-            "n_rows": self.n, "n_features": len(feature_names), "n_targets": len(target_names),
-            "feature_names": feature_names, "target_names": target_names, "classes": classes,
+            "n_rows": self.n, "n_features": n_features, "n_targets": len(target_names),
+            "feature_names": [] if feature_names is None else feature_names, "target_names": target_names,
+            "classes": classes,
             "index_base": attrs.get("index_base"), "index_base_guessed": guessed,
         }
 
