@@ -126,6 +126,52 @@ def test_a_start_that_cannot_be_refined_falls_back_to_a_float64_pass_with_a_warn
     np.testing.assert_array_equal(auto.intercept_, f64.intercept_)
 
 
+def test_hopeless_passes_carries_the_mean_contraction_to_the_tolerance():
+    """The estimates of the fallback case above with 40 passes allowed (300 CASP rows,
+    p = 512, alpha = 5e-6: 0.39, 0.139, 0.0691, ... reached 1e-10 at pass 23): after 3
+    passes the mean contraction (0.42 per pass) predicts 27 passes, so a refinement
+    allowed 16 stops there instead of spending 13 more passes before its fallback. alpha =
+    1e-5 (converged at pass 14) predicts 13 at pass 3 and goes on."""
+    from dkrr.linalg._refine import hopeless_passes
+
+    slow = np.array([3.90e-01, 1.39e-01, 6.91e-02])[:, None]
+    fast = np.array([1.31e-01, 2.06e-02, 3.47e-03])[:, None]
+    assert hopeless_passes(slow[:2], 1e-10)[0] == 0.0  # two estimates: too early to say
+    assert hopeless_passes(slow, 1e-10)[0] == 27.0
+    assert hopeless_passes(fast, 1e-10)[0] == 13.0
+    both = np.hstack([slow, fast, [[1.0], [1.0], [1.0]], [[1e-3], [1e-8], [1e-12]]])
+    np.testing.assert_array_equal(hopeless_passes(both, 1e-10), [27.0, 13.0, np.inf, 0.0])  # stalled: inf; done: 0
+
+
+def test_a_refinement_its_contraction_cannot_finish_is_given_up_early(casp, monkeypatch):
+    """The not-converged fallback with 8 passes allowed: given up after 3 (its 0.42 per
+    pass needs about 27), said in the warning, the float64 fit bitwise. Refinements that
+    can finish are not touched: alpha = 1e-4 converges as before (6 passes of the 8)."""
+    import functools
+
+    import dkrr.estimators._mixed as mixed
+
+    seen, real = [], functools.partial(mixed.refine_ridge, max_passes=8)
+
+    def recorded(*args, **kwargs):
+        res = real(*args, **kwargs)
+        seen.append(res.info)
+        return res
+
+    monkeypatch.setattr(mixed, "refine_ridge", recorded)
+    X, y = casp
+    X, y = X[:300], y[:300]
+    kw = dict(alpha=5e-6, n_components=256)
+    with pytest.warns(PrecisionWarning, match=r"alpha=5e-06 was stopped after 3 passes, as its contraction so far "
+                                              r"would need about \d+ passes \(at most 8\).*repeated in float64"):
+        auto = RandomFeatureRidge(**{**BASE, **kw}).fit(X, y)
+    assert seen[-1]["passes"] == 3 and seen[-1]["passes_needed"] > 16 and not seen[-1]["converged"]
+    f64 = _fit(RandomFeatureRidge, X, y, precision="float64", **kw)
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
+    ok = _fit(RandomFeatureRidge, X, y, alpha=1e-4, n_components=256)
+    assert ok.precision_ == "mixed" and ok.refinement_["converged"] and seen[-1]["passes_needed"] == 0
+
+
 @pytest.mark.parametrize("cv", [None, 3], ids=["alpha", "cv"])
 @pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier], ids=lambda c: c.__name__)
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")

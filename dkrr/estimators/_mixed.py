@@ -55,9 +55,13 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
                 "about 1e154)")
     if not res.info["converged"]:
         last = float(res.info["errors"][-1].max())
-        return (f"the float64 refinement at alpha={passes.alpha:.3g} did not converge in {res.info['passes']} passes "
-                f"(estimated relative error {last:.1e}, tolerance {res.info['tol']:g}): alpha is below what float32 "
-                "statistics resolve")
+        need = res.info.get("passes_needed", 0.0)
+        how = (f"did not converge in {res.info['passes']} passes" if not need else
+               f"was stopped after {res.info['passes']} passes, as its contraction so far would need "
+               + ("more passes than it may make" if not np.isfinite(need) else f"about {need:.0f} passes") +
+               f" (at most {res.info['max_passes']})")
+        return (f"the float64 refinement at alpha={passes.alpha:.3g} {how} (estimated relative error {last:.1e}, "
+                f"tolerance {res.info['tol']:g}): alpha is below what float32 statistics resolve")
     return res
 
 
