@@ -101,6 +101,23 @@ def test_ingest_never_writes_inside_another_dataset(tmp_path, capsys):
     assert csv.read_text() == "a,b\n1,2\n3,4\n"
 
 
+def test_a_memory_url_output_is_refused_before_any_work(tmp_path, capsys):
+    """ingest and fit wrote to memory://, said "wrote memory://..." and exited 0: the store
+    or model died with the process (found by a CLI probe). Every command that writes now
+    refuses it first (the unreachable scheduler fails any work that ran)."""
+    store, X, y = _store(tmp_path / "data.zarr")
+    model = _model(tmp_path / "m", X, y)
+    csv = tmp_path / "new.csv"
+    csv.write_text("a,b\n1,2\n3,4\n")
+    for args in (("ingest", csv, "--out", "memory://d.zarr"),
+                 ("fit", store, "--out", "memory://m.model", "--scheduler", UNREACHABLE),
+                 ("predict", model, store, "--out", "memory://p.zarr", "--scheduler", UNREACHABLE)):
+        code, out, err = _run(capsys, *args, "-q")
+        assert code == 1 and "wrote" not in out, (args, out, err)
+        out_url = args[args.index("--out") + 1]
+        assert f"error: --out {out_url}: a memory:// location lives in this command's process" in err, err
+
+
 # ----------------------------------------------------------------- cannot be written
 
 

@@ -345,6 +345,8 @@ def test_cli_missing_values_error_then_drop(tmp_path):
     assert not out.exists()
     proc = dkrr("ingest", src, "--out", out, "--missing", "drop", "-q")
     assert proc.returncode == 0, proc.stderr
+    assert "1 row(s) with missing values dropped (--missing drop)" in proc.stdout  # said, not only recorded
+    assert _read(out)[2]["rows_dropped"] == 1
     X, y, _, _ = _read(out)
     assert X.shape == (11, 2)
     np.testing.assert_allclose(y, [1000 + 0.37 * i for i in range(12) if i != 4], rtol=1e-6)

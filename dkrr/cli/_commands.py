@@ -19,7 +19,7 @@ from ._labels import check_regression_target, class_metrics, prediction_output
 from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
                       predictive_metrics, predictive_sums, regression_metrics)
-from ._stores import open_store
+from ._stores import open_store, preflight
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -58,15 +58,6 @@ def _worker_logs_silenced():
             os.environ.pop("DASK_LOGGING", None)
         else:
             os.environ["DASK_LOGGING"] = env
-
-
-def _preflight(args, *, can_replace, inputs) -> None:
-    """Refuse an output that could not be written or must not be replaced, before any
-    work (a fit that runs for hours must not end in "cannot write the model")."""
-    from ..io._atomic import check_output
-
-    check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs,
-                 storage_options=args.storage_options)
 
 
 def _where(path, args) -> str:
@@ -124,7 +115,7 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
-    _preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
+    preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             from ..cluster import ClusterOptions, connect
@@ -138,6 +129,8 @@ def cmd_ingest(args) -> int:
         f"{summary.n_targets} target(s)"
         + (f", classes {list(summary.classes)}" if summary.classes else "")
     )
+    if summary.rows_dropped:
+        print(f"{summary.rows_dropped} row(s) with missing values dropped (--missing drop)")
     if summary.index_base_guessed and summary.index_base == 1:
         print(
             "LIBSVM indices read as one-based (index 0 never occurs); if the file is "
@@ -321,7 +314,7 @@ def cmd_fit(args) -> int:
     est = estimator_from_options(args)
     est._check_params()  # bad values (alpha < 0, ...) are refused before a cluster starts
     out = args.out
-    _preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
+    preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_store(args, require_y=True)
     check_regression_target(est, data)
     y = data.y
@@ -399,7 +392,7 @@ def cmd_predict(args) -> int:
     from ..io._kinds import predictions_replace_check
 
     inputs = [args.store, args.model]
-    _preflight(args, can_replace=predictions_replace_check, inputs=inputs)
+    preflight(args, can_replace=predictions_replace_check, inputs=inputs)
     est = _load(args)
     std = getattr(args, "std", None)
     if std is not None:

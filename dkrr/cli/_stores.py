@@ -1,5 +1,6 @@
 """How the commands open a store: :func:`~dkrr.io.open_dataset` with the command's
-``--storage-options``, its rows read in blocks of :func:`~dkrr.linalg._blocks.merged_rows`.
+``--storage-options``, its rows read in blocks of :func:`~dkrr.linalg._blocks.merged_rows`;
+and how they check their output before any work (:func:`preflight`).
 
 A store written with many small chunks (by another tool, or ``write_dataset`` of a dask
 array chunked finely) is read a few megabytes at a time, as a store ``dkrr ingest`` wrote:
@@ -24,3 +25,21 @@ def open_store(args, *, require_y: bool):
         return data
     y = None if data.y is None else rechunk_rows(data.y, {0: X.chunks[0]})
     return dataclasses.replace(data, X=X, y=y)
+
+
+def preflight(args, *, can_replace, inputs) -> None:
+    """Refuse an output that could not be written or must not be replaced, before any
+    work (a fit that runs for hours must not end in "cannot write the model"); and a
+    ``memory://`` output, which would die with the command's process (ingest and fit
+    said "wrote memory://..." and exited 0; the Python API may write one)."""
+    from ..errors import InvalidParameterError
+    from ..io._atomic import check_output
+    from ..io._paths import Remote, locate
+
+    where = locate(args.out, args.storage_options)
+    if isinstance(where, Remote) and where.process_local:
+        raise InvalidParameterError(
+            f"--out {args.out}: a memory:// location lives in this command's process and ends with it; "
+            "write to a path or an object store (s3://, gs://, ...)")
+    check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs,
+                 storage_options=args.storage_options)

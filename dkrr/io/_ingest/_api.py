@@ -89,6 +89,8 @@ class IngestSummary:
     index_base_guessed : bool
         LIBSVM: whether ``index_base="auto"`` decided `index_base` (0 when index 0
         occurs; 1, the LIBSVM convention, when it does not).
+    rows_dropped : int
+        Rows left out by ``missing="drop"`` (the store's ``rows_dropped`` attribute).
     """
 
     n_rows: int
@@ -100,6 +102,7 @@ class IngestSummary:
     path: str
     index_base: int | None = None
     index_base_guessed: bool = False
+    rows_dropped: int = 0
 
 
 def _infer_format(src: Path) -> str:

@@ -170,7 +170,7 @@ class StoreWriter:
             "n_rows": self.n, "n_features": n_features, "n_targets": len(target_names),
             "feature_names": [] if feature_names is None else feature_names, "target_names": target_names,
             "classes": classes,
-            "index_base": attrs.get("index_base"), "index_base_guessed": guessed,
+            "index_base": attrs.get("index_base"), "index_base_guessed": guessed, "rows_dropped": int(dropped),
         }
 
 
