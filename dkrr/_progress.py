@@ -261,10 +261,7 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
             "LocalCluster(memory_limit=...)) or smaller row blocks (dkrr fit --chunk-rows; the "
             "dask array's chunks); the workers' log lines say why each one stopped."
         )
-    import concurrent.futures
-
-    if isinstance(exc, concurrent.futures.CancelledError) and \
-            "scheduler-connection-lost" in str(getattr(exc, "reason", None) or exc):
+    if _lost_scheduler(exc):
         return (
             f"dkrr: this process lost its connection to the Dask scheduler while running {label!r} "
             "(the scheduler stopped, or the network to it failed, and distributed gave up "
@@ -274,6 +271,32 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
             "themselves."
         )
     return None
+
+
+#: distributed's exceptions of a client whose scheduler connection is gone (matched by name
+#: in the class's ancestry: ``distributed.client.ClosedClientError`` once reconnection gave
+#: up, ``distributed.comm.CommClosedError`` for a connection reset mid-call)
+_LOST_SCHEDULER = frozenset({"ClosedClientError", "CommClosedError"})
+
+
+def _lost_scheduler(exc: BaseException) -> bool:
+    """Whether ``exc``, or an exception it was raised from, says this process lost its
+    scheduler: a task cancelled with reason ``scheduler-connection-lost``, or one of
+    :data:`_LOST_SCHEDULER` (a scheduler stopped mid-fit gave a 118-line traceback
+    through them, found by a cluster probe)."""
+    import concurrent.futures
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, concurrent.futures.CancelledError) and \
+                "scheduler-connection-lost" in str(getattr(exc, "reason", None) or exc):
+            return True
+        if any(k.__name__ in _LOST_SCHEDULER and k.__module__.split(".")[0] == "distributed"
+               for k in type(exc).__mro__):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @contextlib.contextmanager

@@ -251,7 +251,42 @@ def test_a_scheduler_lost_mid_fit_is_a_named_error(big_store, tmp_path):
     assert re.search(r"dkrr: this process lost its connection to the Dask scheduler while running "
                      r"'(column moments|accumulating ridge statistics)'", err), err
     assert "dkrr/cli/_main.py" not in err, err  # no traceback of the command
+    assert "Failed to reconnect to scheduler" not in err, err  # distributed's log: the error line says it
     assert not (tmp_path / "model").exists() and not _leftovers(tmp_path, "model")
+
+
+def test_every_way_distributed_says_the_scheduler_is_gone_gets_the_note():
+    """A scheduler stopped mid-fit also surfaces as distributed's ClosedClientError (the
+    client gave up reconnecting: 'Can't send update-graph message') or CommClosedError (a
+    connection reset in a client call, raised through OSError and others): they printed a
+    traceback of up to 118 lines (found by a cluster probe). They, and exceptions raised
+    from them, now get the lost-scheduler note; other errors none."""
+    import concurrent.futures
+
+    from distributed.client import ClosedClientError
+    from distributed.comm import CommClosedError
+
+    from dkrr._progress import _cluster_failure_note, _lost_scheduler
+
+    def chained(outer, inner):
+        try:
+            try:
+                raise inner
+            except Exception as exc:
+                raise outer from exc
+        except Exception as exc:
+            return exc
+
+    lost = [ClosedClientError("Client is closed."), CommClosedError("in <TCP ...>: Connection reset by peer"),
+            chained(RuntimeError("gathering failed"), CommClosedError("reset")),
+            chained(ValueError("x"), ClosedClientError("closed")),
+            concurrent.futures.CancelledError("scheduler-connection-lost")]
+    for exc in lost:
+        assert _lost_scheduler(exc), exc
+        assert _cluster_failure_note(exc, "sampling rows for the bandwidth").startswith(
+            "dkrr: this process lost its connection to the Dask scheduler while running 'sampling rows"), exc
+    for exc in (ValueError("x"), chained(RuntimeError("y"), OSError("disk full")), concurrent.futures.CancelledError()):
+        assert not _lost_scheduler(exc) and _cluster_failure_note(exc, "step") is None, exc
 
 
 # --------------------------------------------------------------------------- unreachable scheduler

@@ -45,7 +45,8 @@ def _drop_interrupted_sync(record) -> bool:
 
 def _quiet_interrupted_distributed() -> None:
     """Keep distributed's logs of a computation cut short by Ctrl-C or SIGTERM off stderr
-    (and an object store client's unclosed session at exit)."""
+    (and an object store client's unclosed session at exit, and the client's log that it
+    gave up reconnecting to a lost scheduler, which the command's error says)."""
     import logging
 
     from .._worker_setup import drop_unclosed_session
@@ -53,6 +54,13 @@ def _quiet_interrupted_distributed() -> None:
     logging.getLogger("asyncio").addFilter(_drop_interrupted_gather)
     logging.getLogger("asyncio").addFilter(drop_unclosed_session)
     logging.getLogger("tornado.application").addFilter(_drop_interrupted_sync)
+    logging.getLogger("distributed.client").addFilter(_drop_reconnect_given_up)
+
+
+def _drop_reconnect_given_up(record) -> bool:
+    """distributed's "Failed to reconnect to scheduler after 30.00 seconds, closing client":
+    the command's error line says it, with what to do (``dkrr._progress``'s note)."""
+    return not record.getMessage().startswith("Failed to reconnect to scheduler")
 
 
 class _Terminated(KeyboardInterrupt):
@@ -145,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
             return 1
         except Exception as exc:
-            if _SIGNALLED or not _dkrr_notes(exc):
+            from .._progress import _cluster_failure_note
+
+            # a step outside dkrr's computes (a client call) that lost the scheduler: the same note
+            notes = _dkrr_notes(exc) or [n for n in [_cluster_failure_note(exc, args.command)] if n]
+            if _SIGNALLED or not notes:
                 raise
             # dask's own words, then the note dkrr added (what it means, what to do)
-            print(f"dkrr {args.command}: error: {exc}", *_dkrr_notes(exc), sep="\n", file=sys.stderr)
+            print(f"dkrr {args.command}: error: {exc}", *notes, sep="\n", file=sys.stderr)
             return 1
     except _Terminated:
         print("dkrr: terminated; no partial output was left behind", file=sys.stderr)
