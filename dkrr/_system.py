@@ -288,7 +288,7 @@ def check_worker_memory(client, memory_limit=None) -> None:
     why = (f"a worker holds about {format_bytes(WORKER_BASELINE_BYTES)} once it has run dkrr's tasks (its "
            f"libraries and compiled kernels), and distributed {verb} a worker at {fraction:.0%} of its limit, "
            f"so each needs at least {format_bytes(floor)}, and more for its data: its nanny would "
-           "restart it at every task, or in a loop that the fit would wait on forever.")
+           "restart it at every task, or in a loop that the command would wait on forever.")
     if memory_limit is not None:
         raise InvalidParameterError(
             f"the LocalCluster's workers have a memory limit of {format_bytes(limits[0])} each "

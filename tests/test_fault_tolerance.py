@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -474,6 +476,15 @@ def test_a_fit_on_workers_below_what_they_need_is_refused_before_any_task():
                 lazy(da.from_array(X, chunks=50))
         np.testing.assert_allclose(fitted.predict(X[:5]), fitted.predict(X)[:5])  # numpy: computed here
         assert not client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+        # ingest through that Client (dkrr ingest --scheduler) waited forever on paused workers
+        from dkrr.io import ingest
+
+        tmp = Path(tempfile.mkdtemp())
+        (tmp / "d.csv").write_text("a,b,y\n" + "".join(f"{i},{i + 1},{i % 3}\n" for i in range(50)))
+        with pytest.raises(MemoryBudgetError, match=r"at least 375 MiB"):
+            ingest(tmp / "d.csv", tmp / "d.zarr")
+        assert not (tmp / "d.zarr").exists()
+        shutil.rmtree(tmp)
         for progress in (False, True):  # with the bar on too: it follows dask's scheduler, not the Client
             with dask.config.set(scheduler="threads"), progress_set(progress):  # tasks here: not refused
                 assert RandomFeatureRidge(n_components=8, alpha=1.0).fit(da.from_array(X, chunks=50),

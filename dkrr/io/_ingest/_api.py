@@ -292,6 +292,9 @@ def ingest(
         An invalid option value, or one that contradicts `like`.
     StoreNotFoundError, StoreError
         `like` is not a dkrr store.
+    MemoryBudgetError
+        A distributed Client is active whose workers have a memory limit below what a
+        task needs (as a fit refuses them): their paused workers left ingest waiting.
 
     Notes
     -----
@@ -425,6 +428,9 @@ def ingest(
         )
     if fmt == "npy" and src.name.lower().endswith(COMPRESSIONS):
         raise InputValidationError(f"{src}: compressed .npy files are not supported")
+    from ..._system import check_active_workers
+
+    check_active_workers()  # a Client's workers too small for a task: refused, not waited on forever
 
     with atomic_output(final, overwrite, can_replace=zarr_replace_check,
                        storage_options=storage_options) as tmp:
