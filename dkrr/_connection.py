@@ -223,6 +223,17 @@ def open_client(scheduler, security, timeout):
         probe_scheduler(address, security, timeout)
         _check_scheduler_answers(address, security, timeout)
         client = Client(address, security=security, timeout=timeout)
+    except (ValueError, TypeError) as exc:  # schemes dkrr does not probe: distributed's own refusals
+        scheme = address.split("://", 1)[0].lower()
+        if scheme in ("tcp", "tls"):
+            raise
+        hint = {"inproc": "inproc:// reaches only a scheduler started in this same Python process "
+                          "(LocalCluster(processes=False)); another process's scheduler listens on tcp://host:8786",
+                "ucx": "ucx:// needs distributed's UCX backend (the distributed-ucxx package) here and on the "
+                       "cluster; without it use the scheduler's tcp:// address"}.get(scheme, "check the address")
+        raise InvalidParameterError(
+            f"Could not connect to the Dask scheduler at {address!r}: {type(exc).__name__}: {exc}; {hint}."
+        ) from exc
     except (OSError, TimeoutError) as exc:
         hint = (
             " Check that the client certificate is signed by the cluster CA and that the "

@@ -198,6 +198,22 @@ def test_wrong_scheme_is_a_parameter_error(address, hint):
     assert address in message and "scheme" in message and hint in message
 
 
+@pytest.mark.parametrize("address, hint", [
+    ("inproc://x", "inproc:// reaches only a scheduler started in this same Python process"),
+    ("inproc://127.0.0.1/1/1", "inproc:// reaches only a scheduler started in this same Python process"),
+    pytest.param("ucx://127.0.0.1:8786", "ucx:// needs distributed's UCX backend",
+                 marks=pytest.mark.skipif(importlib.util.find_spec("distributed_ucxx") is not None
+                                          or importlib.util.find_spec("ucp") is not None, reason="UCX installed")),
+])
+def test_schemes_distributed_refuses_are_a_parameter_error_not_a_traceback(address, hint):
+    """inproc:// and ucx:// (without its backend) pass the scheme check, and distributed's
+    Client raised ValueError / TypeError from inside its comm layer: a traceback from
+    `dkrr fit --scheduler` (found by a cluster probe). Now a parameter error with a hint."""
+    exc = _connect_error(address)
+    assert isinstance(exc, InvalidParameterError), repr(exc)
+    assert f"Could not connect to the Dask scheduler at {address!r}" in str(exc) and hint in str(exc), str(exc)
+
+
 def test_tls_address_to_a_plain_service_fails_clearly(certs):
     files = {"tls_ca_file": certs["ca"], "tls_cert": certs["client"], "tls_key": certs["client_key"]}
     with _TCPService(SSH_BANNER) as ssh:
