@@ -326,6 +326,25 @@ def test_a_numeric_target_with_one_text_cell_is_refused_not_read_as_labels(tmp_p
     assert zarr.open_group(str(tmp_path / "w.zarr"), mode="r").attrs["classes"] == ["no", "yes"]
 
 
+def test_errors_a_command_line_user_meets_name_the_flag_too(tmp_path):
+    """Messages that named only the Python parameter (target_type='labels', format='csv'
+    with delimiter=None, cv=None) also name the dkrr flag (found by a CLI probe)."""
+    from dkrr.linalg._cv import check_rows_for_folds
+
+    npy = tmp_path / "d.npy"
+    np.save(npy, np.ones((4, 3)))
+    with pytest.raises(InvalidParameterError, match=r"target_type='labels' \(--labels\) is for CSV and Parquet"):
+        ingest(npy, tmp_path / "n.zarr", target_type="labels")
+    svm = _write(tmp_path / "d.svm", ["1 1:0.5", "2 3 4"])
+    with pytest.raises(InputValidationError, match=r"\(--format csv --delimiter whitespace\)"):
+        ingest(svm, tmp_path / "s.zarr")
+    csv = _write(tmp_path / "d.csv", ["1,2", "3,4"])
+    with pytest.raises(InvalidParameterError, match=r"\(--delimiter whitespace\); got 'ab'"):
+        ingest(csv, tmp_path / "c.zarr", delimiter="ab")
+    with pytest.raises(InputValidationError, match=r"Use cv=None \(no cross-validation; --no-cv\)"):
+        check_rows_for_folds(3, 5)
+
+
 def test_csv_given_as_libsvm_suggests_csv(tmp_path):
     src = _write(tmp_path / "d.txt", ["1.5,2,3", "4,5,6"])
     with pytest.raises(InputValidationError, match=r"line 1: label '1.5,2,3'.*format='csv'"):

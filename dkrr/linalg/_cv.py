@@ -155,7 +155,7 @@ def check_rows_for_folds(n: int, K: int) -> None:
     if K > 1 and n < 2 * K:
         larger = f"cv={K} is larger than the number of rows of X ({n})" if K > n else (
             f"cv={K} folds need n >= 2 * cv = {2 * K} rows, X has {n}")
-        fix = f"use cv <= {n // 2} (n // 2)" if n >= 4 else "use cv=None (no cross-validation)"
+        fix = f"use cv <= {n // 2} (n // 2)" if n >= 4 else "use cv=None (no cross-validation; --no-cv)"
         raise InputValidationError(
             f"too few rows for {K}-fold cross-validation: {larger}; every fold needs rows and "
             f"n >= 2 * cv = {2 * K}. {fix[0].upper() + fix[1:]} or give more data."

@@ -390,7 +390,7 @@ def ingest(
     ):
         raise InvalidParameterError(
             "delimiter must be one character other than a quote or newline, or None "
-            f"for runs of whitespace; got {delimiter!r}"
+            f"for runs of whitespace (--delimiter whitespace); got {delimiter!r}"
         )
     if header not in (None, True, False):
         raise InvalidParameterError(f"header must be None, True or False, got {header!r}")

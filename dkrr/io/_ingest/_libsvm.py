@@ -42,7 +42,7 @@ def _parse_slow(lines, numbers):
                 hint = (" (comma-separated labels are LIBSVM's multilabel form, which dkrr does not read: "
                         "it fits one label or one numeric target per row)")
             else:
-                hint = " (it looks like CSV: pass format='csv')" if "," in shown else ""
+                hint = " (it looks like CSV: pass format='csv', --format csv)" if "," in shown else ""
             raise InputValidationError(
                 f"line {numbers[i]}: label {shown!r} is not a number; a LIBSVM line is "
                 f"'<label> <index>:<value> ...'{hint}"
@@ -61,7 +61,7 @@ def _parse_slow(lines, numbers):
                 raise InputValidationError(
                     f"line {numbers[i]}: cannot parse {tok!r} as <index>:<value>; "
                     "for dense whitespace-separated columns use format='csv' with "
-                    "delimiter=None"
+                    "delimiter=None (--format csv --delimiter whitespace)"
                 )
             if ikey < 0:
                 raise InputValidationError(
@@ -176,7 +176,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
         )
     if target_type == "labels":
         raise InvalidParameterError(
-            "target_type='labels' is for CSV input; LIBSVM labels are numbers (a "
+            "target_type='labels' (--labels) is for CSV and Parquet input; LIBSVM labels are numbers (a "
             "classifier fitted on the store treats them as classes)"
         )
     x_dtype = np.dtype(dtype)

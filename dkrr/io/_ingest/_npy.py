@@ -39,7 +39,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
              missing, target_type, progress, features=None, like=None, **_) -> dict[str, Any]:
     if target_type == "labels":
         raise InvalidParameterError(
-            "target_type='labels' is for CSV input; a .npy target is numeric (a "
+            "target_type='labels' (--labels) is for CSV and Parquet input; a .npy target is numeric (a "
             "classifier fitted on the store treats its values as classes)"
         )
     with open(src, "rb") as fh:

@@ -334,9 +334,9 @@ class MissingRows:
         )
         return MissingValueError(
             f"{self.src}: {self.count} {rows} missing values (empty or NA cells): "
-            f"{'; '.join(self.shown)}{more}. Missing per column: {columns}. A numeric "
-            f"column with missing cells stays numeric (it is not read as labels); "
-            f"{MISSING_FIX}"
+            f"{'; '.join(self.shown)}{more}. Missing per column: {columns}. A missing cell is "
+            f"not a value: a numeric column with missing cells stays numeric (it is not read as labels), "
+            f"and a label column gets no class for them; {MISSING_FIX}"
         )
 
 
