@@ -92,6 +92,19 @@ def test_cli_refuses_negative_alphas_before_fitting(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--alphas" in err and "-1" in err and ">= 0" in err
     assert not model.exists()
+    # an empty item (a typo) was skipped: "1,,2" fitted the grid [1, 2] without a word
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,c\n1,2,3\n4,5,6\n")
+    for flag, value in (("--alphas", "1,,2"), ("--gammas", "0.1,,1"), ("--alphas", "1,2,"), ("--features", "0,,1")):
+        with pytest.raises(SystemExit) as excinfo:
+            if flag == "--features":
+                main(["ingest", str(csv), "--out", str(tmp_path / "d.zarr"), flag, value, "-q"])
+            else:
+                main(["fit", str(store), "--out", str(model), "--cv", "3", flag, value, "-q"])
+        assert excinfo.value.code == 2, (flag, value)
+        err = capsys.readouterr().err
+        assert flag in err and repr(value) in err, err
+    assert not model.exists()
 
 
 def test_cli_refuses_negative_alpha_without_a_model(tmp_path, capsys):

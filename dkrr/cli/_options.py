@@ -79,7 +79,7 @@ def _parse_grid(text, flag: str) -> list[float]:
     if isinstance(text, (list, tuple)):
         return [float(a) for a in text]
     try:
-        return [float(a) for a in str(text).split(",") if a.strip()]
+        return [float(a) for a in str(text).split(",")]  # an empty item ("1,,2") is an error, not skipped
     except ValueError:
         raise argparse.ArgumentTypeError(f"{flag} must be comma-separated numbers, got {text!r}")
 
@@ -151,8 +151,8 @@ def _parse_persist(text):
 
 def _parse_columns(text: str) -> list[str | int]:
     """``--target``/``--features``: comma-separated names or 0-based indices (negative from the end)."""
-    columns = [int(f) if f.strip().lstrip("-").isdigit() else f.strip() for f in text.split(",") if f.strip()]
-    if not columns:
+    columns = [int(f) if f.strip().lstrip("-").isdigit() else f.strip() for f in text.split(",")]
+    if not columns or "" in columns:  # "a,,b": a column left out by a typo
         raise argparse.ArgumentTypeError(f"expected column names or indices, comma-separated; got {text!r}")
     return columns
 
