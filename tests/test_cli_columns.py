@@ -16,7 +16,7 @@ import zarr
 
 from dkrr import load_model
 from dkrr.errors import FeatureMismatchError, FeatureNamesWarning
-from dkrr.io import open_dataset
+from dkrr.io import open_dataset, write_dataset
 
 pytestmark = pytest.mark.cluster
 
@@ -150,8 +150,12 @@ def test_the_names_ingest_makes_up_are_no_names(tmp_path, capsys):
     X, y = _rows(10, 6)
     bare = _ingest(capsys, tmp_path / "bare.zarr", None, X, y)
     named = _ingest(capsys, tmp_path / "named.zarr", [*NAMES, "y"], X, y)
-    assert open_dataset(tmp_path / "svm.zarr").feature_names == ["feature_0", "feature_1", "feature_2"]
+    assert open_dataset(tmp_path / "svm.zarr").feature_names is None  # LIBSVM: none recorded since 9c8cb0d
     assert store_feature_names(open_dataset(tmp_path / "svm.zarr")) is None
+    # a LIBSVM store of an earlier dkrr, which recorded feature_{j}: no names either
+    old = write_dataset(np.ones((2, 3), dtype=np.float32), np.ones(2), tmp_path / "old.zarr",
+                        feature_names=["feature_0", "feature_1", "feature_2"])
+    assert store_feature_names(open_dataset(old)) is None
     assert store_feature_names(open_dataset(bare)) is None
     assert store_feature_names(open_dataset(named)) == NAMES
 
