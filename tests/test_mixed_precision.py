@@ -129,9 +129,10 @@ def test_a_start_that_cannot_be_refined_falls_back_to_a_float64_pass_with_a_warn
 def test_hopeless_passes_carries_the_mean_contraction_to_the_tolerance():
     """The estimates of the fallback case above with 40 passes allowed (300 CASP rows,
     p = 512, alpha = 5e-6: 0.39, 0.139, 0.0691, ... reached 1e-10 at pass 23): after 3
-    passes the mean contraction (0.42 per pass) predicts 27 passes, so a refinement
-    allowed 16 stops there instead of spending 13 more passes before its fallback. alpha =
-    1e-5 (converged at pass 14) predicts 13 at pass 3 and goes on."""
+    passes the mean contraction (0.42 per pass) predicts 27 passes, beyond 1.5 x 16, so a
+    refinement allowed 16 stops there instead of spending 13 more passes before its
+    fallback. alpha = 1e-5 (converged at pass 14) predicts 13 at pass 3 and goes on. The
+    contraction is the last three passes' (HOPELESS_WINDOW): a late stall counts."""
     from dkrr.linalg._refine import hopeless_passes
 
     slow = np.array([3.90e-01, 1.39e-01, 6.91e-02])[:, None]
@@ -141,6 +142,9 @@ def test_hopeless_passes_carries_the_mean_contraction_to_the_tolerance():
     assert hopeless_passes(fast, 1e-10)[0] == 13.0
     both = np.hstack([slow, fast, [[1.0], [1.0], [1.0]], [[1e-3], [1e-8], [1e-12]]])
     np.testing.assert_array_equal(hopeless_passes(both, 1e-10), [27.0, 13.0, np.inf, 0.0])  # stalled: inf; done: 0
+    # fast at first, then stalled: the window sees the stall (the mean since pass 1 would not)
+    late = np.array([10.0, 1.0, 0.1, 0.01, 0.009, 0.0085, 0.008])[:, None]
+    assert hopeless_passes(late, 1e-10)[0] > 100
 
 
 def test_a_refinement_its_contraction_cannot_finish_is_given_up_early(casp, monkeypatch):

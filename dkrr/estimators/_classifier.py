@@ -210,6 +210,12 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         pred = _materialize(self.predict(X))
         if pred.shape[0] != y.shape[0]:
             raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
-        from sklearn.metrics import accuracy_score  # checks sample_weight as the regressor's r2_score
+        from sklearn.utils import check_consistent_length  # as the regressor's r2_score checks the weights
 
-        return float(accuracy_score(y, pred, sample_weight=sample_weight))
+        if sample_weight is not None:
+            sample_weight = np.asarray(_materialize(sample_weight), dtype=np.float64)
+            check_consistent_length(y, pred, sample_weight)
+            if sample_weight.ndim != 1:
+                raise InputValidationError(f"sample_weight must be 1-D, got shape {sample_weight.shape}")
+        # not accuracy_score: it refuses labels of object dtype holding numbers ("unknown")
+        return float(np.average(pred == y, weights=sample_weight))
