@@ -223,7 +223,7 @@ def open_client(scheduler, security, timeout):
         probe_scheduler(address, security, timeout)
         _check_scheduler_answers(address, security, timeout)
         client = Client(address, security=security, timeout=timeout)
-    except (ValueError, TypeError) as exc:  # schemes dkrr does not probe: distributed's own refusals
+    except (ValueError, TypeError, ImportError) as exc:  # schemes dkrr does not probe: distributed's refusals
         scheme = address.split("://", 1)[0].lower()
         if scheme in ("tcp", "tls"):
             raise
