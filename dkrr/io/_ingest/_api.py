@@ -301,8 +301,8 @@ def ingest(
     A CSV target column is a class label column when ``target_type="labels"``, or
     when any of its cells in the first chunk is neither a number nor a missing-value
     marker and none is a number (a column of numbers with a text cell is an error naming
-    that cell: a typo or a thousands separator does not make 300 one-row classes); its labels (whitespace-stripped strings, numbers included) are then
-    encoded to ``0 .. k-1`` in sorted order (numeric order when all are numbers) and
+    that cell: a typo or a thousands separator does not make 300 one-row classes); its
+    labels (whitespace-stripped strings, numbers included) are then encoded to ``0 .. k-1`` in sorted order (numeric order when all are numbers) and
     recorded in the ``classes`` attribute. A column that is numeric apart from missing
     cells is numeric: the missing cells are an error (or dropped rows), never a switch
     to labels. When the first chunk is numeric a text cell further down is an error.

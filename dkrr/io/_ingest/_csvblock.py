@@ -314,7 +314,8 @@ def _line_end(data: bytes, offset: int) -> int:
 
 
 
-def target_text(layout: TableLayout, data: bytes, column: int, first_line: int) -> tuple[int, tuple[int, str] | None]:
+def target_text(layout: TableLayout, data: bytes, column: int,
+                first_line: int) -> tuple[int, tuple[int, str] | None]:
     """The cells of `column` in the lines `data` (the first at line `first_line`): how many
     are numbers, and the first that is neither a number nor a missing-value marker as
     ``(line, cell)``, or None (the test that makes a target column a label column; a
@@ -337,6 +338,5 @@ def target_text(layout: TableLayout, data: bytes, column: int, first_line: int) 
         return sum(to_float(c) is not None for _, c in scan()), first_text()
     number = pc.match_substring_regex(cells, NUMBER)
     marker = pc.is_in(pc.utf8_lower(cells), value_set=_MARKERS)
-    if pc.all(pc.or_(number, marker)).as_py():
-        return int(pc.sum(number).as_py() or 0), None
-    return int(pc.sum(number).as_py() or 0), first_text()
+    numbers = int(pc.sum(number).as_py() or 0)
+    return numbers, None if pc.all(pc.or_(number, marker)).as_py() else first_text()
