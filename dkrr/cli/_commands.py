@@ -90,9 +90,12 @@ def _client(args):
 def cmd_ingest(args) -> int:
     from ..io import ingest
 
-    target = args.target  # a list (_parse_columns): one column is given as itself
+    target = args.target  # a list (_parse_columns): one column is given as itself; [] none
     if target is not None and len(target) == 1:
         target = target[0]
+    if target == [] and args.labels:
+        raise InvalidParameterError("--labels reads the target column as class labels, and "
+                                    "--no-target reads no target: give one of them")
     from .._progress import LogGate, _is_terminal
 
     # on a terminal the line is redrawn in place (twice a second); in a log, a plain line
@@ -126,7 +129,8 @@ def cmd_ingest(args) -> int:
         _say(args, "")
     print(
         f"wrote {summary.path}: X {summary.n_rows} x {summary.n_features}, "
-        f"{summary.n_targets} target(s)"
+        + (f"{summary.n_targets} target(s)" if summary.n_targets else
+           "no target (a store to predict: dkrr predict MODEL STORE)")
         + (f", classes {list(summary.classes)}" if summary.classes else "")
     )
     if summary.rows_dropped:

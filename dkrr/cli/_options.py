@@ -221,9 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
                                  "directory of Parquet files")
     p.add_argument("--out", required=True,
                    help="output Zarr store: a directory, or a URL (s3://bucket/data.zarr)")
-    p.add_argument("--target", metavar="COL[,COL...]", type=_parse_columns,
-                   help="target column: header name or 0-based index (default: last; libsvm: labels); "
-                        "several, comma-separated, give a store of several targets (regression)")
+    tgt = p.add_mutually_exclusive_group()
+    tgt.add_argument("--target", metavar="COL[,COL...]", type=_parse_columns,
+                     help="target column: header name or 0-based index (default: last; libsvm: labels); "
+                          "several, comma-separated, give a store of several targets (regression)")
+    tgt.add_argument("--no-target", dest="target", action="store_const", const=[],
+                     help="the file has no target: write X alone, a store for `dkrr predict` "
+                          "(LIBSVM: its labels are left out); with --like, the store's feature "
+                          "columns, found by name, or by position in its file less its target")
     p.add_argument("--features", metavar="COL,...", type=_parse_columns,
                    help="feature columns, by name or 0-based index, comma-separated (default: every "
                         "column but the target; CSV, .npy, Parquet); each must be numeric")

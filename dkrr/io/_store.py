@@ -14,6 +14,10 @@ holds two arrays:
     The targets, shape ``(n_samples,)`` for one target or ``(n_samples, n_targets)``
     for several, chunked along rows like ``X``. Float (same dtype as ``X``) for a
     numeric target; int32 class codes ``0 .. k-1`` when the target column held labels.
+    Absent from a store of features alone (a file to predict, ingested with
+    ``target=[]`` / ``--no-target``; ``target_names`` is then empty): ``predict`` reads
+    it, and opening it for a fit or a score is a :class:`~dkrr.errors.StoreError` that
+    says so.
 
 and these group attributes (written by ``dkrr ingest``; all optional on input):
 
@@ -218,10 +222,15 @@ def open_dataset(path: str | os.PathLike, *, require_y: bool = True,
     missing = [name for name in wanted if name not in arrays]
     if missing:
         found = ", ".join(repr(a) for a in arrays) if arrays else "no arrays"
+        features_only = missing == ["y"] and arrays == ["X"]
         raise StoreError(
             f"Zarr group {path} has no array {' or '.join(repr(m) for m in missing)} "
-            f"(found: {found}); a dkrr store holds X of shape (n_samples, n_features) "
-            "and y of shape (n_samples,) -- see `dkrr ingest`"
+            f"(found: {found}); " + (
+                "it holds features alone (a store to predict, as ingest writes it with "
+                "target=[] / --no-target); fitting and scoring need y: ingest the file "
+                "with its target column" if features_only else
+                "a dkrr store holds X of shape (n_samples, n_features) and y of shape "
+                "(n_samples,) -- see `dkrr ingest`")
         )
     zX = open_array(group, "X", path)
     if zX.ndim != 2:

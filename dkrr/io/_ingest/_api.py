@@ -34,7 +34,7 @@ from .._atomic import atomic_output
 from .._paths import Remote, locate
 from .._store import zarr_replace_check
 from ._csv import read_csv
-from ._like import UNKNOWN, read_layout, take
+from ._like import follow, read_layout
 from ._libsvm import read_libsvm
 from ._npy import read_npy
 from ._parquet import is_parquet_dir, read_parquet
@@ -170,7 +170,13 @@ def ingest(
         CSV, ``.npy`` and Parquet: the target column(s), by name or 0-based index
         (negative counts from the end; ``.npy`` and header-less CSV columns are also
         named ``column_{j}``). Default: the last column. A list gives a 2-D ``y``.
-        LIBSVM files carry their label first; leave it None.
+        LIBSVM files carry their label first; leave it None. An empty list (``[]``,
+        the CLI's ``--no-target``) reads no target: the store holds ``X`` alone, for
+        ``predict`` (``open_dataset(..., require_y=False)``), and every column is a
+        feature by default (LIBSVM: the labels are left out, unread). With `like`,
+        its feature columns are found by name, or, where its columns go by position,
+        in its file less its target column(s): the file to predict is the training
+        file without its target.
     features : list of str or int, optional
         CSV, ``.npy`` and Parquet: the feature columns, by name or 0-based index, in
         the order of the columns of ``X``. Default: every column that is not a target.
@@ -345,42 +351,13 @@ def ingest(
             fmt = layout.format
     else:
         fmt = _infer_format(src)
-    classes = None
+    classes, like_targets = None, None
     if layout is not None:
-        dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
-        y_dtype = take("y_dtype", y_dtype, "float64",
-                       getattr(layout.y_dtype, "name", UNKNOWN), layout)
-        n_features = take("n_features", n_features, None, layout.n_features, layout)
-        if fmt == layout.format:
-            index_base = take("index_base", index_base, "auto", layout.index_base, layout)
-            if fmt == "libsvm" and index_base == "auto":
-                raise InputValidationError(
-                    f"like={layout.path} does not record the LIBSVM index base it was "
-                    "read with (it was ingested by an older dkrr); pass index_base=0 "
-                    "or 1 (--index-base)"
-                )
-            delimiter = take("delimiter", delimiter, ",", layout.delimiter, layout)
-            if fmt == "parquet":  # by name: the files of a directory may order columns
-                target = take("target", target, None, layout.target_names, layout)
-                features = take("features", features, None, layout.feature_names, layout)
-            else:
-                target = take("target", target, None, layout.target, layout)
-                features = take("features", features, None, layout.features, layout)
-            if fmt in ("csv", "parquet"):
-                target_type = take("target_type", target_type, "auto",
-                                   layout.target_type, layout)
-                classes = layout.classes
-        elif {fmt, layout.format} <= {"csv", "npy", "parquet"}:  # tables of another format
-            if {fmt, layout.format} == {"csv", "parquet"} and (layout.format == "parquet" or layout.columns):
-                # the columns by name (a CSV without a header fails on the names)
-                target = take("target", target, None, layout.target_names, layout)
-                features = take("features", features, None, layout.feature_names, layout)
-            else:  # a .npy file or store, or a header-less CSV store: the columns by position
-                target = take("target", target, None, layout.target, layout)
-                features = take("features", features, None, layout.features, layout)
-            if fmt != "npy":
-                target_type = take("target_type", target_type, "auto", layout.target_type, layout)
-                classes = layout.classes
+        (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
+         classes, like_targets) = follow(layout, fmt, dtype=dtype, y_dtype=y_dtype,
+                                         n_features=n_features, index_base=index_base,
+                                         delimiter=delimiter, target=target, features=features,
+                                         target_type=target_type)
     x_dtype = _float_dtype("dtype", dtype)
     yf_dtype = _float_dtype("y_dtype", y_dtype)
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
@@ -451,6 +428,7 @@ def ingest(
             classes=classes,
             columns=None if layout is None or fmt != "csv" else layout.columns,
             like=None if layout is None else layout.path,
+            like_targets=like_targets,
             progress=progress,
             blocksize=block_bytes,
         )

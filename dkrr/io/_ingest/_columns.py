@@ -29,14 +29,31 @@ def _named(name: str, names: list[str], what: str) -> int | None:
     return matches[0] if matches else None
 
 
+def no_target(target: Any) -> bool:
+    """Whether `target` asks for no target: an empty list (or tuple)."""
+    return isinstance(target, (list, tuple)) and len(target) == 0
+
+
+def without_targets(features: Any, targets: Sequence[int] | None) -> Any:
+    """Feature positions of a file read without a target whose columns are its like
+    store's file's without the target columns `targets` (positions in that file): each
+    position less the targets before it. Names, or `targets` None, are returned as given."""
+    if not targets or features is None:
+        return features
+    if any(isinstance(j, str) for j in features):
+        return features
+    return [int(j) - sum(t < int(j) for t in targets) for j in features]
+
+
 def resolve_targets(
     target: Any, names: list[str], n_cols: int
 ) -> tuple[list[int], bool]:
-    """Column indices of the target(s) and whether y is 1-D."""
+    """Column indices of the target(s) and whether y is 1-D. An empty list of targets
+    (``target=[]``, the CLI's ``--no-target``) reads no target: no column, y not 1-D."""
     scalar = target is None or isinstance(target, (str, int, np.integer))
     requested = [n_cols - 1] if target is None else ([target] if scalar else list(target))
     if not requested:
-        raise InvalidParameterError("target is an empty list; name at least one column")
+        return [], False
     cols: list[int] = []
     for t in requested:
         if isinstance(t, str):

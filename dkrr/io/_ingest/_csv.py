@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from ._columns import names_hint, split_columns
+from ._columns import names_hint, no_target, split_columns, without_targets
 from ._csvblock import line_ends, parse_block, split_line, target_text
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import LocalLabels, TableLayout, convert_blocks, merged_classes
@@ -73,13 +73,14 @@ def detect_header(first: list[str], second: list[str] | None) -> bool:
 _OTHER_DELIMITERS = ((";", "';'"), ("\t", "tab"), ("|", "'|'"), (",", "','"), (":", "':'"))
 
 
-def _one_column(src: Path, head: list[str], numbers: list[int], delimiter: str | None):
-    """The error for a first line that is one field: name the delimiter it seems to use."""
+def _one_column(src: Path, head: list[str], numbers: list[int], delimiter: str | None,
+                no_y: bool = False) -> InputValidationError | None:
+    """The error for a first line that is one field: name the delimiter it seems to use
+    (`no_y`, a file read without a target: None unless another delimiter fits, as one
+    feature column is then a valid input)."""
     sep = "whitespace" if delimiter is None else repr(delimiter)
-    cause = (
-        f"{src}: line {numbers[0]} is a single field when split at {sep}, so there is no "
-        "column left for the features once the target is taken"
-    )
+    cause = f"{src}: line {numbers[0]} is a single field when split at {sep}" + (
+        "" if no_y else ", so there is no column left for the features once the target is taken")
     for char, spelled in _OTHER_DELIMITERS:
         if char != delimiter and all(len(csv_row(h, char)) > 1 for h in head):
             return InputValidationError(
@@ -91,6 +92,8 @@ def _one_column(src: Path, head: list[str], numbers: list[int], delimiter: str |
             f"{cause}; the lines look whitespace-separated: pass delimiter=None "
             "(--delimiter whitespace)"
         )
+    if no_y:
+        return None
     return InputValidationError(
         f"{cause}; pass the file's delimiter (--delimiter) -- a CSV needs at least one "
         "feature column and a target column"
@@ -238,7 +241,8 @@ def plan_segments(src: Path, start: int, first_line: int, rows: int, blocksize: 
 
 def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
              chunk_rows, n_features, missing, target_type, progress, features=None,
-             classes=None, columns=None, like=None, blocksize=BLOCKSIZE, **_) -> dict[str, Any]:
+             classes=None, columns=None, like=None, blocksize=BLOCKSIZE, like_targets=None,
+             **_) -> dict[str, Any]:
     total = os.path.getsize(src)
     head, head_numbers, after_first, bom = _head(src)
     if not head:
@@ -247,12 +251,14 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     second = csv_row(head[1], delimiter) if len(head) > 1 else None
     has_header = detect_header(first, second) if header is None else bool(header)
     n_cols = len(first)
-    if n_cols == 1:
-        raise _one_column(src, head, head_numbers, delimiter)
+    if n_cols == 1 and (error := _one_column(src, head, head_numbers, delimiter, no_target(target))):
+        raise error
     if has_header:
         names = [c.strip() or f"column_{j}" for j, c in enumerate(first)]
-        if columns is not None and names != columns:  # the like store's columns, found by name
+        if columns is not None and (names != columns or no_target(target)):
+            # the like store's columns, found by name (without a target: with or without it)
             target, features = _by_name(src, names, columns, like, target, features)
+            like_targets = None
         shape_origin = f"the header (line {head_numbers[0]})"
         start, first_line = after_first, head_numbers[0] + 1
         if len(head) < 2:
@@ -269,6 +275,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
                 f"{src} has no header, but like={like} gives its columns by name ({names_hint(by_name)}): "
                 "give the file a header row naming its columns, or ingest it without like, choosing "
                 "the target and features by 0-based index")
+    features = without_targets(features, like_targets)  # the like store's file less its targets
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
     if target_type == "labels" and not scalar:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
+from ._columns import no_target
 from ._text import LineReader, to_float
 from ._writer import (
     StoreWriter,
@@ -169,10 +170,11 @@ def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
 def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
                 index_base, missing, target_type, progress, like=None,
                 **_) -> dict[str, Any]:
-    if target is not None:
+    no_y = no_target(target)  # target=[]: the labels are not read (a file to predict)
+    if target is not None and not no_y:
         raise InvalidParameterError(
             "a LIBSVM file has its label first on each line; target cannot be chosen "
-            f"(got target={target!r})"
+            f"(got target={target!r}; target=[] reads no target, leaving the labels out)"
         )
     if target_type == "labels":
         raise InvalidParameterError(
@@ -228,7 +230,7 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
     # Pass 2: dense blocks into pre-sized arrays.
     rows_per_chunk = chunk_rows_for(max(d * x_dtype.itemsize, chars // n_rows), chunk_rows)
     writer = StoreWriter(
-        tmp, n_features=d, y_tail=(), x_dtype=x_dtype, y_dtype=np.dtype(y_dtype),
+        tmp, n_features=d, y_tail=(0,) if no_y else (), x_dtype=x_dtype, y_dtype=np.dtype(y_dtype),
         chunk_rows=rows_per_chunk, n_rows=n_rows,
     )
     dropped = 0
@@ -239,6 +241,8 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
             if not lines:
                 break
             labels, rows, idx, vals = parse_chunk(lines, numbers)
+            if no_y:  # not read: a NaN label neither drops its row nor is an error
+                labels = np.zeros(len(labels))
             if missing == "drop":
                 labels, rows, idx, vals, numbers, k = _drop_nan_rows(
                     labels, rows, idx, vals, numbers
@@ -277,5 +281,5 @@ def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_f
             f"{src}: every one of its {dropped} rows has a NaN; nothing is left to "
             "ingest with missing='drop'"
         )
-    return writer.finish("libsvm", src, None, ["label"], dropped=dropped,
+    return writer.finish("libsvm", src, None, [] if no_y else ["label"], dropped=dropped,
                          read_as={"index_base": offset}, like=like, guessed=guessed)

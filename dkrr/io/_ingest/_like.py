@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidParameterError
+from ...errors import InputValidationError, InvalidParameterError
+from ._columns import no_target
 
 #: a recorded value the store does not have (an older store, or another format)
 UNKNOWN: Any = object()
@@ -47,20 +48,22 @@ class Layout:
 
 
 def read_layout(like: str | os.PathLike, storage_options: dict | None = None) -> Layout:
-    """The layout recorded in the store at `like` (a dkrr dataset with ``X`` and ``y``;
-    a URL is opened with `storage_options`).
+    """The layout recorded in the store at `like` (a dkrr dataset with ``X`` and ``y``, or
+    ``X`` alone; a URL is opened with `storage_options`).
 
     Raises StoreNotFoundError / StoreError / InputValidationError as
     :func:`dkrr.io.open_dataset` does for a store that is missing or not a dataset.
     """
     from .._store import open_dataset
 
-    ds = open_dataset(like, storage_options=storage_options)
+    ds = open_dataset(like, require_y=False, storage_options=storage_options)
     attrs = ds.attrs
     classes = attrs.get("classes")
     fmt = attrs.get("format")
     targets = attrs.get("target_columns")
-    if targets is None:
+    if ds.y is None:  # a store read without a target (target=[]): so is this file
+        target, targets = [], []
+    elif targets is None:
         target = UNKNOWN
     else:
         target = int(targets[0]) if ds.y.ndim == 1 else [int(t) for t in targets]
@@ -77,7 +80,7 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
         format=fmt,
         n_features=int(ds.X.shape[1]),
         dtype=np.dtype(ds.X.dtype),
-        y_dtype=np.dtype(ds.y.dtype) if ds.y.dtype.kind == "f" else UNKNOWN,
+        y_dtype=np.dtype(ds.y.dtype) if ds.y is not None and ds.y.dtype.kind == "f" else UNKNOWN,
         index_base=attrs.get("index_base", UNKNOWN),
         delimiter=attrs.get("delimiter", UNKNOWN),
         target=target,
@@ -87,10 +90,64 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
         features=(UNKNOWN if attrs.get("feature_columns") is None
                   else [int(j) for j in attrs["feature_columns"]]),
         feature_names=[str(n) for n in attrs.get("feature_names", [])] or UNKNOWN,
-        target_names=(UNKNOWN if not attrs.get("target_names") else
+        target_names=([] if ds.y is None else UNKNOWN if not attrs.get("target_names") else
                       str(attrs["target_names"][0]) if ds.y.ndim == 1
                       else [str(n) for n in attrs["target_names"]]),
     )
+
+
+def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, delimiter,
+           target, features, target_type) -> tuple:
+    """The options of :func:`~._api.ingest` once the `layout` of its ``like`` store has
+    replaced those left at their default, with the store's classes and, for a file read
+    without a target (``target=[]``) whose columns are found by position, the positions of
+    the store's target columns (`like_targets`: the file is the store's file without them).
+
+    Returns ``(dtype, y_dtype, n_features, index_base, delimiter, target, features,
+    target_type, classes, like_targets)``.
+    """
+    classes, like_targets = None, None
+    dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
+    y_dtype = take("y_dtype", y_dtype, "float64", getattr(layout.y_dtype, "name", UNKNOWN), layout)
+    n_features = take("n_features", n_features, None, layout.n_features, layout)
+    tables = {"csv", "npy", "parquet"}
+    if fmt == layout.format:
+        index_base = take("index_base", index_base, "auto", layout.index_base, layout)
+        if fmt == "libsvm" and index_base == "auto":
+            raise InputValidationError(
+                f"like={layout.path} does not record the LIBSVM index base it was "
+                "read with (it was ingested by an older dkrr); pass index_base=0 "
+                "or 1 (--index-base)"
+            )
+        delimiter = take("delimiter", delimiter, ",", layout.delimiter, layout)
+        by_name = fmt == "parquet"  # by name: the files of a directory may order columns
+    elif {fmt, layout.format} <= tables:  # tables of another format
+        # the columns by name (a CSV without a header fails on the names); else by position:
+        # a .npy file or store, or a header-less CSV store
+        by_name = {fmt, layout.format} == {"csv", "parquet"} and bool(
+            layout.format == "parquet" or layout.columns)
+    else:
+        return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
+                target_type, classes, like_targets)
+    if fmt == "libsvm":
+        target = [] if no_target(target) else take("target", target, None, layout.target, layout)
+        return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
+                target_type, classes, like_targets)
+    recorded_target = layout.target_names if by_name else layout.target
+    features = take("features", features, None,
+                    layout.feature_names if by_name else layout.features, layout)
+    if no_target(target) or no_target(recorded_target) and target is None:
+        target = []
+        if not by_name and layout.target not in (UNKNOWN, []):
+            t = layout.target
+            like_targets = [t] if isinstance(t, int) else list(t)
+    else:
+        target = take("target", target, None, recorded_target, layout)
+        if fmt != "npy":  # a .npy target is numeric
+            target_type = take("target_type", target_type, "auto", layout.target_type, layout)
+            classes = layout.classes
+    return (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
+            classes, like_targets)
 
 
 def take(name: str, given: Any, default: Any, recorded: Any, layout: Layout) -> Any:

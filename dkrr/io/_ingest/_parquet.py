@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import InputValidationError, InvalidParameterError
-from ._columns import split_columns
+from ._columns import no_target, split_columns
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import Block, LocalLabels, TableLayout, convert_blocks, merged_classes
 from ._text import sniff
@@ -265,7 +265,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
     files = parquet_files(src)
     names, types, parts = _plan(files)
     n_cols = len(names)
-    if n_cols < 2:
+    if n_cols < (1 if no_target(target) else 2):
         raise InputValidationError(
             f"{src} has {n_cols} column(s); ingest needs feature columns and a target column"
         )

@@ -71,7 +71,9 @@ def check_row_width(n_features: int, dtype: np.dtype, what: str, n_rows: int | N
 
 
 class StoreWriter:
-    """Appends row blocks to the arrays X and y of a new Zarr group.
+    """Appends row blocks to the arrays X and y of a new Zarr group (X alone when
+    `y_tail` is ``(0,)``: an input read without a target, whose y blocks have no
+    columns).
 
     Every write runs inside :func:`~dkrr.io._atomic.interrupts_deferred`: zarr writes from
     its own I/O thread, and a Ctrl-C or SIGTERM delivered mid-write would let the cleanup
@@ -103,11 +105,11 @@ class StoreWriter:
 
     def _create(self, path, n_features, y_tail, x_dtype, y_dtype, rows, n_rows) -> None:
         self.group = zarr.open_group(store=zarr_location(path), mode="w-")
-        arrays = create_arrays(self.group, {
-            "X": ((n_rows, n_features), x_dtype, (rows, n_features)),
-            "y": ((n_rows,) + y_tail, y_dtype, (rows,) + y_tail),
-        }, {})
-        self.X, self.y = arrays["X"], arrays["y"]
+        specs = {"X": ((n_rows, n_features), x_dtype, (rows, n_features))}
+        if y_tail != (0,):
+            specs["y"] = ((n_rows,) + y_tail, y_dtype, (rows,) + y_tail)
+        arrays = create_arrays(self.group, specs, {})
+        self.X, self.y = arrays["X"], arrays.get("y")
 
     def append(self, Xb: np.ndarray, yb: np.ndarray) -> None:
         if Xb.shape[0] == 0:
@@ -115,10 +117,10 @@ class StoreWriter:
         end = self.n + Xb.shape[0]
         with interrupts_deferred():
             if end > self.X.shape[0]:
-                self.X.resize((end,) + self.X.shape[1:])
-                self.y.resize((end,) + self.y.shape[1:])
+                _resize(end, self.X, self.y)
             self.X[self.n : end] = Xb
-            self.y[self.n : end] = yb
+            if self.y is not None:
+                self.y[self.n : end] = yb
         self.n = end
 
     def remap_y(self, mapping: np.ndarray, first: int = 0, last: int | None = None) -> None:
@@ -162,9 +164,8 @@ class StoreWriter:
             attrs["like"] = like
         with interrupts_deferred():
             if self.X.shape[0] != self.n:
-                self.X.resize((self.n,) + self.X.shape[1:])
-                self.y.resize((self.n,) + self.y.shape[1:])
-            attrs[MANIFEST] = manifest({"X": self.X, "y": self.y})
+                _resize(self.n, self.X, self.y)
+            attrs[MANIFEST] = manifest({"X": self.X, **({} if self.y is None else {"y": self.y})})
             self.group.update_attributes(attrs)
         return {
             "n_rows": self.n, "n_features": n_features, "n_targets": len(target_names),
@@ -174,14 +175,21 @@ class StoreWriter:
         }
 
 
+def _resize(rows: int, *arrays: Any) -> None:
+    """Resize each array (None: a store without y) to `rows` rows."""
+    for a in arrays:
+        if a is not None:
+            a.resize((rows,) + a.shape[1:])
+
+
 def open_arrays(path: Any) -> tuple[Any, Any]:
-    """The arrays ``X`` and ``y`` of a store being written (by :class:`StoreWriter`), for
-    a task that writes some of their chunks; all-zero chunks are written too, as the
-    manifest promises."""
+    """The arrays ``X`` and ``y`` (None in a store without a target) of a store being
+    written (by :class:`StoreWriter`), for a task that writes some of their chunks;
+    all-zero chunks are written too, as the manifest promises."""
     # an array reads zarr's configuration when it is opened (Array.with_config: zarr >= 3.1.6)
     with zarr.config.set({"array.write_empty_chunks": True}):
         group = zarr.open_group(store=zarr_location(path), mode="r+")  # a local path or a URL's store
-        return group["X"], group["y"]
+        return group["X"], (group["y"] if "y" in group else None)
 
 
 class ChunkSink:
@@ -232,10 +240,10 @@ class ChunkSink:
         end = self.row + Xb.shape[0]
         with interrupts_deferred():
             if self.grow and end > self.X.shape[0]:
-                self.X.resize((end,) + self.X.shape[1:])
-                self.y.resize((end,) + self.y.shape[1:])
+                _resize(end, self.X, self.y)
             self.X[self.row:end] = Xb
-            self.y[self.row:end] = yb
+            if self.y is not None:
+                self.y[self.row:end] = yb
         self.row = end
 
 

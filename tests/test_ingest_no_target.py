@@ -1,0 +1,212 @@
+"""Ingest of a file without a target (``target=[]``, ``dkrr ingest --no-target``).
+
+The file a user predicts has no target column. Ingest writes ``X`` alone: a store that
+``predict`` reads and ``fit``/``evaluate`` refuse by name. With ``like=`` the columns are
+the training store's features, found by name, or by position in the training file less
+its target column(s). Each test writes a real file in tmp_path and runs the real ingest
+(or the real ``dkrr`` commands against a real LocalCluster) into real Zarr stores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+
+from dkrr.errors import InputValidationError, InvalidParameterError, StoreError
+from dkrr.io import ingest, open_dataset
+
+NAMES = ["a", "b", "c", "d"]
+
+
+def _table(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.standard_normal((n, 4)), 6)
+    return X, np.round(X[:, 0] - 2 * X[:, 2], 6)
+
+
+def _csv(path, columns, header=True):
+    """A CSV of the columns (name -> values) in their order."""
+    names = list(columns)
+    rows = np.column_stack([columns[c] for c in names])
+    lines = ([",".join(names)] if header else []) + [",".join(repr(float(v)) for v in r) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _X(store):
+    group = zarr.open_group(str(store), mode="r")
+    assert "y" not in group, "a store without a target holds no y"
+    return group["X"][...], dict(group.attrs)
+
+
+def test_a_csv_without_a_target_is_a_store_of_x_alone(tmp_path):
+    X, _ = _table()
+    src = _csv(tmp_path / "new.csv", dict(zip(NAMES, X.T)))
+    s = ingest(src, tmp_path / "new.zarr", target=[], dtype="float64")
+    assert (s.n_rows, s.n_features, s.n_targets, s.target_names) == (300, 4, 0, [])
+    Xs, attrs = _X(tmp_path / "new.zarr")
+    np.testing.assert_array_equal(Xs, X)
+    assert attrs["feature_names"] == NAMES and attrs["target_names"] == []
+    ds = open_dataset(tmp_path / "new.zarr", require_y=False)
+    assert ds.y is None and ds.X.shape == (300, 4)
+    with pytest.raises(StoreError, match="holds features alone .* fitting and scoring need y"):
+        open_dataset(tmp_path / "new.zarr")
+
+
+def test_parallel_segments_give_the_store_of_one_pass(tmp_path):
+    X, _ = _table(3000)
+    src = _csv(tmp_path / "new.csv", dict(zip(NAMES, X.T)))
+    ingest(src, tmp_path / "one.zarr", target=[], dtype="float64")
+    ingest(src, tmp_path / "many.zarr", target=[], dtype="float64", blocksize=4096, chunk_rows=256)
+    np.testing.assert_array_equal(_X(tmp_path / "many.zarr")[0], _X(tmp_path / "one.zarr")[0])
+
+
+@pytest.mark.parametrize("test_columns", [["d", "c", "b", "a"], ["a", "b", "c", "d", "y"],
+                                          ["y", "x", "c", "a", "d", "b"]])
+def test_like_finds_the_training_features_by_name_with_or_without_the_target(tmp_path, test_columns):
+    X, y = _table()
+    train = _csv(tmp_path / "train.csv", {**dict(zip(NAMES, X.T)), "y": y})
+    ingest(train, tmp_path / "train.zarr", dtype="float64")
+    values = {**dict(zip(NAMES, X.T)), "y": y, "x": -X[:, 0]}
+    test = _csv(tmp_path / "test.csv", {c: values[c] for c in test_columns})
+    s = ingest(test, tmp_path / "test.zarr", target=[], like=tmp_path / "train.zarr")
+    assert s.n_targets == 0 and s.feature_names == NAMES
+    np.testing.assert_array_equal(_X(tmp_path / "test.zarr")[0], X)
+
+
+@pytest.mark.parametrize("target", [0, 2, 4])
+def test_like_by_position_reads_the_training_file_less_its_target(tmp_path, target):
+    """A header-less training file with its target at `target`: the test file is the
+    same columns without it, so each feature moves left past the target."""
+    X, y = _table()
+    train = np.insert(X, target, y, axis=1)
+    _csv(tmp_path / "train.csv", {f"c{j}": train[:, j] for j in range(5)}, header=False)
+    ingest(tmp_path / "train.csv", tmp_path / "train.zarr", target=target, header=False,
+           dtype="float64")
+    _csv(tmp_path / "test.csv", dict(zip(NAMES, X.T)), header=False)
+    ingest(tmp_path / "test.csv", tmp_path / "test.zarr", target=[], header=False,
+           like=tmp_path / "train.zarr")
+    np.testing.assert_array_equal(_X(tmp_path / "test.zarr")[0], X)
+    np.save(tmp_path / "train.npy", train)  # the same by position for .npy, and across formats
+    ingest(tmp_path / "train.npy", tmp_path / "train_npy.zarr", target=target, dtype="float64")
+    np.save(tmp_path / "test.npy", X)
+    for like in ("train_npy.zarr", "train.zarr"):
+        out = tmp_path / f"test_{like}"
+        ingest(tmp_path / "test.npy", out, target=[], like=tmp_path / like)
+        np.testing.assert_array_equal(_X(out)[0], X)
+
+
+def test_like_parquet_by_name_and_a_single_feature_column(tmp_path):
+    X, y = _table()
+    pd.DataFrame({**dict(zip(NAMES, X.T)), "y": y}).to_parquet(tmp_path / "train.parquet")
+    ingest(tmp_path / "train.parquet", tmp_path / "train.zarr", dtype="float64")
+    pd.DataFrame(dict(zip(NAMES[::-1], X.T[::-1]))).to_parquet(tmp_path / "test.parquet")
+    ingest(tmp_path / "test.parquet", tmp_path / "test.zarr", target=[], like=tmp_path / "train.zarr")
+    np.testing.assert_array_equal(_X(tmp_path / "test.zarr")[0], X)
+    # one column is a valid file to predict (with a target it is refused: no feature is left)
+    pd.DataFrame({"a": X[:, 0]}).to_parquet(tmp_path / "one.parquet")
+    assert ingest(tmp_path / "one.parquet", tmp_path / "one.zarr", target=[]).n_features == 1
+    with pytest.raises(InputValidationError, match="has 1 column"):
+        ingest(tmp_path / "one.parquet", tmp_path / "one_y.zarr")
+    _csv(tmp_path / "one.csv", {"a": X[:, 0]})
+    assert ingest(tmp_path / "one.csv", tmp_path / "one_csv.zarr", target=[]).n_features == 1
+
+
+def test_a_one_column_csv_whose_lines_fit_another_delimiter_is_still_refused(tmp_path):
+    X, _ = _table(20)
+    (tmp_path / "semi.csv").write_text("\n".join(";".join(str(v) for v in r) for r in X) + "\n")
+    with pytest.raises(InputValidationError, match=r"single field .* ';'-delimited|--delimiter"):
+        ingest(tmp_path / "semi.csv", tmp_path / "semi.zarr", target=[])
+    assert not (tmp_path / "semi.zarr").exists()
+
+
+def test_missing_drop_drops_rows_by_their_features(tmp_path):
+    X, _ = _table(50)
+    cols = dict(zip(NAMES, X.T))
+    src = _csv(tmp_path / "new.csv", cols)
+    lines = src.read_text().splitlines()
+    lines[5] = lines[5].replace(lines[5].split(",")[1], "NA", 1)  # data row 4, column b
+    src.write_text("\n".join(lines) + "\n")
+    s = ingest(src, tmp_path / "new.zarr", target=[], missing="drop", dtype="float64")
+    assert s.rows_dropped == 1
+    np.testing.assert_array_equal(_X(tmp_path / "new.zarr")[0], np.delete(X, 4, axis=0))
+
+
+def test_libsvm_labels_are_left_out_unread(tmp_path):
+    X, y = _table(40)
+    lines = [f"{'nan' if i == 3 else t} " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(r))
+             for i, (r, t) in enumerate(zip(X, y))]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    with pytest.raises(Exception, match="NaN|nan"):  # read as a target, the NaN label is refused
+        ingest(tmp_path / "d.svm", tmp_path / "with_y.zarr")
+    s = ingest(tmp_path / "d.svm", tmp_path / "d.zarr", target=[], index_base=1, dtype="float64")
+    assert s.n_targets == 0 and s.rows_dropped == 0
+    np.testing.assert_array_equal(_X(tmp_path / "d.zarr")[0], X)
+    with pytest.raises(InvalidParameterError, match=r"target=\[\] reads no target"):
+        ingest(tmp_path / "d.svm", tmp_path / "e.zarr", target=0)
+
+
+def test_a_store_without_a_target_as_like_reads_none(tmp_path):
+    X, y = _table()
+    _csv(tmp_path / "a.csv", dict(zip(NAMES, X.T)))
+    ingest(tmp_path / "a.csv", tmp_path / "a.zarr", target=[])
+    s = ingest(tmp_path / "a.csv", tmp_path / "b.zarr", like=tmp_path / "a.zarr")
+    assert s.n_targets == 0
+    _csv(tmp_path / "c.csv", {**dict(zip(NAMES, X.T)), "y": y})
+    with pytest.raises(InvalidParameterError, match="contradicts like"):
+        ingest(tmp_path / "c.csv", tmp_path / "c.zarr", target="y", like=tmp_path / "a.zarr")
+
+
+def test_a_classifier_store_as_like_gives_no_classes_to_a_store_without_a_target(tmp_path):
+    X, y = _table()
+    labels = np.where(y > 0, "up", "down")
+    frame = pd.DataFrame({**dict(zip(NAMES, X.T)), "label": labels})
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    assert ingest(tmp_path / "train.csv", tmp_path / "train.zarr").classes == ["down", "up"]
+    frame[NAMES].to_csv(tmp_path / "test.csv", index=False)
+    s = ingest(tmp_path / "test.csv", tmp_path / "test.zarr", target=[], like=tmp_path / "train.zarr")
+    assert s.classes is None and "classes" not in _X(tmp_path / "test.zarr")[1]
+    with pytest.raises(InvalidParameterError, match="needs one target column"):
+        ingest(tmp_path / "test.csv", tmp_path / "x.zarr", target=[], target_type="labels")
+
+
+@pytest.mark.cluster
+def test_cli_no_target_store_predicts_what_the_training_store_predicts(tmp_path, capsys, local_cluster):
+    from dkrr.cli import main
+
+    def run(*args):
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    X, y = _table(400)
+    _csv(tmp_path / "train.csv", {**dict(zip(NAMES, X.T)), "y": y})
+    _csv(tmp_path / "new.csv", dict(zip(NAMES[::-1], X.T[::-1])))  # no target, columns reordered
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    assert run("ingest", tmp_path / "train.csv", "--out", tmp_path / "train.zarr", "-q")[0] == 0
+    code, out, err = run("ingest", tmp_path / "new.csv", "--out", tmp_path / "new.zarr", "--no-target",
+                         "--like", tmp_path / "train.zarr", "-q")
+    assert code == 0, err
+    assert "X 400 x 4, no target (a store to predict" in out
+    fit = ["--method", "rff", "--n-components", 64, "--gamma", 0.5, "--alpha", 0.01, "--random-state", 0]
+    assert run("fit", tmp_path / "train.zarr", "--out", tmp_path / "m", *fit, *addr)[0] == 0
+    for store, out_ in (("new.zarr", "p_new"), ("train.zarr", "p_train")):
+        code, _, err = run("predict", tmp_path / "m", tmp_path / store, "--out", tmp_path / out_, *addr)
+        assert code == 0, err
+    p_new = zarr.open_group(str(tmp_path / "p_new"), mode="r")["y_pred"][...]
+    p_train = zarr.open_group(str(tmp_path / "p_train"), mode="r")["y_pred"][...]
+    np.testing.assert_array_equal(p_new, p_train)
+    for command in (["fit", tmp_path / "new.zarr", "--out", tmp_path / "m2"],
+                    ["evaluate", tmp_path / "m", tmp_path / "new.zarr"]):
+        code, _, err = run(*command, *addr)
+        assert code == 1 and "holds features alone" in err and "Traceback" not in err, err
+    code, _, err = run("ingest", tmp_path / "new.csv", "--out", tmp_path / "x.zarr", "--no-target",
+                       "--labels", "-q")
+    assert code == 1 and "--labels reads the target column" in err
+    with pytest.raises(SystemExit):
+        main(["ingest", str(tmp_path / "new.csv"), "--out", str(tmp_path / "x.zarr"), "--no-target",
+              "--target", "a"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "x.zarr").exists()
