@@ -61,7 +61,7 @@ def test_weighted_statistics_equal_dense_weighted_sums(data):
         np.testing.assert_allclose(s.ysum[k], wk @ Yk, rtol=1e-12)
         np.testing.assert_allclose(s.yy[k], wk @ Yk**2, rtol=1e-12)
         np.testing.assert_allclose(s.wsum[k], wk.sum(), rtol=1e-12)
-        assert s.n[k] == m.sum()  # row counts, not weights
+        assert s.n[k] == (wk > 0).sum()  # row counts (of positive weight: a zero weight is no row), not weights
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -121,7 +121,7 @@ def test_weighted_cv_equals_brute_force_weighted_mse(data, use_gammas):
     res = est.cv_results_
     np.testing.assert_allclose(res["fold_mse"], brute if use_gammas else brute[0], rtol=1e-8)
     np.testing.assert_allclose(res["mean_mse"], mean if use_gammas else mean[0], rtol=1e-8)
-    np.testing.assert_array_equal(res["fold_sizes"], np.bincount(folds, minlength=K))  # rows
+    np.testing.assert_array_equal(res["fold_sizes"], np.bincount(folds[w > 0], minlength=K))  # rows of weight
     gi, ai = np.unravel_index(np.argmin(mean), mean.shape)
     assert est.alpha_ == ALPHAS[ai] and (not use_gammas or est.gamma_ == gammas[gi])
 
@@ -184,6 +184,18 @@ def test_a_fold_without_weight_is_refused(data):
     folds = fold_ids(np.arange(N), K, ridge(alphas=ALPHAS, cv=K).fit(X, y).fold_seed_)
     with pytest.raises(InputValidationError, match="zero total sample_weight"):
         est.fit(X, y, sample_weight=(folds != 1).astype(float))
+
+
+def test_folds_count_rows_of_positive_weight(data):
+    """One row of positive weight per fold: each fold has weight, but 3 observations
+    cannot make 3 training sets of two; the error counts rows of positive weight."""
+    X, y, _ = data
+    folds = fold_ids(np.arange(N), K, ridge(alphas=ALPHAS, cv=K).fit(X, y).fold_seed_)
+    w = np.zeros(N)
+    w[[int(np.flatnonzero(folds == k)[0]) for k in range(K)]] = 1.0
+    with pytest.raises(InputValidationError, match=r"too few rows of positive weight for 3-fold .*: 3 rows of "
+                                                   r"positive weight, per fold \[1, 1, 1\]"):
+        ridge(alphas=ALPHAS, cv=K).fit(X, y, sample_weight=w)
 
 
 def test_weights_with_leverage_sampling_are_refused(data):

@@ -149,3 +149,77 @@ def test_refusals_name_the_reason():
 
     with pytest.raises(InvalidParameterError, match="regression criterion"):
         RandomFeatureRidgeClassifier(n_components=20, cv="evidence").fit(X, y > 4)
+
+
+@pytest.mark.parametrize("precision", ["float64", "auto"])
+def test_zero_weight_rows_change_nothing_of_the_bayesian_reading(precision):
+    """A row of weight 0 is no observation: n such rows beside the n rows leave the noise
+    variance, the evidence, the std and cv="evidence"'s choice as without them. Before,
+    the contrasts m counted them: s^2 was halved, the 95% coverage fell from 0.93 to 0.80
+    and cv="evidence" chose alpha 3.2e-5 for 1.8e-4 (an adversarial review's case)."""
+    import warnings
+
+    rng = np.random.default_rng(6)
+    n = 2000
+    X = rng.normal(size=(n, 3))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=n)
+    Xt = rng.normal(size=(60, 3))
+    Xg, yg = np.vstack([X, rng.normal(size=(n, 3))]), np.r_[y, rng.normal(size=n)]
+    w = np.r_[np.ones(n), np.zeros(n)]
+    kw = dict(n_components=128, gamma=0.5, random_state=0, precision=precision, cv="evidence",
+              alphas=np.logspace(-5, 2, 29))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the grid's edges
+        alone = RandomFeatureRidge(**kw).fit(X, y)
+        padded = RandomFeatureRidge(**kw).fit(Xg, yg, sample_weight=w)
+    assert padded.alpha_ == alone.alpha_
+    rtol = 1e-9 if precision == "float64" else 3e-4  # float32 statistics (the factor): their rounding
+    np.testing.assert_allclose(padded.noise_variance_, alone.noise_variance_, rtol=rtol)
+    np.testing.assert_allclose(padded.log_marginal_likelihood_, alone.log_marginal_likelihood_, rtol=rtol)
+    np.testing.assert_allclose(padded.predict(Xt, return_std=True)[1], alone.predict(Xt, return_std=True)[1],
+                               rtol=rtol)
+    np.testing.assert_allclose(padded.coef_, alone.coef_, rtol=1e-6, atol=1e-9 * np.abs(alone.coef_).max())
+
+
+def test_the_default_precisions_std_is_within_float32s_rounding_of_float64s():
+    """ALGORITHMS 3.11: under the default precision the std's factor is the float32
+    statistics', so the std differs from float64's by at most about eps32 ||G_c|| / alpha
+    (relative), with the noise variance float64's; float64 itself to 1e-8."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    X = rng.normal(size=(n, 4))
+    y = np.sin(X[:, 0]) * X[:, 1] + 0.05 * rng.normal(size=n)
+    Xt = rng.normal(size=(200, 4))
+    for alpha in (1e-3, 3e-5):
+        kw = dict(n_components=256, gamma=0.3, alpha=alpha, random_state=0)
+        auto = RandomFeatureRidge(**kw).fit(X, y)
+        f64 = RandomFeatureRidge(precision="float64", **kw).fit(X, y)
+        assert auto.precision_ == "mixed"
+        s2, want, _ = _closed_form(f64, X, y, Xt)
+        np.testing.assert_allclose(f64.predict(Xt, return_std=True)[1], want[:, 0], rtol=1e-8)
+        np.testing.assert_allclose(auto.noise_variance_, f64.noise_variance_, rtol=1e-7)
+        Z = f64.feature_map_.transform(X)
+        Zc = Z - Z.mean(0)
+        bound = np.finfo(np.float32).eps * np.linalg.norm(Zc.T @ Zc, 2) / alpha
+        rel = np.abs(auto.predict(Xt, return_std=True)[1] / want[:, 0] - 1).max()
+        assert rel <= bound, (alpha, rel, bound)
+
+
+def test_a_missing_posterior_is_explained_by_its_cause():
+    """A pcg fit, alpha 0, a target the features interpolate (a constant one): each error
+    names its cause and the refit that helps; before, every one advised solver='cholesky',
+    the solver already used. cv="evidence" names the constant target."""
+    from dkrr.errors import SingularSystemError
+
+    X, y = _data(n=300)
+    Y = np.column_stack([y, np.full(300, 7.0)])
+    constant = RandomFeatureRidge(n_components=64, gamma=0.5, alpha=0.1, random_state=0).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match=r"a target's residual is not positive .*constant target.*"
+                                                    r"Refit with a larger alpha, or fit such a target apart") as e:
+        constant.predict(X[:2], return_std=True)
+    assert "cholesky" not in str(e.value)
+    zero = RandomFeatureRidge(n_components=64, gamma=0.5, alpha=0, random_state=0, precision="float64").fit(X, y)
+    with pytest.raises(InvalidParameterError, match=r"alpha_ = 0\.0: the Bayesian reading needs alpha > 0"):
+        zero.predict(X[:2], return_std=True)
+    with pytest.raises(SingularSystemError, match=r"target\(s\) \[1\] \(0-based\) have no positive residual"):
+        RandomFeatureRidge(n_components=64, gamma=0.5, cv="evidence", random_state=0, precision="float64").fit(X, Y)

@@ -380,14 +380,12 @@ def _check_posterior(est, args, command: str) -> None:
     if hasattr(est, "classes_"):
         raise InvalidParameterError(f"dkrr {command} --std: {args.model} is a classifier, which has no "
                                     "predictive standard deviation; --std is for regression models")
-    if getattr(est, "posterior_", None) is None:
-        why = ("it was fitted with --solver pcg, which forms no p x p factor of the posterior"
-               if getattr(est, "solver_", None) == "pcg" else
-               "the fit found no positive noise variance at the chosen alpha, or the model file was "
-               "written without it (by an older dkrr)")
-        raise InvalidParameterError(
-            f"dkrr {command} --std needs the model's posterior, which {args.model} lacks: {why}. Refit "
-            "it with `dkrr fit --solver cholesky` (the Gram path) to get predictive standard deviations")
+    from ..estimators._models import missing_posterior
+
+    missing = missing_posterior(est, cli=True)
+    if missing is not None:
+        raise InvalidParameterError(f"dkrr {command} --std needs the model's posterior, which {args.model} "
+                                    f"lacks: {missing[0]}. {missing[1]} to get predictive standard deviations")
 
 
 def cmd_predict(args) -> int:

@@ -129,18 +129,35 @@ def predict_decision(model: _LinearModel, Xv, squeeze: bool):
     )
 
 
+def missing_posterior(est, cli: bool = False) -> tuple[str, str] | None:
+    """Why a fitted regressor has no posterior (ALGORITHMS.md 3.11), and what gives one:
+    ``(why, remedy)``, in the CLI's words with `cli`; None when it has one."""
+    if getattr(est, "posterior_", None) is not None:
+        return None
+    if getattr(est, "solver_", None) == "pcg":
+        return ("it was fitted with " + ("--solver pcg" if cli else "solver='pcg'") + ", which forms no p x p "
+                "factor of the posterior", "Refit with " + ("`dkrr fit --solver cholesky`" if cli else
+                                                            "solver='cholesky'") + " (the Gram path)")
+    alpha = getattr(est, "alpha_", None)
+    if alpha is not None and float(alpha) <= 0:
+        return (f"alpha_ = {alpha}: the Bayesian reading needs alpha > 0 (the prior variance of the "
+                "coefficients is s^2 / alpha)", "Refit with a positive alpha")
+    return ("at the chosen alpha a target's residual is not positive (the features interpolate it: a "
+            "constant target, or one without noise), so no noise variance can be estimated; or the model "
+            "file was written without the posterior (by an older dkrr)",
+            "Refit with a larger alpha, or fit such a target apart from the others")
+
+
 def posterior_model(est, observation: bool) -> _PosteriorModel:
     """The :class:`_PosteriorModel` of a fitted regressor, or the error that says why it
-    has none (a pcg fit, no positive noise variance, a file saved without it)."""
+    has none (:func:`missing_posterior`)."""
     from ..errors import InvalidParameterError
 
-    post = getattr(est, "posterior_", None)
-    if post is None:
-        why = ("it was fitted with solver='pcg', which forms no p x p factor of the posterior"
-               if getattr(est, "solver_", None) == "pcg" else
-               "the fit found no positive noise variance at alpha_, or the model was loaded from a file without it")
+    missing = missing_posterior(est)
+    if missing is not None:
         raise InvalidParameterError(
-            f"predict(return_std=...) needs the posterior factor, which this model lacks: {why}. Refit with "
-            "solver='cholesky' (the Gram path) to get predictive standard deviations.")
+            f"predict(return_std=...) needs the posterior factor, which this model lacks: {missing[0]}. "
+            f"{missing[1]} to get predictive standard deviations.")
+    post = est.posterior_
     return _PosteriorModel(est._model(), post["factor"], post["mean"], float(post["inv_weight"]),
                            np.atleast_1d(np.asarray(est.noise_variance_, dtype=np.float64)), observation)

@@ -226,9 +226,16 @@ def _choose_by_evidence(est, every, maps, alpha, gamma, alphas, gammas, widths=N
     logev = np.stack([row[0] for row in table])  # (m, n_alphas)
     s2 = np.stack([row[1] for row in table])  # (m, n_alphas, t)
     if not np.isfinite(logev).any():
+        # a target whose residual is not positive at any alpha that factors (a constant target, one the
+        # features interpolate) makes every sum of the targets' evidences -inf: larger alphas cannot help
+        factors = np.stack([row[2] for row in table])  # (m, n_alphas): G_c + alpha I positive definite
+        flat = [j for j in range(s2.shape[2]) if factors.any() and not np.isfinite(s2[..., j][factors]).any()]
         raise SingularSystemError(
             f"cv='evidence': no alpha of {alphas.tolist()} gives a positive definite G_c + alpha I and a "
-            "positive noise variance; use larger alphas.")
+            "positive noise variance; " + ("use larger alphas." if not flat else (
+                f"target(s) {flat} (0-based) have no positive residual at any alpha (a constant target, or one "
+                "the features interpolate): the evidence needs a noise variance for every target; fit such a "
+                "target apart, without cv='evidence'.")))
     g, i = np.unravel_index(int(np.argmax(logev)), logev.shape)
     # alphas below the statistics' rounding (float32's under the default precision) are said as
     # the K-fold CV says them: always for a grid the user gave, for the default grid when the

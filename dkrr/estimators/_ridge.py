@@ -325,21 +325,19 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         (already validated: finite, 2-D). For dask or zarr input,
         ``RandomFeatures`` with the same map parameters and integer ``random_state``,
         fitted on X, draws this same map (without ``sampling``) and transforms lazily.
-    n_features_in_ : int
-    n_output_features_ : int
-        p, the width of Z.
+    n_features_in_, n_output_features_ : int
+        The columns of X, and p, the width of Z.
     cv_results_ : dict
-        With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation mean squared
-        errors (averaged over targets), ``mean_mse`` (weighted by fold size),
-        ``std_mse`` (unweighted over folds) and ``fold_sizes`` (rows). With
-        ``gammas`` also ``gammas`` (n_gammas,), and the MSE arrays gain a leading gamma
-        axis: ``fold_mse`` (n_gammas, K, n_alphas), ``mean_mse`` and ``std_mse``
-        (n_gammas, n_alphas). With ``sample_weight`` the fold errors are weighted MSEs
-        and the mean is weighted by the folds' weight sums.
+        With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation mean squared errors
+        (averaged over targets), ``mean_mse`` (weighted by fold size), ``std_mse``
+        (unweighted over folds) and ``fold_sizes`` (rows). With ``gammas`` also ``gammas``
+        (n_gammas,), and the MSE arrays gain a leading gamma axis: ``fold_mse`` (n_gammas,
+        K, n_alphas), ``mean_mse`` and ``std_mse`` (n_gammas, n_alphas). With
+        ``sample_weight`` the fold errors are weighted MSEs, the mean is weighted by the
+        folds' weight sums, and ``fold_sizes`` counts rows of positive weight.
     best_score_ : float
-        With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``)
-        (higher is better). Ties of the mean go to the larger alpha, then to the
-        smaller gamma.
+        With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``; higher is
+        better). Ties of the mean go to the larger alpha, then to the smaller gamma.
     gamma_ : float or ndarray of shape (n_features_in_,)
         The width used: ``gamma``, the value of its rule, or with ``gammas`` the
         chosen one (``feature_map_`` is its map); an array with ARD.
@@ -366,8 +364,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         Estimated relative change of the coefficients from rounding, ``eps (||G||_F / alpha_ + 20)``
         in ``precision_`` (float64's for ``"mixed"``; an upper estimate; ``nan`` with ``solver="pcg"``).
     refinement_ : dict
-        ``precision_ = "mixed"`` only: ``passes`` (float64 passes), ``residuals`` (passes, targets:
-        relative residuals, the first the float32 solution's), ``converged`` and ``tol``.
+        ``precision_ = "mixed"`` only: ``passes`` (float64 passes), ``residuals`` (passes, targets: relative
+        residuals, the first the float32 solution's), ``converged`` and ``tol``.
     noise_variance_ : float or ndarray of shape (n_targets,)
         Gram path only: the noise variance ``s^2`` of the Bayesian reading at ``alpha_``
         (profiled at its maximum, ALGORITHMS.md 3.11), used by ``predict(return_std=...)``.
@@ -410,7 +408,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             Row weights, scikit-learn's ``Ridge`` convention: minimise ``sum_i w_i (y_i -
             z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with
             ``cv`` the fold errors are weighted MSEs). Finite and ``>= 0``, not all zero;
-            streamed with X (dask/zarr weights are checked block by block).
+            streamed with X (dask/zarr weights are checked block by block). The Bayesian
+            reading takes them as precision weights (noise ``s^2 / w``; ALGORITHMS.md 3.11).
         groups : array-like or dask array of shape (n,), default=None
             Groups for a group splitter ``cv`` (its ``split``); with ``GroupKFold``, dask integer codes
             aligned with X are hashed to folds in the pass, never gathered. Refused without such a ``cv``.
@@ -456,8 +455,9 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             Also return the predictive standard deviation (scikit-learn's
             ``GaussianProcessRegressor.predict(X, return_std=True)``) of the model read as
             Bayesian linear regression on the features, noise variance ``noise_variance_``
-            (ALGORITHMS.md 3.11): ``True`` for a new observation, ``"latent"`` for ``f(x)``.
-            Not after ``solver="pcg"`` (no p x p factor exists).
+            (ALGORITHMS.md 3.11, also for its float32 rounding under the default precision):
+            ``True`` for a new observation (of weight 1), ``"latent"`` for ``f(x)``. Not after
+            ``solver="pcg"`` (no p x p factor exists).
 
         Returns
         -------

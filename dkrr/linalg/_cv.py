@@ -137,13 +137,18 @@ def auto_gamma_factors(n: int) -> np.ndarray | None:
     return next((f for f in (AUTO_GAMMA_FACTORS, *EARLIER_AUTO_GAMMA_FACTORS) if f.size == n), None)
 
 
-def check_folds(n_per_fold: np.ndarray) -> None:
-    """Every fold needs rows, and every training set at least two."""
+def check_folds(n_per_fold: np.ndarray, fold_weights: np.ndarray | None = None) -> None:
+    """Every fold needs rows, and every training set at least two; with sample weights
+    (`fold_weights`, each fold's weight sum, checked first: :func:`check_fold_weights`)
+    the rows counted are those of positive weight."""
+    if fold_weights is not None:
+        check_fold_weights(fold_weights)
     K = len(n_per_fold)
     n = int(n_per_fold.sum())
+    rows = "rows" if fold_weights is None else "rows of positive weight"
     if n < 2 * K or (n_per_fold == 0).any():
         raise InputValidationError(
-            f"too few rows for {K}-fold cross-validation: {n} rows, rows per fold "
+            f"too few {rows} for {K}-fold cross-validation: {n} {rows}, per fold "
             f"{n_per_fold.tolist()}; every fold needs rows and n >= 2 * cv = {2 * K}. Use "
             "fewer folds (cv) or more data."
         )
@@ -202,9 +207,7 @@ def fold_scores(stats, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndar
     validation MSE of every (fold, alpha), shape (K, n_alphas), and each fold's smallest
     training Gram eigenvalue, shape (K,) (a grid of maps reports once, for the chosen map)."""
     alphas = check_alphas(alphas)
-    check_folds(stats.n)
-    if stats.wsum is not None:
-        check_fold_weights(stats.weights())
+    check_folds(stats.n, stats.wsum)
     K = stats.n_folds
     tot = stats.total()
     mse = np.full((K, alphas.size), np.inf)

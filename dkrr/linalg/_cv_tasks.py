@@ -43,7 +43,6 @@ import numpy as np
 from ._memory import memory_limits, statistics_bytes, threads_per_worker
 from ._cv import (
     check_alphas,
-    check_fold_weights,
     check_folds,
     default_alphas,
     fold_arguments,
@@ -162,9 +161,7 @@ def _checked(root, targets_fn, weighted: bool) -> tuple:
 
     every = tuple(s if targets_fn is None else targets_fn(s) for s in root)
     (check_weight_total if weighted else check_target_sums)(every[0])
-    check_folds(every[0].n)
-    if every[0].wsum is not None:
-        check_fold_weights(every[0].weights())
+    check_folds(every[0].n, every[0].wsum)
     return every
 
 

@@ -36,7 +36,7 @@ import dataclasses
 
 import numpy as np
 
-from ._cv import check_fold_weights, check_folds, default_alphas, fold_validation_mse
+from ._cv import check_folds, default_alphas, fold_validation_mse
 from ._pcg import Systems, block_checksum, check_same_rows, first_pass, preconditioner, solve_systems
 from ._pcg import _own_fold_mask, _sum_checked, row_weights, warn_not_converged
 from ._stats import feature_sub_blocks
@@ -147,10 +147,8 @@ def pcg_cross_validate(X, y, fmap, *, alphas, n_folds: int, fold_seed: int, fit_
                                 fold_seed=fold_seed, with_norms=alphas is None, **common)
     if targets_fn is not None:
         stats = targets_fn(stats)
-    check_folds(stats.n)
+    check_folds(stats.n, stats.wsum)
     weights = stats.weights()  # rows, or the folds' weight sums
-    if stats.wsum is not None:
-        check_fold_weights(weights)
     tot = stats.total()
     n = float(weights.sum())
     if alphas is None:

@@ -242,7 +242,7 @@ def _refine_weighted_block(X, y, w, row_offset, block_index, fmap, B, labels_mod
                 stats.c[0] += (Yr[start:stop].T @ Z).T
                 stats.zsum[0] += rows[start:stop] @ Z
     if linear:
-        stats.n[0] = Y.shape[0]
+        stats.n[0] = Y.shape[0] if ws is None else np.count_nonzero(ws)  # rows of positive weight
         wY = Y if ws is None else Y * ws[:, None]
         stats.ysum[0] = wY.sum(axis=0)
         if stats.yy is not None:

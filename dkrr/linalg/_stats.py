@@ -6,13 +6,14 @@ float64 and per cross-validation fold (ALGORITHMS.md section 3)::
     G[k]    = sum Z_i^T Z_i        (K, p, p)    gram (packed in a pass: (K, L))
     c[k]    = sum Z_i^T y_i        (K, p, t)    targets (or one column per class label)
     zsum[k] = sum Z_i              (K, p)       for the intercept
-    n[k]    = rows                 (K,)
+    n[k]    = rows                 (K,)         of positive weight, with weights
     ysum[k] = sum y_i              (K, t)
     yy[k]   = sum y_i ** 2         (K, t)       diagonal of y^T y
 
 with the sums over the rows i of fold k. Without cross-validation K = 1. With sample
 weights ``w`` (``sample_weight``) every sum but ``n`` is weighted (``G = sum w_i Z_i^T
-Z_i``, ...) and ``wsum[k] = sum w_i`` is kept beside the row counts ``n``. Folds come from
+Z_i``, ...) and ``wsum[k] = sum w_i`` is kept beside ``n``, which counts the rows of positive
+weight (a row of weight 0 is no observation: every statistic is as without it). Folds come from
 a seeded hash of the *global* row index (:func:`fold_ids`), so they do not depend on the
 chunking. Z exists for one sub-block of at most ``max_block_bytes`` at a time, in one
 reused buffer. Inside a pass ``G`` is packed, each fold's upper triangle in panels
@@ -89,7 +90,7 @@ class RidgeStatistics:
         Column sums of squares ``sum Z**2`` (scores of eq. 12).
     wsum : ndarray (K,) or None
         With sample weights: ``sum w`` (the other parts are then weighted sums; ``n``
-        stays the row count, for the fold checks).
+        counts the rows of positive weight, for the fold checks and the evidence).
     """
 
     G: np.ndarray | None
@@ -426,14 +427,15 @@ def _accumulate(stats, Xf, Y, w, bounds, fmap, max_block_bytes, labels_mode, pre
     cast = cast_buffer(p, precision)  # _cross64's, reused
     YW = Y if w is None else np.ascontiguousarray(np.column_stack([Y, w]))
     for k, Zk, Yk in fold_feature_blocks(Xf, YW, bounds, fmap, max_block_bytes, precision):
-        stats.n[k] += Zk.shape[0]
         if w is None:
             r = None
+            stats.n[k] += Zk.shape[0]
             stats.ysum[k] += Yk.sum(axis=0)
         else:
             wk = Yk[:, t]
             Yk = Yk[:, :t]
             r = np.sqrt(wk)
+            stats.n[k] += np.count_nonzero(wk)  # a zero-weight row is no observation
             stats.wsum[k] += wk.sum()
             stats.zsum[k] += wk @ Zk if Zk.dtype == np.float64 else _cross64(Zk, wk[:, None], cast)[:, 0]
             stats.ysum[k] += wk @ Yk
