@@ -182,7 +182,9 @@ def _workers_summary(client) -> str:
     threads = sum(int(w.get("nthreads") or 0) for w in workers)
     limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
     if not workers:
-        memory = "no workers yet"
+        # dask waits for workers without a word; say so (an adaptive cluster starts them for the tasks)
+        memory = ("no workers yet: its tasks wait until workers join, e.g. `dask worker SCHEDULER_ADDRESS`, "
+                  "or until an adaptive cluster starts them")
     elif limits == [0]:
         memory = "no memory limit"
     elif len(limits) == 1:

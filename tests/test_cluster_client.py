@@ -319,3 +319,18 @@ def test_public_names():
 
     assert sorted(dkrr.cluster.__all__) == ["ClusterOptions", "connect", "local_cluster", "worker_blas_threads"]
     assert all(callable(getattr(dkrr.cluster, name)) for name in dkrr.cluster.__all__)
+
+
+def test_a_scheduler_without_workers_is_said_to_wait_for_them():
+    """A new user's `dkrr fit --scheduler` on a scheduler with no workers printed "(0
+    worker(s) ... no workers yet)" and then nothing while dask waited: the line now says
+    that the tasks wait for workers, and how they come."""
+    from distributed import LocalCluster
+
+    out = io.StringIO()
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as empty:
+        with connect(empty.scheduler_address, quiet=False, stream=out):
+            pass
+    line = out.getvalue()
+    assert "0 worker(s)" in line and "its tasks wait until workers join, e.g. `dask worker" in line, line

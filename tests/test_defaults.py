@@ -212,11 +212,11 @@ def test_defaults_give_a_good_regressor_on_casp():
 
 # --- the command line's defaults ---------------------------------------------------------
 
-def _options(*flags):
+def _options(*flags, notes=None):
     from dkrr.cli._commands import estimator_from_options
     from dkrr.cli._options import build_parser
 
-    return estimator_from_options(build_parser().parse_args(["fit", "s", "--out", "m", *map(str, flags)]))
+    return estimator_from_options(build_parser().parse_args(["fit", "s", "--out", "m", *map(str, flags)]), notes)
 
 
 def test_cli_defaults_standardize_and_the_median_rule():
@@ -290,7 +290,14 @@ def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
     assert _options("--gammas", "none").gammas is None
     # no grid where it cannot be scored: no width, pcg, leverage sampling
     assert _options("--kernel", "angular").gammas is None
-    assert _options("--solver", "pcg").gammas is None
+    notes = []
+    assert _options("--solver", "pcg", notes=notes).gammas is None
+    # said, where the default would have scored a grid (a new user read it as dkrr's default)
+    assert len(notes) == 1 and notes[0].startswith("--solver pcg scores no gamma grid"), notes
+    for flags in (["--solver", "pcg", "--gamma", 0.5], ["--solver", "pcg", "--no-cv"], ["--solver", "cholesky"]):
+        quiet = []
+        _options(*flags, notes=quiet)
+        assert quiet == [], (flags, quiet)
     assert _options("--sampling", "surrogate_leverage").gammas is None
     assert _options("--random-state", 7).random_state == 7
 

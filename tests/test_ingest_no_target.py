@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import zarr
 
-from dkrr.errors import InputValidationError, InvalidParameterError, StoreError
+from dkrr.errors import FeatureMismatchError, InputValidationError, InvalidParameterError, StoreError
 from dkrr.io import ingest, open_dataset
 
 NAMES = ["a", "b", "c", "d"]
@@ -74,6 +74,22 @@ def test_like_finds_the_training_features_by_name_with_or_without_the_target(tmp
     s = ingest(test, tmp_path / "test.zarr", target=[], like=tmp_path / "train.zarr")
     assert s.n_targets == 0 and s.feature_names == NAMES
     np.testing.assert_array_equal(_X(tmp_path / "test.zarr")[0], X)
+
+
+def test_like_on_a_file_without_the_target_column_names_no_target(tmp_path):
+    """A new user's file to predict lacks the target column: like= alone refused it with
+    "it has no column 'y'", naming no way to read it; the error now names target=[]."""
+    X, y = _table()
+    _csv(tmp_path / "train.csv", {**dict(zip(NAMES, X.T)), "y": y})
+    ingest(tmp_path / "train.csv", tmp_path / "train.zarr")
+    _csv(tmp_path / "new.csv", dict(zip(NAMES, X.T)))
+    with pytest.raises(FeatureMismatchError, match=r"it has no column 'y'.*without the target column 'y': pass "
+                                                   r"target=\[\] \(--no-target\)"):
+        ingest(tmp_path / "new.csv", tmp_path / "new.zarr", like=tmp_path / "train.zarr")
+    with pytest.raises(FeatureMismatchError) as e:  # a feature column missing: no such hint
+        _csv(tmp_path / "short.csv", dict(zip(NAMES[:3], X.T[:3])))
+        ingest(tmp_path / "short.csv", tmp_path / "short.zarr", target=[], like=tmp_path / "train.zarr")
+    assert "no column 'd'" in str(e.value) and "--no-target" not in str(e.value)
 
 
 @pytest.mark.parametrize("target", [0, 2, 4])
@@ -185,7 +201,8 @@ def test_cli_no_target_store_predicts_what_the_training_store_predicts(tmp_path,
     _csv(tmp_path / "train.csv", {**dict(zip(NAMES, X.T)), "y": y})
     _csv(tmp_path / "new.csv", dict(zip(NAMES[::-1], X.T[::-1])))  # no target, columns reordered
     addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
-    assert run("ingest", tmp_path / "train.csv", "--out", tmp_path / "train.zarr", "-q")[0] == 0
+    code, out, _ = run("ingest", tmp_path / "train.csv", "--out", tmp_path / "train.zarr", "-q")
+    assert code == 0 and "X 400 x 4, 1 target(s) ('y')" in out, out  # the column taken as the target
     code, out, err = run("ingest", tmp_path / "new.csv", "--out", tmp_path / "new.zarr", "--no-target",
                          "--like", tmp_path / "train.zarr", "-q")
     assert code == 0, err
@@ -198,6 +215,18 @@ def test_cli_no_target_store_predicts_what_the_training_store_predicts(tmp_path,
     p_new = zarr.open_group(str(tmp_path / "p_new"), mode="r")["y_pred"][...]
     p_train = zarr.open_group(str(tmp_path / "p_train"), mode="r")["y_pred"][...]
     np.testing.assert_array_equal(p_new, p_train)
+    # --missing drop: the store's rows are the file's less the dropped ones; predict says so
+    lines = (tmp_path / "new.csv").read_text().splitlines()
+    lines[3] = "," + lines[3].split(",", 1)[1]  # data row 2 loses its first cell
+    (tmp_path / "gap.csv").write_text("\n".join(lines) + "\n")
+    code, out, err = run("ingest", tmp_path / "gap.csv", "--out", tmp_path / "gap.zarr", "--no-target", "--like",
+                         tmp_path / "train.zarr", "--missing", "drop", "-q")
+    assert code == 0 and "1 row(s) with missing values dropped" in out and "do not line up" in out, (out, err)
+    code, out, err = run("predict", tmp_path / "m", tmp_path / "gap.zarr", "--out", tmp_path / "p_gap", *addr)
+    assert code == 0 and "y_pred for 399 rows" in out, err
+    assert "note: " in err and "ingested with --missing drop: its 399 rows are its file's less 1 dropped" in err, err
+    code, _, err = run("predict", tmp_path / "m", tmp_path / "new.zarr", "--out", tmp_path / "p_new2", *addr)
+    assert code == 0 and "--missing drop" not in err, err
     for command in (["fit", tmp_path / "new.zarr", "--out", tmp_path / "m2"],
                     ["evaluate", tmp_path / "m", tmp_path / "new.zarr"]):
         code, _, err = run(*command, *addr)

@@ -380,3 +380,23 @@ def test_threads_added_between_passes_leave_the_chains_cut_as_in_the_first_pass(
         # measured: 6 iterations (a full-rank preconditioner would stop CG after one)
         assert info["converged"] and info["n_iter"] > 3 and info["passes"] == steady.solver_info_["passes"], info
     np.testing.assert_allclose(grown.coef_, steady.coef_, rtol=1e-12, atol=1e-14 * np.abs(steady.coef_).max())
+
+
+def test_a_fallback_whose_float64_cv_chooses_another_alpha_says_the_alpha_fitted():
+    """A new user's fit: the float32 statistics' CV chose alpha 10x (here 100x) above
+    float64's, its refinement was given up, and the float64 pass chose its own alpha; the
+    warning named only the discarded float32 choice, next to "chosen: alpha_ = ..." of
+    another value. It now names the alpha fitted too, which is float64's."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=3000)
+    kw = dict(gamma=0.1, cv=5, standardize=True, random_state=0)
+    with pytest.warns(PrecisionWarning, match="repeated in float64") as caught:
+        auto = RandomFeatureRidge(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f64 = RandomFeatureRidge(precision="float64", **kw).fit(X, y)
+    assert auto.precision_ == "float64" and auto.alpha_ == f64.alpha_
+    said = [str(w.message) for w in caught if "repeated in float64" in str(w.message)]
+    assert len(said) == 1 and f"whose cross-validation chose alpha_={auto.alpha_:.4g} (the float32" in said[0], said
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)

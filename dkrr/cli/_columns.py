@@ -127,7 +127,8 @@ def store_columns_checked(est, data, command: str, model: str):
                 f"{_mismatch(fitted, names)}. The model takes {len(fitted)} columns, in this "
                 f"order: {names_hint(fitted)}. Ingest the file again with those columns: "
                 "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
-                f"name in the file's header), or {_columns_option('--features', fitted, 'columns')} with --target")
+                "name in the file's header; add --no-target for a file without the target column), or "
+                f"{_columns_option('--features', fitted, 'columns')} with --target or --no-target")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "

@@ -8,7 +8,6 @@ import math
 import os
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +15,10 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ._columns import record_store_columns, store_columns_checked
 from ._labels import check_regression_target, class_metrics, prediction_output
-from ._options import ESTIMATOR_OPTIONS, GRID_PARSERS
+from ._fit_options import estimator_from_options
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
                       predictive_metrics, predictive_sums, regression_metrics)
-from ._stores import open_store, preflight
+from ._stores import dropped_rows_note, open_store, preflight
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -129,12 +128,13 @@ def cmd_ingest(args) -> int:
         _say(args, "")
     print(
         f"wrote {summary.path}: X {summary.n_rows} x {summary.n_features}, "
-        + (f"{summary.n_targets} target(s)" if summary.n_targets else
+        + (f"{summary.n_targets} target(s) ({_names(summary.target_names)})" if summary.n_targets else
            "no target (a store to predict: dkrr predict MODEL STORE)")
         + (f", classes {list(summary.classes)}" if summary.classes else "")
     )
     if summary.rows_dropped:
-        print(f"{summary.rows_dropped} row(s) with missing values dropped (--missing drop)")
+        print(f"{summary.rows_dropped} row(s) with missing values dropped (--missing drop): the store's rows are "
+              "the file's less those, so predictions of it do not line up with the file's lines")
     if summary.index_base_guessed and summary.index_base == 1:
         print(
             "LIBSVM indices read as one-based (index 0 never occurs); if the file is "
@@ -142,6 +142,12 @@ def cmd_ingest(args) -> int:
             "--like this store to read it the same way."
         )
     return 0
+
+
+def _names(names, shown: int = 5) -> str:
+    """``'a', 'b'``: the first `shown` names, quoted, and how many more."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(repr(str(n)) for n in names[:shown]) + more
 
 
 def _ingest(ingest, args, target, progress):
@@ -169,154 +175,14 @@ def _ingest(ingest, args, target, progress):
     )
 
 
-def _expected(dest: str, typ) -> tuple[str, callable]:
-    """What a config value of option `dest` must be, and a check returning it or None."""
-    def number(v):
-        return None if isinstance(v, bool) or not isinstance(v, (int, float)) else float(v)
-
-    if dest in ("classifier", "fit_intercept", "standardize"):
-        return "true or false", lambda v: v if isinstance(v, bool) else None
-    if dest == "gamma":
-        def gamma(v):
-            if isinstance(v, list):  # ARD: one per column
-                return v if v and all(number(a) is not None for a in v) else None
-            return v if v in ("median", "scale") else number(v)
-        return "a positive number, a list of them (ARD), 'median' or 'scale'", gamma
-    if dest == "cv":
-        def cv(v):
-            return v if v == "evidence" or (isinstance(v, int) and not isinstance(v, bool)) else None
-        return "an integer (the folds; 0 for none) or 'evidence'", cv
-    if dest == "pcg_persist":
-        return "true, false or 'auto'", lambda v: v if isinstance(v, bool) or v == "auto" else None
-    if dest in GRID_PARSERS:
-        def grid(v):
-            if isinstance(v, str):
-                return v
-            if isinstance(v, list) and v and all(number(a) is not None for a in v):
-                return v
-            return None
-        what = "a list of numbers or a comma-separated string" + (", 'auto' or 'none'" if dest == "gammas" else "")
-        return what, grid
-    if typ is int:
-        return "an integer", lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
-    if typ is float:
-        return "a number", number
-    return "a string", lambda v: v if isinstance(v, str) else None
-
-
-def _load_config(path: str | None) -> dict:
-    if not path:
-        return {}
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InvalidParameterError(f"config file {path!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidParameterError(f"config file {path!r} cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidParameterError(f"config file {path!r} is not valid TOML: {exc}") from None
-    if "fit" in raw:  # either top-level keys or a [fit] table
-        if not isinstance(raw["fit"], dict) or len(raw) > 1:
-            raise InvalidParameterError(
-                f"config file {path!r}: 'fit' must be the only table, [fit], holding the "
-                f"options; got {sorted(raw)} with fit = {raw['fit']!r}"
-            )
-        raw = raw["fit"]
-    types = {dest: typ for _, dest, typ, _ in ESTIMATOR_OPTIONS}
-    types.update(classifier=bool, fit_intercept=bool, standardize=bool)
-    config = {}
-    for key, value in raw.items():
-        dest = key.replace("-", "_")
-        if dest not in types:
-            raise InvalidParameterError(
-                f"config file {path!r}: unknown option {key!r}; known: "
-                f"{sorted(k.replace('_', '-') for k in types)}"
-            )
-        what, check = _expected(dest, types[dest])
-        checked = check(value)
-        if checked is None:
-            raise InvalidParameterError(
-                f"config file {path!r}: {key} must be {what}, got {value!r} "
-                f"({type(value).__name__})"
-            )
-        if dest in GRID_PARSERS:
-            try:
-                checked = GRID_PARSERS[dest](checked)
-            except Exception as exc:  # noqa: BLE001 - argparse's error type, a bad number
-                raise InvalidParameterError(f"config file {path!r}: {key}: {exc}") from None
-        config[dest] = checked
-    return config
-
-
-#: folds of the command's default cross-validation
-DEFAULT_CV = 5
-#: the command's seed when --random-state is not given
-DEFAULT_RANDOM_STATE = 0
-
-
-def _command_defaults(options: dict) -> None:
-    """The command's defaults, where they differ from the classes' (which follow
-    scikit-learn), filled into ``options`` (config file and flags already in):
-
-    - standardised columns, the width from a rule (the 50-NN rule for the gaussian and
-      matern kernels, ``"scale"`` for the laplacian and polynomial), ``random_state=0``;
-    - alpha (and gamma) chosen by 5-fold one-pass CV over the default alpha grid, unless
-      ``cv`` is 0 (``--no-cv``), or ``alpha`` is given without ``cv`` or ``alphas``: then
-      the single alpha is fitted;
-    - with CV, a kernel with a width, a gamma *rule* and neither ``sampling`` nor
-      ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
-      gamma_rule x 2**(-3..2) are scored in the same pass. ``gammas="none"`` turns that off.
-    """
-    from ..features._nonlinear import WIDTH_KERNELS
-
-    options.setdefault("standardize", True)
-    options.setdefault("random_state", DEFAULT_RANDOM_STATE)
-    kernel = options.get("kernel", "gaussian")
-    width = kernel in WIDTH_KERNELS  # a kernel with a width: a rule and a grid by default
-    if "gamma" not in options and width:
-        options["gamma"] = "median" if kernel in ("gaussian", "matern") else "scale"
-    if "cv" not in options:
-        single = "alpha" in options and options.get("alphas") is None and options.get("gammas") in (None, "none")
-        options["cv"] = None if single else DEFAULT_CV
-    elif options["cv"] == 0:
-        options["cv"] = None
-    if options.get("gammas") == "none":
-        options["gammas"] = None
-    elif ("gammas" not in options and width and options["cv"] is not None
-          and isinstance(options.get("gamma"), str) and options.get("sampling") is None
-          and options.get("solver", "auto") != "pcg"):
-        options["gammas"] = "auto"
-
-
-def estimator_from_options(args):
-    """The estimator a ``dkrr fit`` invocation describes (config file, then flags)."""
-    from ..estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
-
-    options = _load_config(getattr(args, "config", None))
-    for _, dest, _, _ in ESTIMATOR_OPTIONS:
-        value = getattr(args, dest, None)
-        if value is not None:
-            options[dest] = value
-    for dest in ("classifier", "fit_intercept", "standardize"):
-        value = getattr(args, dest, None)
-        if value is not None:
-            options[dest] = value
-    _command_defaults(options)
-    classifier = bool(options.pop("classifier", False))
-    cls = RandomFeatureRidgeClassifier if classifier else RandomFeatureRidge
-    valid = set(cls().get_params())
-    unknown = set(options) - valid
-    if unknown:
-        raise InvalidParameterError(f"options {sorted(unknown)} do not apply to {cls.__name__}")
-    return cls(**options)
-
-
 def cmd_fit(args) -> int:
     from ..io._model import check_replaceable_model, save_model
 
-    est = estimator_from_options(args)
+    notes: list[str] = []
+    est = estimator_from_options(args, notes)
     est._check_params()  # bad values (alpha < 0, ...) are refused before a cluster starts
+    for note in notes:
+        print(f"dkrr fit: note: {note}", file=sys.stderr, flush=True)
     out = args.out
     preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
     data = open_store(args, require_y=True)
@@ -422,6 +288,8 @@ def cmd_predict(args) -> int:
         print(json.dumps(doc if std is None else {**doc, "arrays": arrays, "std": std}))
     else:
         print(predict_line(args.out, int(data.X.shape[0]), arrays))
+    if (note := dropped_rows_note(data, args.store)) is not None:
+        print(f"dkrr predict: note: {note}", file=sys.stderr)
     return 0
 
 

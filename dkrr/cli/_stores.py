@@ -43,3 +43,15 @@ def preflight(args, *, can_replace, inputs) -> None:
             "write to a path or an object store (s3://, gs://, ...)")
     check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs,
                  storage_options=args.storage_options)
+
+
+def dropped_rows_note(data, store) -> str | None:
+    """The note for predictions of a store ingested with ``--missing drop``: its rows are
+    its file's less the dropped ones (the store records how many, not which), so the
+    predictions do not line up with the file's lines."""
+    k = data.attrs.get("rows_dropped")
+    if not k:
+        return None
+    return (f"{store} was ingested with --missing drop: its {int(data.X.shape[0]):,} rows are its file's less "
+            f"{int(k):,} dropped row(s), so y_pred follows the store's rows, not the file's lines (fill the "
+            "missing cells and ingest again to predict every line)")

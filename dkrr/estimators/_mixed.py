@@ -111,7 +111,8 @@ def mixed_precision(est, run, refine):
     :func:`refine_final` bound to the fit's data. ``refined`` is the converged
     :class:`RefineResult` with ``precision_ = "mixed"`` and ``precision_error_`` the
     float64 estimate (the coefficients are the float64 solve's); after a fallback it is
-    None, ``precision_ = "float64"``, and a :class:`PrecisionWarning` says why. The
+    None, ``precision_ = "float64"``, and a :class:`PrecisionWarning` says why (after the
+    float64 pass: with the alpha its cross-validation chose, where it differs). The
     warnings of a discarded float32 pass (grid edges, unusable alphas) are dropped; those
     of a kept one are re-issued."""
     with warnings.catch_warnings(record=True) as caught:
@@ -127,8 +128,14 @@ def mixed_precision(est, run, refine):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             return passes, "mixed", precision_error(passes.stats, passes.alpha, "float64"), refined
         reason = refined
-    warnings.warn(PrecisionWarning(
-        f"precision='auto': {reason}, so the statistics pass was repeated in float64 (precision_ = 'float64'). "
-        "Pass precision='float64' to skip the float32 pass and its refinement, or use a larger alpha."), stacklevel=6)
+    alpha32 = None if passes is None else passes.alpha
     passes = run("float64")
+    # the float64 pass's CV may choose another alpha than the float32 one the reason names
+    chose = ("" if alpha32 is None or passes.alpha == alpha32 else
+             f", whose cross-validation chose alpha_={passes.alpha:.4g} (the float32 statistics' choice was "
+             f"{alpha32:.4g})")
+    warnings.warn(PrecisionWarning(
+        f"precision='auto': {reason}, so the statistics pass was repeated in float64 (precision_ = 'float64')"
+        f"{chose}. Pass precision='float64' to skip the float32 pass and its refinement, or use a larger alpha."),
+        stacklevel=6)
     return passes, "float64", precision_error(passes.stats, passes.alpha, "float64"), None

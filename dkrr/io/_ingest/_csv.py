@@ -381,7 +381,7 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
     file's header, `columns`) as positions of the same names in this header (`names`), so
     that X's columns mean the training store's. A name this header lacks, or has twice,
     is an error naming it."""
-    def position(j: int) -> int:
+    def position(j: int, target: bool = False) -> int:
         name = columns[j]
         found = [i for i, n in enumerate(names) if n == name]
         if len(found) != 1:
@@ -391,7 +391,9 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
             raise FeatureMismatchError(
                 f"{src}: its header does not name the columns of like={like}: {what} (the store's "
                 f"columns: {names_hint(columns)}); give the file those columns, or pass header=False "
-                "(--no-header) if the first line is data")
+                "(--no-header) if the first line is data" + (
+                    f"; a file to predict without the target column {name!r}: pass target=[] (--no-target)"
+                    if target and not found else ""))
         return found[0]
 
     def index(j) -> int:  # a column of the store's file: by position, or named (features=)
@@ -405,5 +407,5 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
     targets = [index(j) for j in target] if isinstance(target, list) else [index(target)]
     if features is None:  # a store that does not record them: every column but the targets
         features = [j for j in range(len(columns)) if j not in targets]
-    target = [position(j) for j in targets] if isinstance(target, list) else position(targets[0])
+    target = [position(j, True) for j in targets] if isinstance(target, list) else position(targets[0], True)
     return target, [position(index(j)) for j in features]
