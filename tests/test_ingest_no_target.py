@@ -150,7 +150,7 @@ def test_missing_drop_drops_rows_by_their_features(tmp_path):
     np.testing.assert_array_equal(_X(tmp_path / "new.zarr")[0], np.delete(X, 4, axis=0))
 
 
-def test_libsvm_labels_are_left_out_unread(tmp_path):
+def test_libsvm_labels_are_not_stored(tmp_path):
     X, y = _table(40)
     lines = [f"{'nan' if i == 3 else t} " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(r))
              for i, (r, t) in enumerate(zip(X, y))]
@@ -239,3 +239,62 @@ def test_cli_no_target_store_predicts_what_the_training_store_predicts(tmp_path,
               "--target", "a"])
     assert "not allowed with argument" in capsys.readouterr().err
     assert not (tmp_path / "x.zarr").exists()
+
+
+@pytest.mark.parametrize("order", [["a", "b", "c", "d", "y"], ["y", "a", "b", "c", "d"], ["a", "y", "b", "c", "d"]])
+def test_like_a_store_of_a_feature_subset_finds_its_columns_by_name(tmp_path, order):
+    """A training store of features d, a (features=): its file's header was rebuilt as if
+    its features were every other column in order, so a test file got columns c, d (or an
+    IndexError traceback) without a word. Now each used column's name is placed where the
+    store read it: with and without the target, CSV and Parquet test files."""
+    X, y = _table()
+    values = {**dict(zip(NAMES, X.T)), "y": y}
+    _csv(tmp_path / "train.csv", {c: values[c] for c in order})
+    ingest(tmp_path / "train.csv", tmp_path / "train.zarr", target="y", features=["d", "a"], dtype="float64")
+    want = X[:, [3, 0]]
+    _csv(tmp_path / "new.csv", {c: values[c] for c in ["d", "b", "a", "c"]})
+    ingest(tmp_path / "new.csv", tmp_path / "new.zarr", target=[], like=tmp_path / "train.zarr")
+    np.testing.assert_array_equal(_X(tmp_path / "new.zarr")[0], want)
+    _csv(tmp_path / "test.csv", {c: values[c] for c in ["c", "y", "d", "b", "a"]})
+    s = ingest(tmp_path / "test.csv", tmp_path / "test.zarr", like=tmp_path / "train.zarr")
+    group = zarr.open_group(str(tmp_path / "test.zarr"), mode="r")
+    assert s.target_names == ["y"] and s.feature_names == ["d", "a"]
+    np.testing.assert_array_equal(group["X"][...], want)
+    np.testing.assert_array_equal(group["y"][...], y)
+    pd.DataFrame({c: values[c] for c in ["c", "a", "b", "d"]}).to_parquet(tmp_path / "new.parquet")
+    ingest(tmp_path / "new.parquet", tmp_path / "new_pq.zarr", target=[], like=tmp_path / "train.zarr")
+    np.testing.assert_array_equal(_X(tmp_path / "new_pq.zarr")[0], want)
+
+
+def test_a_parquet_file_by_position_reads_the_training_file_less_its_target(tmp_path):
+    """A Parquet file to predict, like a header-less CSV store (columns by position) whose
+    target was first: the training positions were used without removing the target."""
+    X, y = _table()
+    _csv(tmp_path / "train.csv", {"y": y, "a": X[:, 0], "b": X[:, 1]}, header=False)
+    ingest(tmp_path / "train.csv", tmp_path / "train.zarr", target=0, features=[1], header=False,
+           dtype="float64")
+    pd.DataFrame({"a": X[:, 0], "b": X[:, 1]}).to_parquet(tmp_path / "new.parquet")
+    ingest(tmp_path / "new.parquet", tmp_path / "new.zarr", target=[], like=tmp_path / "train.zarr")
+    np.testing.assert_array_equal(_X(tmp_path / "new.zarr")[0], X[:, :1])
+
+
+def test_a_file_read_by_position_with_another_width_is_refused(tmp_path):
+    """Positions come from the store; a file of another width than its file (less the
+    target without one) had its columns taken from the wrong places, silently: a file that
+    still holds its first-column target read it as a feature and lost its last feature."""
+    X, y = _table()
+    train = np.column_stack([y, X])
+    _csv(tmp_path / "train.csv", {f"c{j}": train[:, j] for j in range(5)}, header=False)
+    ingest(tmp_path / "train.csv", tmp_path / "train.zarr", target=0, header=False)
+    with pytest.raises(FeatureMismatchError, match=r"has 5 columns, but like=.* a file of 5 columns \(4 feature"
+                                                   r".* leave target=\[\] \(--no-target\) out"):
+        ingest(tmp_path / "train.csv", tmp_path / "a.zarr", target=[], header=False, like=tmp_path / "train.zarr")
+    _csv(tmp_path / "new.csv", dict(zip(NAMES, X.T)), header=False)
+    with pytest.raises(FeatureMismatchError, match=r"has 4 columns, .* so it needs 5: a file to predict without "
+                                                   r"its target column\(s\): pass target=\[\] \(--no-target\)"):
+        ingest(tmp_path / "new.csv", tmp_path / "b.zarr", header=False, like=tmp_path / "train.zarr")
+    np.save(tmp_path / "wide.npy", np.column_stack([X, X]))
+    with pytest.raises(FeatureMismatchError, match=r"has 8 columns, .* so it needs 4: give the file"):
+        ingest(tmp_path / "wide.npy", tmp_path / "c.zarr", target=[], like=tmp_path / "train.zarr")
+    for out in ("a.zarr", "b.zarr", "c.zarr"):
+        assert not (tmp_path / out).exists()

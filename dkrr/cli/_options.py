@@ -227,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "several, comma-separated, give a store of several targets (regression)")
     tgt.add_argument("--no-target", dest="target", action="store_const", const=[],
                      help="the file has no target: write X alone, a store for `dkrr predict` "
-                          "(LIBSVM: its labels are left out); with --like, the store's feature "
+                          "(LIBSVM: its labels are not stored); with --like, the store's feature "
                           "columns, found by name, or by position in its file less its target")
     p.add_argument("--features", metavar="COL,...", type=_parse_columns,
                    help="feature columns, by name or 0-based index, comma-separated (default: every "

@@ -197,7 +197,10 @@ def bayes_posterior(tot, alpha: float, fit_intercept: bool, *, factor=None, beta
     if beta is None:
         beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
     R = yyc - np.einsum("pt,pt->t", cc, beta)
-    if m < 1 or np.any(R <= 0):
+    # a residual within float64's rounding of the sums it is the difference of is 0 (a constant
+    # target read as a noise variance of 1e-15, with zero-weight rows about, gave a fake posterior)
+    floor = 64.0 * np.finfo(np.float64).eps * np.abs(np.asarray(tot.yy[0], dtype=np.float64))
+    if m < 1 or np.any(R <= floor):
         raise InvalidParameterError(
             "the noise variance is not positive (the features interpolate the targets, or too few rows): "
             "use a larger alpha")

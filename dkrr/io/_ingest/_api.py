@@ -173,7 +173,7 @@ def ingest(
         LIBSVM files carry their label first; leave it None. An empty list (``[]``,
         the CLI's ``--no-target``) reads no target: the store holds ``X`` alone, for
         ``predict`` (``open_dataset(..., require_y=False)``), and every column is a
-        feature by default (LIBSVM: the labels are left out, unread). With `like`,
+        feature by default (LIBSVM: the labels are not stored; each line still needs a numeric one). With `like`,
         its feature columns are found by name, or, where its columns go by position,
         in its file less its target column(s): the file to predict is the training
         file without its target.
@@ -351,10 +351,10 @@ def ingest(
             fmt = layout.format
     else:
         fmt = _infer_format(src)
-    classes, like_targets = None, None
+    classes, like_targets, like_width = None, None, None
     if layout is not None:
         (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
-         classes, like_targets) = follow(layout, fmt, dtype=dtype, y_dtype=y_dtype,
+         classes, like_targets, like_width) = follow(layout, fmt, dtype=dtype, y_dtype=y_dtype,
                                          n_features=n_features, index_base=index_base,
                                          delimiter=delimiter, target=target, features=features,
                                          target_type=target_type)
@@ -429,6 +429,7 @@ def ingest(
             columns=None if layout is None or fmt != "csv" else layout.columns,
             like=None if layout is None else layout.path,
             like_targets=like_targets,
+            like_width=like_width,
             progress=progress,
             blocksize=block_bytes,
         )

@@ -45,6 +45,28 @@ def without_targets(features: Any, targets: Sequence[int] | None) -> Any:
     return [int(j) - sum(t < int(j) for t in targets) for j in features]
 
 
+def check_like_width(src, n_cols: int, like_width, like, no_y: bool) -> None:
+    """A file read by position like a store whose file had ``like_width = (width,
+    n_targets)`` columns: this file has those columns, less the targets when it is read
+    without one (`no_y`); another count is refused (its columns would be taken from the
+    wrong places, without a word)."""
+    if like_width is None:
+        return
+    width, n_targets = like_width
+    expected = width - n_targets if no_y else width
+    if n_cols == expected:
+        return
+    hint = ("a file to predict without its target column(s): pass target=[] (--no-target)"
+            if not no_y and n_cols == width - n_targets else
+            "a file that holds the target column(s) too: leave target=[] (--no-target) out"
+            if no_y and n_cols == width else
+            "give the file the store's columns, or choose them with features= (--features)")
+    raise FeatureMismatchError(
+        f"{src} has {n_cols} columns, but like={like} was read from a file of {width} columns ({width - n_targets} "
+        f"feature(s) and {n_targets} target(s)), whose places this file's columns are taken from"
+        + (" less the target(s)" if no_y else "") + f", so it needs {expected}: {hint}")
+
+
 def resolve_targets(
     target: Any, names: list[str], n_cols: int
 ) -> tuple[list[int], bool]:

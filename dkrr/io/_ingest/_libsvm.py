@@ -170,7 +170,7 @@ def index_base_of(src: Path, index_base, lo: int | None, hi: int | None,
 def read_libsvm(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
                 index_base, missing, target_type, progress, like=None,
                 **_) -> dict[str, Any]:
-    no_y = no_target(target)  # target=[]: the labels are not read (a file to predict)
+    no_y = no_target(target)  # target=[]: the labels are not stored (a file to predict; still parsed)
     if target is not None and not no_y:
         raise InvalidParameterError(
             "a LIBSVM file has its label first on each line; target cannot be chosen "

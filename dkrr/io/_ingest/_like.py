@@ -3,7 +3,7 @@
 A test file must become a store whose columns mean what the training store's columns
 mean. Every store written by ingest records how its file was read (the group attributes
 ``format``, ``n_features``, ``index_base``, ``delimiter``, ``header``,
-``target_columns``, ``feature_columns`` and ``classes``, next to the dtypes of ``X``
+``target_columns``, ``feature_columns``, ``n_columns`` and ``classes``, next to the dtypes of ``X``
 and ``y``; Parquet stores are followed by their column names);
 :func:`read_layout` reads them back and :func:`take` lets each of them replace an
 option left at its default. An option given with a different value is an error, not a
@@ -45,6 +45,8 @@ class Layout:
     features: Any = UNKNOWN
     feature_names: Any = UNKNOWN
     target_names: Any = UNKNOWN
+    #: ``(columns, targets)`` of the store's file (attribute ``n_columns``), else None
+    width: Any = None
 
 
 def read_layout(like: str | os.PathLike, storage_options: dict | None = None) -> Layout:
@@ -69,13 +71,23 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
         target = int(targets[0]) if ds.y.ndim == 1 else [int(t) for t in targets]
     columns = None
     if attrs.get("header") and targets is not None:
-        features = iter(attrs.get("feature_names", []))
-        names = dict(zip(targets, attrs.get("target_names", []), strict=False))
-        n_cols = ds.X.shape[1] + len(targets)
-        columns = [names[j] if j in names else next(features, None) for j in range(n_cols)]
-        if None in columns:
-            columns = None
+        if attrs.get("feature_columns") is not None:
+            # each used column's name at its place in the file's header (None: a column the store
+            # did not use); the features may be a subset in another order (features=)
+            placed = dict(zip(targets, attrs.get("target_names", []), strict=False))
+            placed.update(zip(attrs["feature_columns"], attrs.get("feature_names", []), strict=False))
+            columns = [placed.get(j) for j in range(max(placed) + 1)] if placed else None
+        else:  # an older store: its features were every column but the targets, in order
+            features = iter(attrs.get("feature_names", []))
+            names = dict(zip(targets, attrs.get("target_names", []), strict=False))
+            n_cols = ds.X.shape[1] + len(targets)
+            columns = [names[j] if j in names else next(features, None) for j in range(n_cols)]
+            if None in columns:
+                columns = None
+    # the file's columns (recorded since the stores of --no-target; unused trailing ones count)
+    width = None if attrs.get("n_columns") is None or targets is None else (int(attrs["n_columns"]), len(targets))
     return Layout(
+        width=width,
         path=ds.path,
         format=fmt,
         n_features=int(ds.X.shape[1]),
@@ -104,9 +116,11 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
     the store's target columns (`like_targets`: the file is the store's file without them).
 
     Returns ``(dtype, y_dtype, n_features, index_base, delimiter, target, features,
-    target_type, classes, like_targets)``.
+    target_type, classes, like_targets, like_width)``; `like_width` is the store's
+    :attr:`Layout.width` where the columns go by position (checked by
+    :func:`~._columns.check_like_width`), else None.
     """
-    classes, like_targets = None, None
+    classes, like_targets, like_width = None, None, None
     dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
     y_dtype = take("y_dtype", y_dtype, "float64", getattr(layout.y_dtype, "name", UNKNOWN), layout)
     n_features = take("n_features", n_features, None, layout.n_features, layout)
@@ -128,11 +142,11 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
             layout.format == "parquet" or layout.columns)
     else:
         return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_targets)
+                target_type, classes, like_targets, like_width)
     if fmt == "libsvm":
         target = [] if no_target(target) else take("target", target, None, layout.target, layout)
         return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_targets)
+                target_type, classes, like_targets, like_width)
     recorded_target = layout.target_names if by_name else layout.target
     features = take("features", features, None,
                     layout.feature_names if by_name else layout.features, layout)
@@ -146,8 +160,10 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
         if fmt != "npy":  # a .npy target is numeric
             target_type = take("target_type", target_type, "auto", layout.target_type, layout)
             classes = layout.classes
+    if not by_name:
+        like_width = layout.width
     return (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
-            classes, like_targets)
+            classes, like_targets, like_width)
 
 
 def take(name: str, given: Any, default: Any, recorded: Any, layout: Layout) -> Any:

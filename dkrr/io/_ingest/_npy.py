@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputValidationError, InvalidParameterError
-from ._columns import split_columns, without_targets
+from ._columns import check_like_width, no_target, split_columns, without_targets
 from ._text import sniff
 from ._writer import (
     StoreWriter,
@@ -37,7 +37,7 @@ def _not_npy(src: Path) -> InputValidationError:
 
 def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
              missing, target_type, progress, features=None, like=None, like_targets=None,
-             **_) -> dict[str, Any]:
+             like_width=None, **_) -> dict[str, Any]:
     if target_type == "labels":
         raise InvalidParameterError(
             "target_type='labels' (--labels) is for CSV and Parquet input; a .npy target is numeric (a "
@@ -65,6 +65,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
     names = [f"column_{j}" for j in range(n_cols)]
+    check_like_width(src, n_cols, like_width, like, no_target(target))  # the store's file's width
     features = without_targets(features, like_targets)  # the like store's file less its targets
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
@@ -111,5 +112,5 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     feature_names = [names[j] for j in feature_cols]
     target_names = [names[j] for j in target_cols]
     return writer.finish("npy", src, feature_names, target_names, dropped=dropped,
-                         read_as={"target_columns": list(target_cols),
+                         read_as={"target_columns": list(target_cols), "n_columns": n_cols,
                                   "feature_columns": list(feature_cols)}, like=like)
