@@ -386,12 +386,13 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
         name = columns[j]
         found = [i for i, n in enumerate(names) if n == name]
         if len(found) != 1:
-            others = [c for c in columns if c is not None and c not in names and c != name]
+            others = [c for c in wanted if c not in names and c != name]  # the columns this read needs
             what = (f"it has no column {name!r}" + (f" (nor {names_hint(others)})" if others else "")
                     if not found else f"it names {name!r} {len(found)} times")
+            known = [c for c in columns if c is not None]  # the store's file's columns it used
             raise FeatureMismatchError(
                 f"{src}: its header does not name the columns of like={like}: {what} (the store's "
-                f"columns: {names_hint(columns)}); give the file those columns, or pass header=False "
+                f"columns: {names_hint(known)}); give the file those columns, or pass header=False "
                 "(--no-header) if the first line is data" + (
                     f"; a file to predict without the target column {name!r}: pass target=[] (--no-target)"
                     if target and not found else ""))
@@ -408,5 +409,6 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
     targets = [index(j) for j in target] if isinstance(target, list) else [index(target)]
     if features is None:  # a store that does not record them: every column but the targets
         features = [j for j in range(len(columns)) if j not in targets]
+    wanted = [columns[j] for j in targets] + [columns[index(j)] for j in features]
     target = [position(j, True) for j in targets] if isinstance(target, list) else position(targets[0], True)
     return target, [position(index(j)) for j in features]
