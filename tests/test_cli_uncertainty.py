@@ -84,6 +84,18 @@ def test_predict_std_writes_y_std_next_to_y_pred(store, model, tmp_path, capsys,
     assert sorted(zarr.open_group(str(tmp_path / "p"), mode="r").array_keys()) == ["y_pred"]
 
 
+def test_predict_std_before_the_positionals_is_the_flag_alone(store, model, tmp_path, capsys, local_cluster):
+    """A new user's `dkrr predict --std MODEL STORE --out P` failed: argparse took MODEL as
+    the value of --std ("invalid choice"). --std before the positionals is the flag alone."""
+    path, _, _ = store
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    code, out, err = _main(capsys, "predict", "--std", model, path, "--out", tmp_path / "p", *addr)
+    assert code == 0 and out == f"wrote {tmp_path / 'p'}: y_pred and y_std for 700 rows\n", err
+    assert zarr.open_group(str(tmp_path / "p"), mode="r").attrs["y_std"] == "observation"
+    code, out, err = _main(capsys, "predict", "--std", "latent", model, path, "--out", tmp_path / "q", *addr)
+    assert code == 0 and zarr.open_group(str(tmp_path / "q"), mode="r").attrs["y_std"] == "latent", err
+
+
 def test_predict_std_json_names_the_arrays(store, model, tmp_path, capsys, local_cluster):
     code, out, err = _main(capsys, "predict", model, store[0], "--out", tmp_path / "p", "--std", "--json",
                            "--scheduler", local_cluster.scheduler_address, "-q")

@@ -111,6 +111,18 @@ def _dkrr_notes(exc: BaseException) -> list[str]:
     return [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str) and n.startswith("dkrr: ")]
 
 
+def _std_flag_alone(argv: list[str]) -> list[str]:
+    """``predict``'s ``--std`` takes an optional value, so ``dkrr predict --std MODEL STORE``
+    read MODEL as that value (argparse: "invalid choice"); a ``--std`` followed by anything
+    but one of its values or an option is the flag alone, ``--std=observation``."""
+    argv = list(argv)
+    if argv[:1] == ["predict"]:
+        for i, token in enumerate(argv[:-1]):
+            if token == "--std" and argv[i + 1] not in ("observation", "latent") and not argv[i + 1].startswith("-"):
+                argv[i] = "--std=observation"
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command.
 
@@ -119,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_std_flag_alone(sys.argv[1:] if argv is None else list(argv)))
     except KeyboardInterrupt:
         print("dkrr: interrupted", file=sys.stderr)
         return 130
