@@ -231,6 +231,25 @@ def test_weighted_pcg_equals_the_weighted_gram_path(data, fit_intercept):
     np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_weighted_pcg_iterates_to_a_true_residual_below_the_default_tol(data, fit_intercept):
+    """At the tolerance users get (1e-6) and a preconditioner of rank 4 < p = 32, CG
+    iterates, and the coefficients' residual in the explicit weighted system (zero-weight
+    rows included, which add nothing) is below tol."""
+    X, y, w = data
+    est = ridge(alpha=0.3, fit_intercept=fit_intercept, chunk_rows=64, solver="pcg", pcg_rank=4).fit(
+        X, y, sample_weight=w)
+    info = est.solver_info_
+    assert est.tol == 1e-6 and info["rank"] < est.n_output_features_
+    assert info["converged"] and info["n_iter"] > 1, info["n_iter"]
+    Z = features(X)
+    mu, ybar = (np.average(Z, axis=0, weights=w), np.average(y, weights=w)) if fit_intercept else (0.0, 0.0)
+    Zc, yc = Z - mu, y - ybar
+    A, b = (Zc * w[:, None]).T @ Zc, (Zc * w[:, None]).T @ yc
+    r = b - A @ est.coef_ - 0.3 * est.coef_
+    assert np.linalg.norm(r) / np.linalg.norm(b) < est.tol
+
+
 def test_weighted_pcg_cv_equals_the_weighted_gram_cv(data):
     X, y, w = data
     ref = ridge(alphas=ALPHAS, cv=K, precision="float64").fit(X, y, sample_weight=w)  # pcg's CV is float64
