@@ -351,10 +351,10 @@ def ingest(
             fmt = layout.format
     else:
         fmt = _infer_format(src)
-    classes, like_targets, like_width = None, None, None
+    classes, like_file = None, None
     if layout is not None:
         (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
-         classes, like_targets, like_width) = follow(layout, fmt, dtype=dtype, y_dtype=y_dtype,
+         classes, like_file) = follow(layout, fmt, dtype=dtype, y_dtype=y_dtype,
                                          n_features=n_features, index_base=index_base,
                                          delimiter=delimiter, target=target, features=features,
                                          target_type=target_type)
@@ -428,8 +428,7 @@ def ingest(
             classes=classes,
             columns=None if layout is None or fmt != "csv" else layout.columns,
             like=None if layout is None else layout.path,
-            like_targets=like_targets,
-            like_width=like_width,
+            like_file=like_file,
             progress=progress,
             blocksize=block_bytes,
         )

@@ -34,37 +34,34 @@ def no_target(target: Any) -> bool:
     return isinstance(target, (list, tuple)) and len(target) == 0
 
 
-def without_targets(features: Any, targets: Sequence[int] | None) -> Any:
-    """Feature positions of a file read without a target whose columns are its like
-    store's file's without the target columns `targets` (positions in that file): each
-    position less the targets before it. Names, or `targets` None, are returned as given."""
-    if not targets or features is None:
+def like_positions(src, n_cols: int, features: Any, no_y: bool, like_file, like) -> Any:
+    """The feature positions of a file read by position like a store: `like_file` is
+    ``(columns, targets)``, the store's file's column count (None: not recorded, by older
+    stores) and its target positions; None where the columns go by name.
+
+    This file has the store's file's columns, less the targets when it is read without
+    one (`no_y`): another count is refused (its columns would be taken from the wrong
+    places, without a word), and without a target each feature position moves left past
+    the targets before it."""
+    if like_file is None:
         return features
-    if any(isinstance(j, str) for j in features):
+    width, targets = like_file
+    if width is not None:
+        expected = width - len(targets) if no_y else width
+        if n_cols != expected:
+            hint = ("a file to predict without its target column(s): pass target=[] (--no-target)"
+                    if not no_y and n_cols == width - len(targets) else
+                    "a file that holds the target column(s) too: leave target=[] (--no-target) out"
+                    if no_y and n_cols == width else
+                    "give the file the store's columns, or choose them with features= (--features)")
+            raise FeatureMismatchError(
+                f"{src} has {n_cols} columns, but like={like} was read from a file of {width} columns "
+                f"({width - len(targets)} feature(s) and {len(targets)} target(s)), whose places this file's "
+                "columns are taken from" + (" less the target(s)" if no_y else "") + f", so it needs {expected}: "
+                f"{hint}")
+    if not no_y or features is None:
         return features
     return [int(j) - sum(t < int(j) for t in targets) for j in features]
-
-
-def check_like_width(src, n_cols: int, like_width, like, no_y: bool) -> None:
-    """A file read by position like a store whose file had ``like_width = (width,
-    n_targets)`` columns: this file has those columns, less the targets when it is read
-    without one (`no_y`); another count is refused (its columns would be taken from the
-    wrong places, without a word)."""
-    if like_width is None:
-        return
-    width, n_targets = like_width
-    expected = width - n_targets if no_y else width
-    if n_cols == expected:
-        return
-    hint = ("a file to predict without its target column(s): pass target=[] (--no-target)"
-            if not no_y and n_cols == width - n_targets else
-            "a file that holds the target column(s) too: leave target=[] (--no-target) out"
-            if no_y and n_cols == width else
-            "give the file the store's columns, or choose them with features= (--features)")
-    raise FeatureMismatchError(
-        f"{src} has {n_cols} columns, but like={like} was read from a file of {width} columns ({width - n_targets} "
-        f"feature(s) and {n_targets} target(s)), whose places this file's columns are taken from"
-        + (" less the target(s)" if no_y else "") + f", so it needs {expected}: {hint}")
 
 
 def resolve_targets(

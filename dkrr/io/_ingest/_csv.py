@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from ._columns import check_like_width, names_hint, no_target, split_columns, without_targets
+from ._columns import like_positions, names_hint, no_target, split_columns
 from ._csvblock import line_ends, parse_block, split_line, target_text
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import LocalLabels, TableLayout, convert_blocks, merged_classes
@@ -241,8 +241,8 @@ def plan_segments(src: Path, start: int, first_line: int, rows: int, blocksize: 
 
 def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
              chunk_rows, n_features, missing, target_type, progress, features=None,
-             classes=None, columns=None, like=None, blocksize=BLOCKSIZE, like_targets=None,
-             like_width=None, **_) -> dict[str, Any]:
+             classes=None, columns=None, like=None, blocksize=BLOCKSIZE, like_file=None,
+             **_) -> dict[str, Any]:
     total = os.path.getsize(src)
     head, head_numbers, after_first, bom = _head(src)
     if not head:
@@ -258,7 +258,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         if columns is not None and (names != columns or no_target(target)):
             # the like store's columns, found by name (without a target: with or without it)
             target, features = _by_name(src, names, columns, like, target, features)
-            like_targets = like_width = None
+            like_file = None
         shape_origin = f"the header (line {head_numbers[0]})"
         start, first_line = after_first, head_numbers[0] + 1
         if len(head) < 2:
@@ -275,8 +275,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
                 f"{src} has no header, but like={like} gives its columns by name ({names_hint(by_name)}): "
                 "give the file a header row naming its columns, or ingest it without like, choosing "
                 "the target and features by 0-based index")
-    check_like_width(src, n_cols, like_width, like, no_target(target))  # by position: the store's file's width
-    features = without_targets(features, like_targets)  # the like store's file less its targets
+    features = like_positions(src, n_cols, features, no_target(target), like_file, like)
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
     if target_type == "labels" and not scalar:

@@ -45,8 +45,8 @@ class Layout:
     features: Any = UNKNOWN
     feature_names: Any = UNKNOWN
     target_names: Any = UNKNOWN
-    #: ``(columns, targets)`` of the store's file (attribute ``n_columns``), else None
-    width: Any = None
+    #: the store's file's column count (attribute ``n_columns``; None in older stores)
+    n_columns: int | None = None
 
 
 def read_layout(like: str | os.PathLike, storage_options: dict | None = None) -> Layout:
@@ -84,10 +84,9 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
             columns = [names[j] if j in names else next(features, None) for j in range(n_cols)]
             if None in columns:
                 columns = None
-    # the file's columns (recorded since the stores of --no-target; unused trailing ones count)
-    width = None if attrs.get("n_columns") is None or targets is None else (int(attrs["n_columns"]), len(targets))
     return Layout(
-        width=width,
+        # the file's columns (recorded since the stores of --no-target; unused trailing ones count)
+        n_columns=None if attrs.get("n_columns") is None else int(attrs["n_columns"]),
         path=ds.path,
         format=fmt,
         n_features=int(ds.X.shape[1]),
@@ -111,16 +110,14 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
 def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, delimiter,
            target, features, target_type) -> tuple:
     """The options of :func:`~._api.ingest` once the `layout` of its ``like`` store has
-    replaced those left at their default, with the store's classes and, for a file read
-    without a target (``target=[]``) whose columns are found by position, the positions of
-    the store's target columns (`like_targets`: the file is the store's file without them).
+    replaced those left at their default, with the store's classes and, where the columns
+    go by position, `like_file`: ``(n_columns, target positions)`` of the store's file, for
+    :func:`~._columns.like_positions` (None where they go by name).
 
     Returns ``(dtype, y_dtype, n_features, index_base, delimiter, target, features,
-    target_type, classes, like_targets, like_width)``; `like_width` is the store's
-    :attr:`Layout.width` where the columns go by position (checked by
-    :func:`~._columns.check_like_width`), else None.
+    target_type, classes, like_file)``.
     """
-    classes, like_targets, like_width = None, None, None
+    classes, like_file = None, None
     dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
     y_dtype = take("y_dtype", y_dtype, "float64", getattr(layout.y_dtype, "name", UNKNOWN), layout)
     n_features = take("n_features", n_features, None, layout.n_features, layout)
@@ -142,28 +139,26 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
             layout.format == "parquet" or layout.columns)
     else:
         return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_targets, like_width)
+                target_type, classes, like_file)
     if fmt == "libsvm":
         target = [] if no_target(target) else take("target", target, None, layout.target, layout)
         return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_targets, like_width)
+                target_type, classes, like_file)
     recorded_target = layout.target_names if by_name else layout.target
     features = take("features", features, None,
                     layout.feature_names if by_name else layout.features, layout)
     if no_target(target) or no_target(recorded_target) and target is None:
         target = []
-        if not by_name and layout.target not in (UNKNOWN, []):
-            t = layout.target
-            like_targets = [t] if isinstance(t, int) else list(t)
     else:
         target = take("target", target, None, recorded_target, layout)
         if fmt != "npy":  # a .npy target is numeric
             target_type = take("target_type", target_type, "auto", layout.target_type, layout)
             classes = layout.classes
-    if not by_name:
-        like_width = layout.width
+    if not by_name and layout.target is not UNKNOWN:
+        t = layout.target
+        like_file = (layout.n_columns, [t] if isinstance(t, int) else list(t))
     return (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
-            classes, like_targets, like_width)
+            classes, like_file)
 
 
 def take(name: str, given: Any, default: Any, recorded: Any, layout: Layout) -> Any:

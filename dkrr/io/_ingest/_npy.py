@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputValidationError, InvalidParameterError
-from ._columns import check_like_width, no_target, split_columns, without_targets
+from ._columns import like_positions, no_target, split_columns
 from ._text import sniff
 from ._writer import (
     StoreWriter,
@@ -36,8 +36,8 @@ def _not_npy(src: Path) -> InputValidationError:
 
 
 def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_features,
-             missing, target_type, progress, features=None, like=None, like_targets=None,
-             like_width=None, **_) -> dict[str, Any]:
+             missing, target_type, progress, features=None, like=None, like_file=None,
+             **_) -> dict[str, Any]:
     if target_type == "labels":
         raise InvalidParameterError(
             "target_type='labels' (--labels) is for CSV and Parquet input; a .npy target is numeric (a "
@@ -65,8 +65,7 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
     names = [f"column_{j}" for j in range(n_cols)]
-    check_like_width(src, n_cols, like_width, like, no_target(target))  # the store's file's width
-    features = without_targets(features, like_targets)  # the like store's file less its targets
+    features = like_positions(src, n_cols, features, no_target(target), like_file, like)
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
     x_dtype = np.dtype(dtype)

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import InputValidationError, InvalidParameterError
-from ._columns import check_like_width, no_target, split_columns, without_targets
+from ._columns import like_positions, no_target, split_columns
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import Block, LocalLabels, TableLayout, convert_blocks, merged_classes
 from ._text import sniff
@@ -261,7 +261,7 @@ def convert_segment(layout: TableLayout, store: str, parts, bytes_per_row: float
 
 def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype, chunk_rows,
                  n_features, missing, target_type, progress, classes=None, like=None,
-                 blocksize, like_targets=None, like_width=None, **_) -> dict[str, Any]:
+                 blocksize, like_file=None, **_) -> dict[str, Any]:
     files = parquet_files(src)
     names, types, parts = _plan(files)
     n_cols = len(names)
@@ -269,9 +269,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
         raise InputValidationError(
             f"{src} has {n_cols} column(s); ingest needs feature columns and a target column"
         )
-    if features is not None and not any(isinstance(f, str) for f in features):  # by position
-        check_like_width(src, n_cols, like_width, like, no_target(target))
-    features = without_targets(features, like_targets)  # by position: the like store's file less its targets
+    features = like_positions(src, n_cols, features, no_target(target), like_file, like)
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
     labelled = _check_types(src, names, types, feature_cols, target_cols, target_type)
