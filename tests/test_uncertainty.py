@@ -229,6 +229,9 @@ def test_a_target_constant_on_its_weighted_rows_has_no_posterior_with_zero_weigh
     """A target constant on its rows of positive weight has no noise variance, as without
     the zero-weight rows; its residual of rounding (1e-15) gave a posterior of std 5e-8 in
     4 of 12 such fits under the default precision."""
+    rng = np.random.default_rng(1)
+    X_1, y_1 = rng.standard_normal((500, 3)), rng.standard_normal(500)
+    y_1[:50] = 3.0
     for seed in range(12):
         rng = np.random.default_rng(seed)
         X = rng.standard_normal((500, 3))
@@ -237,3 +240,9 @@ def test_a_target_constant_on_its_weighted_rows_has_no_posterior_with_zero_weigh
         w = np.r_[np.ones(50), np.zeros(450)]
         est = RandomFeatureRidge(n_components=64, gamma=0.3, alpha=0.1, random_state=0).fit(X, y, sample_weight=w)
         assert "noise_variance_" not in vars(est), (seed, est.noise_variance_)
+    # the evidence reads the residual as the posterior does: no alpha is chosen on a residual of
+    # rounding (seed 1 chose alpha 2.1 on a fake log evidence of 769)
+    from dkrr.errors import SingularSystemError
+
+    with pytest.raises(SingularSystemError, match=r"target\(s\) \[0\] \(0-based\) have no positive residual"):
+        RandomFeatureRidge(n_components=64, gamma=0.3, cv="evidence", random_state=0).fit(X_1, y_1, sample_weight=w)

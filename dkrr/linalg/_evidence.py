@@ -48,7 +48,17 @@ __all__ = [
 ]
 
 
-def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas) -> tuple[np.ndarray, np.ndarray]:
+def residual_floor(yy) -> np.ndarray:
+    """The least residual ``R`` read as positive, per target: 64 eps of the targets' sum
+    of squares ``yy`` (uncentred), which bounds the rounding of ``R``, a difference of such
+    sums. A target constant on its rows of positive weight, with zero-weight rows about,
+    left a residual of rounding (1e-15) read as a noise variance: a posterior of std 5e-8,
+    and ``cv="evidence"`` chose an alpha on its fake evidence."""
+    return 64.0 * np.finfo(np.float64).eps * np.abs(np.asarray(yy, dtype=np.float64))
+
+
+def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas,
+                              floor=0.0) -> tuple[np.ndarray, np.ndarray]:
     """Profiled log evidence and noise variance of every (alpha, target).
 
     Parameters
@@ -63,6 +73,8 @@ def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas) -> tuple[
         Contrasts: the row count, minus one with an intercept.
     alphas : array (n_alphas,)
         Positive penalties.
+    floor : float or ndarray (t,), default=0.0
+        The least residual read as positive (:func:`residual_floor`).
 
     Returns
     -------
@@ -89,7 +101,7 @@ def evidence_from_tridiagonal(tri: TridiagonalGram, q, yyc, m, alphas) -> tuple[
         factor = tri.shifted_factor(a)
         R = yyc - np.einsum("pt,pt->t", q, tri.solve_shifted(factor, q))  # (t,)
         logdet = float(np.log(factor[0]).sum()) - tri.p * np.log(a)  # sum_i log(1 + lam_i / a)
-        good = R > 0
+        good = R > floor
         s2[i, good] = R[good] / m
         logev[i, good] = -0.5 * m * (np.log(2.0 * np.pi * s2[i, good]) + 1.0) - 0.5 * logdet
     return logev, s2
@@ -161,7 +173,7 @@ def evidence_grid(tot, alphas, fit_intercept: bool) -> tuple[np.ndarray, np.ndar
     Gc, cc, yyc, _, m, _ = _centred_parts(tot, fit_intercept)
     tri = TridiagonalGram(Gc, overwrite=fit_intercept)  # with an intercept G_c is a temporary
     del Gc
-    logev, s2 = evidence_from_tridiagonal(tri, tri.rotate(cc), yyc, m, alphas)
+    logev, s2 = evidence_from_tridiagonal(tri, tri.rotate(cc), yyc, m, alphas, residual_floor(tot.yy[0]))
     return logev.sum(axis=1), s2, usable_alphas(tri, alphas), float(tri.lam_min) if tri.p else 0.0
 
 
@@ -197,10 +209,7 @@ def bayes_posterior(tot, alpha: float, fit_intercept: bool, *, factor=None, beta
     if beta is None:
         beta = scipy.linalg.cho_solve((L, True), cc, check_finite=False)
     R = yyc - np.einsum("pt,pt->t", cc, beta)
-    # a residual within float64's rounding of the sums it is the difference of is 0 (a constant
-    # target read as a noise variance of 1e-15, with zero-weight rows about, gave a fake posterior)
-    floor = 64.0 * np.finfo(np.float64).eps * np.abs(np.asarray(tot.yy[0], dtype=np.float64))
-    if m < 1 or np.any(R <= floor):
+    if m < 1 or np.any(R <= residual_floor(tot.yy[0])):  # a residual of rounding is 0
         raise InvalidParameterError(
             "the noise variance is not positive (the features interpolate the targets, or too few rows): "
             "use a larger alpha")
