@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,15 +107,29 @@ def read_layout(like: str | os.PathLike, storage_options: dict | None = None) ->
     )
 
 
+class Followed(NamedTuple):
+    """The options of :func:`~._api.ingest` as :func:`follow` leaves them."""
+
+    dtype: Any
+    y_dtype: Any
+    n_features: Any
+    index_base: Any
+    delimiter: Any
+    target: Any
+    features: Any
+    target_type: Any
+    classes: Any = None
+    like_file: tuple | None = None
+
+
 def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, delimiter,
-           target, features, target_type) -> tuple:
+           target, features, target_type) -> Followed:
     """The options of :func:`~._api.ingest` once the `layout` of its ``like`` store has
     replaced those left at their default, with the store's classes and, where the columns
     go by position, `like_file`: ``(n_columns, target positions)`` of the store's file, for
     :func:`~._columns.like_positions` (None where they go by name).
 
-    Returns ``(dtype, y_dtype, n_features, index_base, delimiter, target, features,
-    target_type, classes, like_file)``.
+    Returns a :class:`Followed` (a named tuple, in the order of ingest's options).
     """
     classes, like_file = None, None
     dtype = take("dtype", dtype, "float32", layout.dtype.name, layout)
@@ -138,12 +152,12 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
         by_name = {fmt, layout.format} == {"csv", "parquet"} and bool(
             layout.format == "parquet" or layout.columns)
     else:
-        return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_file)
+        return Followed(dtype, y_dtype, n_features, index_base, delimiter, target, features,
+                        target_type)
     if fmt == "libsvm":
         target = [] if no_target(target) else take("target", target, None, layout.target, layout)
-        return (dtype, y_dtype, n_features, index_base, delimiter, target, features,
-                target_type, classes, like_file)
+        return Followed(dtype, y_dtype, n_features, index_base, delimiter, target, features,
+                        target_type)
     recorded_target = layout.target_names if by_name else layout.target
     features = take("features", features, None,
                     layout.feature_names if by_name else layout.features, layout)
@@ -157,8 +171,8 @@ def follow(layout: Layout, fmt: str, *, dtype, y_dtype, n_features, index_base, 
     if not by_name and layout.target is not UNKNOWN:
         t = layout.target
         like_file = (layout.n_columns, [t] if isinstance(t, int) else list(t))
-    return (dtype, y_dtype, n_features, index_base, delimiter, target, features, target_type,
-            classes, like_file)
+    return Followed(dtype, y_dtype, n_features, index_base, delimiter, target, features,
+                    target_type, classes, like_file)
 
 
 def take(name: str, given: Any, default: Any, recorded: Any, layout: Layout) -> Any:
