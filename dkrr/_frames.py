@@ -116,8 +116,17 @@ def _refuse_non_numeric(X: Any, name: str) -> None:
     """Refuse a DataFrame (or Series) with columns that are not numbers or booleans."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
+    if X.ndim == 1:
+        if not (is_numeric_dtype(X.dtype) or is_bool_dtype(X.dtype)):
+            raise InputValidationError(
+                f"{name} is a Series{'' if X.name is None else f' ({X.name!r})'} of dtype {X.dtype}, "
+                "not numbers; dkrr needs numbers: convert "
+                f"it ({name}.astype(float); a missing value then becomes NaN, which is refused by "
+                "name) or encode it as numbers first"
+            )
+        return
     # by position: a name given twice is two columns (dict(X.dtypes) would merge them)
-    dtypes = zip(X.columns, X.dtypes) if X.ndim == 2 else [(getattr(X, "name", name), X.dtype)]
+    dtypes = zip(X.columns, X.dtypes)
     bad = [f"{c!r} ({dt})" for c, dt in dtypes if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
     if bad:
         raise InputValidationError(

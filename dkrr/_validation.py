@@ -316,7 +316,8 @@ def check_n_features(X_shape: tuple, expected: int, name: str = "X", estimator: 
 
 
 def check_random_state(random_state: Any) -> np.random.Generator:
-    """Turn ``None``, an int, a SeedSequence or a Generator into a numpy Generator."""
+    """Turn ``None``, an int, a SeedSequence, a Generator or a RandomState (by one draw of it)
+    into a numpy Generator."""
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         if isinstance(random_state, numbers.Integral) and random_state < 0:
             raise InvalidParameterError(f"random_state must be >= 0, got {random_state}")
@@ -326,5 +327,5 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
     raise InvalidParameterError(
-        f"random_state must be None, an int, a numpy SeedSequence or Generator; got {random_state!r}"
+        f"random_state must be None, an int, a numpy SeedSequence, Generator or RandomState; got {random_state!r}"
     )

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import RidgeClassifier
 
-from dkrr.errors import InputValidationError
+from dkrr.errors import DkrrWarning, InputValidationError
 from dkrr.estimators import RandomFeatureRidge, RandomFeatureRidgeClassifier
 
 N, D_IN = 500, 3
@@ -75,8 +75,17 @@ def test_unknown_labels_at_score_and_a_single_class(X):
     clf = make().fit(X, y)
     y_bad = y.astype("U5")
     y_bad[:3] = "maybe"
-    with pytest.raises(InputValidationError, match=r"3 label\(s\) not seen during fit: \['maybe'\]"):
-        clf.score(X, y_bad)
+    # a label never seen in fit counts as wrong, as scikit-learn's accuracy counts it, and
+    # is named (it raised before: a learning curve or a search scored such splits nan)
+    with pytest.warns(DkrrWarning, match=r"3 row\(s\) of y hold labels not seen during fit: \['maybe'\]"):
+        got = clf.score(X, y_bad)
+    pred = clf.predict(X)
+    assert got == pytest.approx(np.mean(pred == y_bad), rel=1e-12)
+    assert got == pytest.approx(((pred == y)[3:]).sum() / N, rel=1e-12) and got < clf.score(X, y)
+    y_none = y.astype(object)
+    y_none[5] = None  # not sortable against the labels: still named
+    with pytest.warns(DkrrWarning, match=r"1 row\(s\) of y hold labels not seen during fit: \[None\]"):
+        assert clf.score(X, y_none) == pytest.approx((np.delete(pred == y, 5)).sum() / N, rel=1e-12)
     # a y of two columns and weights of the wrong length: clear errors (numpy's broadcasting
     # errors before), as the regressor's score gives; weights are applied
     with pytest.raises(InputValidationError, match=r"class labels y must be 1-dimensional, got shape \(500, 2\)"):
@@ -139,3 +148,15 @@ def test_object_labels_with_missing_or_mixed_values_are_refused(labels, match):
     X = np.random.default_rng(0).standard_normal((labels.size, 3))
     with pytest.raises(InputValidationError, match=match):
         RandomFeatureRidgeClassifier(n_components=8, random_state=0).fit(X, labels)
+
+
+@pytest.mark.parametrize("dtype", [object, "string"])
+def test_pandas_na_labels_are_missing_labels(dtype):
+    """pandas' NA is a missing label, as None and NaN are (it was called a label type of
+    its own, with the advice y.astype(str), which makes it a class '<NA>')."""
+    pd = pytest.importorskip("pandas")
+    y = pd.Series(["a", "b", pd.NA, "a"] * 25, dtype=dtype)
+    X = np.random.default_rng(0).standard_normal((y.size, 3))
+    with pytest.raises(InputValidationError, match=r"25 missing label\(s\) \(None, NaN or pandas' NA\), "
+                                                   r"first in row\(s\) \[2, 6, 10, 14, 18\]"):
+        RandomFeatureRidgeClassifier(n_components=8, random_state=0).fit(X, y)

@@ -152,8 +152,11 @@ def test_non_numeric_columns_are_refused_with_their_names(frame):
     ddf = dd.from_pandas(frame, npartitions=3)
     with pytest.raises(InputValidationError, match=r"not numeric: 'kind'"):
         _ridge().fit(ddf[FEATURES + ["kind"]], ddf["y"])
-    with pytest.raises(InputValidationError, match=r"y has 1 column\(s\) that are not numeric: 'kind'"):
+    with pytest.raises(InputValidationError, match=r"y is a Series \('kind'\) of dtype \w+, not numbers"):
         _ridge().fit(frame[FEATURES], frame["kind"])  # a regression target must be numbers
+    # a Series is not said to have columns (its name None was listed as a column)
+    with pytest.raises(InputValidationError, match=r"y is a Series of dtype object, not numbers; .*y.astype\(float\)"):
+        _ridge().fit(frame[FEATURES], pd.Series([1.0, None] * (len(frame) // 2), dtype=object))
     est = _ridge().fit(frame[FEATURES], frame["y"])
     with pytest.raises(InputValidationError, match="not numeric: 'x1'"):
         est.predict(frame[FEATURES].astype({"x1": str}))

@@ -51,8 +51,13 @@ def _check_label_kind(y):
     return y
 
 
+#: pandas' missing-value scalars (``pd.NA``, ``pd.NaT``), by type name: pandas is optional
+_PANDAS_MISSING = ("NAType", "NaTType")
+
+
 def _label_kind(v) -> str:
-    if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+    if (v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))
+            or type(v).__name__ in _PANDAS_MISSING):
         return "missing"
     if isinstance(v, (bool, np.bool_)):
         return "bool"
@@ -73,7 +78,7 @@ def _check_object_labels(y: np.ndarray) -> None:
     missing = np.nonzero(kinds == "missing")[0]
     if missing.size:
         raise InputValidationError(
-            f"y holds {missing.size} missing label(s) (None or NaN), first in row(s) "
+            f"y holds {missing.size} missing label(s) (None, NaN or pandas' NA), first in row(s) "
             f"{missing[:5].tolist()}; drop or label those rows before fitting."
         )
     found = sorted(set(kinds.tolist()))
@@ -195,21 +200,30 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         )
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy. Labels never seen in fit are an error (they could only be wrong)."""
+        """Accuracy (the weighted fraction of rows predicted right), as scikit-learn's.
+
+        A label never seen in fit can only be predicted wrong: such rows count as wrong
+        (as in scikit-learn, so a learning curve or a search over small training sets
+        scores them) and a :class:`~dkrr.errors.DkrrWarning` names those labels.
+        """
         check_is_fitted(self, "coef_")
         from ..linalg._blocks import _labels_as_array
 
         y = _materialize(_labels_as_array(y))  # 1-D (or one column), of a label dtype, as in fit
-        unknown = ~np.isin(y, self.classes_)
-        if unknown.any():
-            bad = np.unique(y[unknown])
-            raise InputValidationError(
-                f"y holds {int(unknown.sum())} label(s) not seen during fit: "
-                f"{bad[:10].tolist()}; known classes: {self.classes_.tolist()}"
-            )
         pred = _materialize(self.predict(X))
         if pred.shape[0] != y.shape[0]:
             raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            import warnings
+
+            from ..errors import DkrrWarning
+
+            bad = list(dict.fromkeys(y[unknown].tolist()))  # first-seen order: None and str do not sort
+            warnings.warn(
+                f"{int(unknown.sum())} row(s) of y hold labels not seen during fit: {bad[:10]}"
+                f"{' ...' if len(bad) > 10 else ''} (known classes: {self.classes_.tolist()}); "
+                "their rows count as predicted wrong", DkrrWarning, stacklevel=2)
         from sklearn.utils import check_consistent_length  # as the regressor's r2_score checks the weights
 
         if sample_weight is not None:

@@ -216,8 +216,8 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         scikit-learn SVC's ``1 / (d Var(X))`` (variance over every entry, from the
         column moments; the laplacian: ``1 / (d sqrt(Var X))``). Both are computed on the
         standardised X with ``standardize``; the value used is ``gamma_``.
-    random_state : int, numpy Generator or None, default=None
-        Determines every random draw of the map.
+    random_state : int, numpy Generator, SeedSequence, RandomState or None, default=None
+        Determines every random draw of the map (a RandomState by one draw of it).
     nu : float, optional
         ``matern`` only: the smoothness (default 1.5, as scikit-learn's ``Matern``; 0.5 is
         the exponential kernel ``exp(-sqrt(2 gamma) ||x - y||)``; any positive value).

@@ -235,8 +235,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         (centred) Gram (ALGORITHMS.md 3.6; ``alpha`` is then not used). A chosen alpha on the edge of its
         grid warns (:class:`~dkrr.errors.GridEdgeWarning`).
     fit_intercept : bool, default=True
-    random_state : int, numpy Generator or None, default=None
-        One generator is made from it; the feature map is drawn first (exactly as
+    random_state : int, numpy Generator, SeedSequence, RandomState or None, default=None
+        One generator is made from it (a RandomState by one draw); the feature map is drawn first (exactly as
         ``RandomFeatures(random_state=...)`` draws it), then the fold seed, then (``gamma=
         "median"``) the seed of the bandwidth's row sample.
     nu, degree, coef0 : optional
@@ -328,13 +328,12 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
     n_features_in_, n_output_features_ : int
         The columns of X, and p, the width of Z.
     cv_results_ : dict
-        With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation mean squared errors
-        (averaged over targets), ``mean_mse`` (weighted by fold size), ``std_mse``
-        (unweighted over folds) and ``fold_sizes`` (rows). With ``gammas`` also ``gammas``
-        (n_gammas,), and the MSE arrays gain a leading gamma axis: ``fold_mse`` (n_gammas,
-        K, n_alphas), ``mean_mse`` and ``std_mse`` (n_gammas, n_alphas). With
-        ``sample_weight`` the fold errors are weighted MSEs, the mean is weighted by the
-        folds' weight sums, and ``fold_sizes`` counts rows of positive weight.
+        With ``cv``: ``alphas``, ``fold_mse`` (K, n_alphas) validation MSEs (averaged over targets),
+        ``mean_mse`` (weighted by fold size), ``std_mse`` (unweighted over folds), ``fold_sizes`` (rows;
+        with ``sample_weight`` rows of positive weight, the MSEs weighted, the mean by the folds' weight
+        sums). With ``cv="evidence"``: ``alphas``, ``log_evidence`` (n_alphas,) summed over targets and
+        ``noise_variance`` (n_alphas, n_targets), a column even for 1-D y. With ``gammas`` also ``gammas``
+        (n_gammas,), and the other arrays gain a leading gamma axis (``fold_mse`` (n_gammas, K, n_alphas)).
     best_score_ : float
         With ``cv``: minus the mean validation MSE of ``alpha_`` (and ``gamma_``; higher is
         better). Ties of the mean go to the larger alpha, then to the smaller gamma.
