@@ -299,3 +299,33 @@ def test_a_file_read_by_position_with_another_width_is_refused(tmp_path):
         ingest(tmp_path / "wide.npy", tmp_path / "c.zarr", target=[], like=tmp_path / "train.zarr")
     for out in ("a.zarr", "b.zarr", "c.zarr"):
         assert not (tmp_path / out).exists()
+
+
+def test_the_like_store_is_an_input_and_never_the_output(tmp_path, capsys):
+    """ingest --like TRAIN --out TRAIN --overwrite replaced the training store with the
+    test file's X alone (its y lost): like was not counted among the inputs that an output
+    may not be, contain or lie inside. Refused now, in Python and on the command line, the
+    training store left as it was."""
+    from dkrr.cli import main
+    from dkrr.errors import OutputExistsError
+
+    X, y = _table()
+    train = ingest(_csv(tmp_path / "train.csv", {**dict(zip(NAMES, X.T)), "y": y}), tmp_path / "train.zarr").path
+    new = _csv(tmp_path / "new.csv", dict(zip(NAMES, X.T)))
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in sorted((tmp_path / "train.zarr").rglob("*"))
+              if p.is_file()}
+    for out, why in [(train, "it is an input of this command"),
+                     (tmp_path / "train.zarr" / "inner.zarr", "inside"),
+                     (tmp_path, "it contains the input")]:
+        with pytest.raises(OutputExistsError, match=f"refusing to write .*{why}"):
+            ingest(new, out, target=[], like=train, overwrite=True)
+        code = main(["ingest", str(new), "--out", str(out), "--no-target", "--like", str(train), "--overwrite", "-q"])
+        err = capsys.readouterr().err
+        assert code == 1 and why in err and "Traceback" not in err, err
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in sorted((tmp_path / "train.zarr").rglob("*"))
+             if p.is_file()}
+    assert after == before
+    assert open_dataset(train).y is not None
+    # the file itself is an input too (a store written over the CSV it reads)
+    with pytest.raises(OutputExistsError, match="it is an input of this command"):
+        ingest(new, new, target=[], overwrite=True)

@@ -283,6 +283,11 @@ def test_a_memory_store_is_refused_where_worker_processes_would_miss_it(local_cl
     ("https://host/d.zarr", r"HTTPS URL: dkrr reads and writes stores it can list and write"),
     ("nosuch://b/d.zarr", r"unknown scheme nosuch://"),
     ("s3://bucket", r"names a bucket, not a store in it"),
+    # a script's s3://bucket/$DIR/d.zarr with DIR empty: the store was written under the
+    # key "/d.zarr", its commit then found "nothing written" and left it there, unmarked
+    ("s3://bucket//d.zarr", r"has an empty path segment"),
+    ("s3:///bucket/d.zarr", r"has an empty path segment"),
+    ("s3://bucket/a//d.zarr", r"has an empty path segment"),
 ])
 def test_urls_dkrr_cannot_use_are_refused_with_the_fix(tmp_path, url, message):
     calls = [lambda: open_dataset(url), lambda: write_dataset(np.ones((4, 2)), np.ones(4), url),
@@ -291,6 +296,52 @@ def test_urls_dkrr_cannot_use_are_refused_with_the_fix(tmp_path, url, message):
         with pytest.raises(InvalidParameterError, match=message):
             call()
     assert main(["ingest", str(_csv(tmp_path, 10)), "--out", url, "--target", "t", "-q"]) == 1
+
+
+def test_an_upper_case_scheme_is_the_scheme(s3, bucket):
+    """S3://bucket/key is s3://bucket/key (a URL's scheme is case-insensitive): it was
+    read as the bucket "S3:"."""
+    so = s3.options()
+    write_dataset(np.arange(8.0).reshape(4, 2), np.ones(4), f"S3://{bucket}/d.zarr", storage_options=so)
+    assert _keys(s3, bucket)[0].startswith("d.zarr/")
+    np.testing.assert_array_equal(open_dataset(f"s3://{bucket}/d.zarr", storage_options=so).X.compute(),
+                                  np.arange(8.0).reshape(4, 2))
+
+
+def test_storage_options_the_filesystem_refuses_are_one_line(s3, bucket, tmp_path, capsys):
+    """s3fs builds its client at the first request: an endpoint without http:// or an
+    unknown option was a 40-line TypeError/ValueError traceback, mid-command."""
+    data = f"s3://{bucket}/d.zarr"
+    write_dataset(np.ones((4, 2)), np.ones(4), data, storage_options=s3.options())
+    for options, message in [({"endpoint_url": s3.endpoint.removeprefix("http://")},
+                              r"Invalid endpoint: .*endpoint_url takes a scheme: http://host:port"),
+                             ({"bogus": 1}, "unexpected keyword argument 'bogus'"),
+                             ({"config_kwargs": {"retry": 1}}, "unexpected keyword argument 'retry'")]:
+        so = {**s3.options(), **options}
+        with pytest.raises(InvalidParameterError, match=rf"the s3:// filesystem refused the storage options .*{message}"):
+            open_dataset(data, storage_options=so)
+        code = main(["ingest", str(_csv(tmp_path, 10)), "--out", f"s3://{bucket}/new.zarr", "--target", "t",
+                     "--storage-options", json.dumps(so), "-q"])
+        err = capsys.readouterr().err
+        assert code == 1 and "refused the storage options" in err and "Traceback" not in err, err
+    assert _keys(s3, bucket) == sorted(k for k in _keys(s3, bucket) if k.startswith("d.zarr/"))
+
+
+def test_the_like_store_on_s3_is_an_input_of_ingest(s3, bucket, tmp_path, capsys):
+    """ingest --like URL --out URL --overwrite replaced the training store (its y lost)."""
+    so = s3.options()
+    train = f"s3://{bucket}/train.zarr"
+    ingest(_csv(tmp_path), train, target="t", storage_options=so)
+    before = {k: s3.fs().cat_file(f"{bucket}/{k}") for k in _keys(s3, bucket)}
+    test_csv = tmp_path / "test.csv"
+    test_csv.write_text("\n".join(",".join(line.split(",")[:5]) for line in _csv(tmp_path).read_text().splitlines()))
+    with pytest.raises(OutputExistsError, match=f"refusing to write {train}: it is an input of this command"):
+        ingest(test_csv, train, target=[], like=train, overwrite=True, storage_options=so)
+    code = main(["ingest", str(test_csv), "--out", train, "--no-target", "--like", train, "--overwrite",
+                 "--storage-options", json.dumps(so), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1 and "it is an input of this command" in err, err
+    assert {k: s3.fs().cat_file(f"{bucket}/{k}") for k in _keys(s3, bucket)} == before
 
 
 def test_ingest_reads_a_local_file_only(tmp_path, s3, bucket):

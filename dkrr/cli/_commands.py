@@ -117,7 +117,7 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
-    preflight(args, can_replace=zarr_replace_check, inputs=[args.input])
+    preflight(args, can_replace=zarr_replace_check, inputs=[args.input] + ([args.like] if args.like else []))
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             from ..cluster import ClusterOptions, connect

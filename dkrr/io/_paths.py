@@ -40,6 +40,8 @@ _KNOWN_SCHEMES = frozenset({
 _KNOWN = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):/")
 #: Schemes that cannot hold a store dkrr reads or writes (no listing, no writes).
 _NOT_STORES = {"http": "HTTP", "https": "HTTPS"}
+#: Schemes of object stores whose paths begin with a bucket (or container) name.
+_BUCKETS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "wasb", "wasbs", "oss", "r2"})
 
 
 def url_scheme(path: str | os.PathLike | bytes) -> str | None:
@@ -176,6 +178,7 @@ def locate(path: str | os.PathLike | bytes | Remote, storage_options: Mapping[st
     text = os.fsdecode(os.fspath(path))
     if not _URL.match(text):  # pathlib.Path("s3://b/k") is "s3:/b/k"
         text = re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]+):/", r"\1://", text)
+    text = scheme + text[len(scheme):]  # a scheme is case-insensitive (RFC 3986); fsspec's are lower case
     if scheme == "file":
         import fsspec
 
@@ -203,12 +206,22 @@ def locate(path: str | os.PathLike | bytes | Remote, storage_options: Mapping[st
         ) from None
     try:
         fs = cls(**options)
+        if type(fs).__module__.split(".")[0] == "s3fs":  # s3fs builds its client at the first request:
+            fs.connect()  # an option it refuses (an endpoint without http://) fails here, not in a traceback
     except Exception as exc:  # noqa: BLE001 - any filesystem's own refusal of its options
+        hint = " (endpoint_url takes a scheme: http://host:port)" if "invalid endpoint" in str(exc).lower() else ""
         raise InvalidParameterError(
             f"{what} {text!r}: the {scheme}:// filesystem refused the storage options "
-            f"({_one_line(exc)}); see its documentation (s3fs for s3://) for the options"
+            f"({_one_line(exc)}){hint}; see its documentation (s3fs for s3://) for the options"
         ) from None
     inner = cls._strip_protocol(text).rstrip("/")
+    if "//" in inner or (scheme in _BUCKETS and inner.startswith("/")):
+        # an object store keeps the empty segment as part of its keys (s3://b//k is the key
+        # "/k"): what is written there is not where the listing of the URL looks
+        raise InvalidParameterError(
+            f"{what} {text!r} has an empty path segment ('//' or a '/' before the bucket); "
+            f"remove the extra slash ({scheme}://bucket/path/data.zarr)"
+        )
     if not inner.strip("/") or ("/" not in inner.strip("/") and scheme != "memory"):
         raise InvalidParameterError(
             f"{what} {text!r} names a bucket, not a store in it; give a path inside the "

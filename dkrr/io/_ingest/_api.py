@@ -409,8 +409,9 @@ def ingest(
 
     check_active_workers()  # a Client's workers too small for a task: refused, not waited on forever
 
-    with atomic_output(final, overwrite, can_replace=zarr_replace_check,
-                       storage_options=storage_options) as tmp:
+    # the like store is an input too: replacing it would lose the training store's y
+    with atomic_output(final, overwrite, can_replace=zarr_replace_check, storage_options=storage_options,
+                       inputs=[src] + ([like] if like is not None else [])) as tmp:
         info = _READERS[fmt](
             src,
             tmp,
