@@ -152,6 +152,28 @@ def test_a_classifier_on_a_regression_store_is_refused(abc_model, tmp_path, caps
     assert not (tmp_path / "mc").exists()
 
 
+def test_labels_of_a_continuous_column_are_refused_at_ingest_and_fit(tmp_path, capsys, addr):
+    """--labels on a measured column made one class per distinct value (300 classes of 300
+    rows), and fit --classifier fitted them without a word. Ingest refuses it now, leaving
+    nothing; a store written so before (its classes set after) is refused by fit; integer
+    labels written as floats ('0.0', '1.0') are classes."""
+    X, _ = _data(300, 9, ["a"])
+    _write_csv(tmp_path / "reg.csv", X, np.round(X[:, 0] + 0.1 * X[:, 1], 6))
+    code, _, err = _main(capsys, "ingest", tmp_path / "reg.csv", "--out", tmp_path / "reg", "--target", "label",
+                         "--labels", "-q")
+    assert code == 1 and "Traceback" not in err, err
+    assert "the target column 'label' holds continuous numbers, not class labels: 300 distinct values in 300 rows" in err
+    assert "leave out --labels" in err
+    assert not (tmp_path / "reg").exists() and not list(tmp_path.glob(".reg*"))
+    ints = _ingest(capsys, tmp_path, "ints", X, np.where(X[:, 0] > 0, "1.0", "0.0"), "--labels")
+    assert open_dataset(ints).classes == ["0.0", "1.0"]
+    old = _store_with_codes(tmp_path / "old", np.arange(300, dtype=np.int32) % 150,
+                            [f"{v:.3f}" for v in np.linspace(-1, 1, 150)])
+    code, _, err = _main(capsys, "fit", old, "--out", tmp_path / "m", "--classifier", *FIT, *addr)
+    assert code == 1 and "was ingested with --labels, but the target column" in err, err
+    assert "150 distinct values in 300 rows" in err and not (tmp_path / "m").exists()
+
+
 def test_numeric_labels_match_text_labels_that_read_as_those_numbers(tmp_path, capsys, addr):
     X, y = _data(400, 5, [-1, 1])
     num = _ingest(capsys, tmp_path, "num", X, y)  # numbers: y holds -1.0, 1.0

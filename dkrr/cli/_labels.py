@@ -42,6 +42,13 @@ def check_regression_target(est, data) -> None:
             "takes one column of labels: ingest the label column alone (`dkrr ingest FILE --target COLUMN`), "
             "or fit a regression of the targets (`dkrr fit` without --classifier)")
     classes = data.attrs.get("classes")
+    if classes is not None and getattr(est, "_labels_mode", False):
+        from ..io._labels import continuous_labels
+
+        names = data.target_names or ["y"]
+        why = continuous_labels(classes, repr(names[0]), int(data.y.shape[0]))
+        if why:  # a store ingested with --labels before ingest refused such a column
+            raise InputValidationError(f"{data.path} was ingested with --labels, but {why} (then ingest it again)")
     if classes is not None and not getattr(est, "_labels_mode", False):
         shown = list(classes)[:10]
         more = ", ..." if len(classes) > 10 else ""

@@ -19,7 +19,31 @@ import numpy as np
 
 from ..errors import InputValidationError, StoreError
 
-__all__ = ["checked_class_codes", "store_classes"]
+__all__ = ["checked_class_codes", "continuous_labels", "store_classes"]
+
+
+def continuous_labels(classes, column: str, rows: int | None = None) -> str | None:
+    """Why `classes` (the labels of a target column, as text) are a continuous target
+    rather than classes, or None: every label a finite number and one of them not an
+    integer (scikit-learn's "continuous", which its classifiers and dkrr's refuse for a
+    numeric y). ``--labels`` on a measured column made one class per distinct value."""
+    values = []
+    for c in classes:
+        try:
+            v = float(c)
+        except (TypeError, ValueError):
+            return None
+        if not np.isfinite(v):
+            return None
+        values.append(v)
+    odd = [c for c, v in zip(classes, values) if v != int(v)]
+    if not odd:
+        return None
+    of_rows = "" if rows is None else f" in {rows:,} rows"
+    return (f"the target column {column} holds continuous numbers, not class labels: "
+            f"{len(values):,} distinct values{of_rows}, non-integer ones among them (e.g. {odd[0]!r}); "
+            "a class label is text or an integer: leave out --labels (target_type='labels') to "
+            "read it as a number for a regression, or bin it into classes first")
 
 
 def store_classes(attrs: dict, path: str | Path) -> list[str] | None:

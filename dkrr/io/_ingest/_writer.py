@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ...errors import InvalidParameterError, MissingValueError, NonFiniteInputError
+from ...errors import InputValidationError, InvalidParameterError, MissingValueError, NonFiniteInputError
 from .._atomic import interrupts_deferred
 from .._reader import MANIFEST, manifest
 from .._paths import zarr_location
@@ -157,6 +157,11 @@ class StoreWriter:
             **(read_as or {}),
         }
         if classes is not None:
+            from .._labels import continuous_labels
+
+            why = None if like is not None else continuous_labels(classes, repr(target_names[0]), self.n)
+            if why:  # --labels on a measured column: one class per distinct value, fitted without a word
+                raise InputValidationError(f"{src}: {why}")
             attrs["classes"] = classes
         if dropped:
             attrs["rows_dropped"] = dropped
