@@ -493,6 +493,50 @@ def test_concurrent_overwrite_second_writer_is_refused(tmp_path):
     assert open_dataset(out).n_samples == 8
 
 
+def test_a_fit_holds_its_output_from_before_the_fit(tmp_path):
+    """dkrr fit took its output's lock only at the save: two fits of one output with
+    --overwrite both reported success (the second's model left), or the second was refused
+    after its whole fit. The first fit here waits on a real scheduler without workers,
+    holding the lock; the second is refused at once; a worker joins, the first fit ends and
+    its model is the one left."""
+    import subprocess
+    import sys
+
+    from distributed import LocalCluster
+
+    from dkrr.io._model import load_model
+
+    data = _dataset(tmp_path / "data.zarr", value=1.0)
+    model = tmp_path / "m.model"
+    lock = tmp_path / ".m.model.lock"
+    fit = ["fit", data, "--out", model, "--overwrite", "--n-components", 8, "--gamma", 0.5, "--alpha", 1, "--no-cv", "-q"]
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
+        first = subprocess.Popen([sys.executable, "-m", "dkrr.cli", *map(str, fit), "--random-state", "1",
+                                  "--scheduler", cluster.scheduler_address],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30  # the fit waits for a worker: it cannot end before
+            while not lock.exists() and first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert lock.exists(), f"the waiting fit holds no lock on its output (exit {first.poll()})"
+            t0 = time.monotonic()
+            code, err = _cli(*fit, "--random-state", 2)
+            assert code == 1 and len(err) == 1, err
+            assert re.fullmatch(rf"dkrr fit: error: another process \(pid {first.pid} on .*\) is writing "
+                                r".*m.model right now; .*", err[0]), err
+            assert not model.exists() and time.monotonic() - t0 < 30
+            cluster.scale(1)
+            out, errs = first.communicate(timeout=120)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.communicate()
+    assert first.returncode == 0, errs
+    assert load_model(model).random_state == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
 def test_a_killed_writer_leaves_no_lock_that_blocks(tmp_path):
     import signal
 

@@ -18,7 +18,7 @@ from ._labels import check_regression_target, class_metrics, prediction_output
 from ._fit_options import estimator_from_options
 from ._report import (fit_json, fit_lines, in_dims_of, json_ready, metric_lines, plus_minus, predict_line,
                       predictive_metrics, predictive_sums, regression_metrics)
-from ._stores import dropped_rows_note, open_store, preflight
+from ._stores import dropped_rows_note, fit_output_lock, open_store, preflight
 
 __all__ = ["cmd_evaluate", "cmd_fit", "cmd_ingest", "cmd_predict", "estimator_from_options"]
 
@@ -185,15 +185,16 @@ def cmd_fit(args) -> int:
         print(f"dkrr fit: note: {note}", file=sys.stderr, flush=True)
     out = args.out
     preflight(args, can_replace=check_replaceable_model, inputs=[args.store])
-    data = open_store(args, require_y=True)
-    check_regression_target(est, data)
-    y = data.y
-    with _client(args), _warnings_as_lines("fit"):
-        t0 = time.perf_counter()
-        est.fit(data.X, y)
-        elapsed = time.perf_counter() - t0
-    record_store_columns(est, data)  # the store's labels and column names, on the model
-    save_model(est, out, overwrite=args.overwrite, storage_options=args.storage_options)
+    with fit_output_lock(args):  # from before the fit: of two fits of one output, one runs
+        data = open_store(args, require_y=True)
+        check_regression_target(est, data)
+        y = data.y
+        with _client(args), _warnings_as_lines("fit"):
+            t0 = time.perf_counter()
+            est.fit(data.X, y)
+            elapsed = time.perf_counter() - t0
+        record_store_columns(est, data)  # the store's labels and column names, on the model
+        save_model(est, out, overwrite=args.overwrite, storage_options=args.storage_options)
     shape = {"n_rows": int(data.X.shape[0]), "n_features": int(data.X.shape[1])}
     if getattr(args, "json", False):
         print(json.dumps(fit_json(est, out=out, seconds=elapsed, **shape), allow_nan=False))

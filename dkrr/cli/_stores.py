@@ -10,6 +10,8 @@ chunks costs nothing. ``dkrr predict`` then writes its predictions in those bloc
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 
 
@@ -43,6 +45,23 @@ def preflight(args, *, can_replace, inputs) -> None:
             "write to a path or an object store (s3://, gs://, ...)")
     check_output(args.out, overwrite=args.overwrite, can_replace=can_replace, inputs=inputs,
                  storage_options=args.storage_options)
+
+
+@contextlib.contextmanager
+def fit_output_lock(args):
+    """Hold the lock on ``dkrr fit``'s local output from before the fit until the model is
+    saved (the save, inside, takes it again: :func:`~dkrr.io._atomic.output_lock` nests),
+    so a second fit of the same output is refused at once rather than after its whole
+    fit, and of two concurrent ``--overwrite`` fits exactly one reports success. An
+    object store's lock object is taken at the save (SECURITY.md)."""
+    from ..io._atomic import output_lock
+    from ..io._paths import Remote, locate
+
+    if isinstance(locate(args.out, args.storage_options), Remote):
+        yield
+        return
+    with output_lock(args.out, nested=True):
+        yield
 
 
 def dropped_rows_note(data, store) -> str | None:

@@ -176,8 +176,8 @@ def _try_lock(fd: int) -> bool:
 
 def _check_not_busy(path: Path) -> None:
     """Refuse `path` while another process holds its lock (without taking it)."""
-    if fcntl is None:
-        return
+    if fcntl is None or _held_for_nesting(path):
+        return  # no locks here, or this thread's own, held for the writer inside it (output_lock)
     try:
         fd = os.open(_lock_path(path), os.O_RDWR)
     except OSError:
@@ -190,7 +190,7 @@ def _check_not_busy(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def output_lock(path: str | os.PathLike) -> Iterator[None]:
+def output_lock(path: str | os.PathLike, *, nested: bool = False) -> Iterator[None]:
     """Hold the exclusive lock on writing the output `path`, or refuse at once.
 
     The lock is an ``flock`` on the hidden file ``.{name}.lock`` beside `path`, which
@@ -199,6 +199,10 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
     so a lock is never stale; a lock file left by a killed run is reused and removed by
     the next writer. On a filesystem without file locks (or off POSIX) no lock is held.
 
+    Taken with ``nested=True``, the lock may be taken again by the thread that holds it
+    (``dkrr fit`` holds it from before the fit, and the model's save inside takes it);
+    the outer release frees it. Otherwise a second writer in this process is refused too.
+
     Raises
     ------
     OutputBusyError
@@ -206,6 +210,9 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
     """
     path = Path(os.path.abspath(os.fspath(path)))
     if fcntl is None:  # pragma: no cover
+        yield
+        return
+    if _held_for_nesting(path):  # this thread holds it, for writers inside
         yield
         return
     lock = _lock_path(path)
@@ -236,15 +243,27 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
         if not locked:
             time.sleep(0.05)
     try:
+        if nested:
+            _HELD[path] = threading.get_ident()
         info = {"pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         yield
     finally:
+        _HELD.pop(path, None)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(lock)  # while still holding it: the next writer makes a new one
         os.close(fd)
+
+
+#: the outputs whose lock a thread of this process holds for writers inside it, and that
+#: thread (:func:`output_lock` with ``nested=True``)
+_HELD: dict[Path, int] = {}
+
+
+def _held_for_nesting(path: str | os.PathLike) -> bool:
+    return _HELD.get(Path(os.path.abspath(path))) == threading.get_ident()
 
 
 def check_output(
