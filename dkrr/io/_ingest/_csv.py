@@ -247,6 +247,11 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     head, head_numbers, after_first, bom = _head(src)
     if not head:
         raise InputValidationError(f"{src} has no data rows (the file is empty)")
+    if "\r" in head[0].rstrip("\r\n"):  # csv's "new-line character seen in unquoted field" traceback
+        raise InputValidationError(
+            f"{src}: line {head_numbers[0]} holds a carriage return inside it: the file ends its lines "
+            "with \\r alone (old Mac OS line endings); dkrr reads lines ended by \\n or \\r\\n: convert "
+            "it first, e.g. `tr '\\r' '\\n' < FILE > FILE.unix.csv`")
     first = csv_row(head[0], delimiter)
     second = csv_row(head[1], delimiter) if len(head) > 1 else None
     has_header = detect_header(first, second) if header is None else bool(header)
