@@ -302,6 +302,31 @@ def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
     assert _options("--random-state", 7).random_state == 7
 
 
+def test_cli_options_a_fit_does_not_use_are_said():
+    """--alpha beside a CV (or the evidence) that chooses alpha, and the pcg options beside
+    another solver, were accepted without a word (a user read `chosen: alpha_ = 1` as their
+    --alpha 0.5 having been fitted)."""
+    cases = [
+        (["--alpha", 0.5, "--alphas", "0.1,1"], "--alpha 0.5 is not fitted: cross-validation chooses alpha from "
+                                                 "--alphas (--no-cv fits --alpha alone)"),
+        (["--alpha", 0.3, "--cv", "evidence"], "--alpha 0.3 is not fitted: the evidence (--cv evidence) chooses "
+                                                "alpha from the default grid"),
+        (["--alpha", 0.3, "--cv", 3], "--alpha 0.3 is not fitted: cross-validation chooses alpha from the default grid"),
+        (["--solver", "cholesky", "--pcg-rank", 8, "--tol", 0.5, "--max-iter", 5],
+         "--pcg-rank, --tol, --max-iter apply to --solver pcg only: not used with --solver cholesky"),
+        (["--solver", "eigh", "--tol", 0.5], "--tol applies to --solver pcg only: not used with --solver eigh"),
+    ]
+    for flags, said in cases:
+        notes = []
+        _options(*flags, notes=notes)
+        assert any(n.startswith(said) for n in notes), (flags, notes)
+    for flags in (["--alpha", 0.5], ["--alpha", 0.5, "--no-cv"], ["--solver", "pcg", "--tol", 0.5, "--no-cv"],
+                  ["--tol", 0.5, "--no-cv"]):  # used (auto may choose pcg): nothing to say
+        notes = []
+        _options(*flags, notes=notes)
+        assert notes == [], (flags, notes)
+
+
 def test_cli_fit_without_cv_says_how_the_default_chooses_alpha():
     from dkrr.cli._report import fit_lines
 
@@ -394,3 +419,21 @@ from test_sklearn_checks import _STRICT, _expected_failed_checks  # noqa: E402
 ], expected_failed_checks=_expected_failed_checks, **_STRICT)
 def test_sklearn_checks_with_standardize_and_gamma_rules(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--alphas", "-1,0.1"], "--alphas '-1,0.1' contains a negative value"),
+    (["--gammas", "-1,1"], "--gammas '-1,1' contains a value that is not > 0"),
+    (["--alpha", "-.5"], "alpha=-0.5 is negative"),
+])
+def test_a_negative_value_reaches_its_options_own_check(flags, said, capsys):
+    """argparse takes '-1,0.1' for an option: "argument --alphas: expected one argument"
+    hid what was wrong (only --alphas=-1,0.1 gave the real message)."""
+    from dkrr.cli import main
+
+    try:
+        code = main(["fit", "s.zarr", "--out", "m", *flags])
+    except SystemExit as exc:  # argparse's own errors exit 2
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (1, 2) and said in err and "expected one argument" not in err, err

@@ -98,7 +98,7 @@ DEFAULT_CV = 5
 DEFAULT_RANDOM_STATE = 0
 
 
-def command_defaults(options: dict) -> str | None:
+def command_defaults(options: dict) -> list[str]:
     """The command's defaults, where they differ from the classes' (which follow
     scikit-learn), filled into ``options`` (config file and flags already in):
 
@@ -111,7 +111,9 @@ def command_defaults(options: dict) -> str | None:
       ``solver="pcg"`` (which cannot score a gamma grid), ``gammas="auto"``: the widths
       gamma_rule x 2**(-3..2) are scored in the same pass. ``gammas="none"`` turns that off.
 
-    Returns the note that says a default left out (``--solver pcg``'s gamma grid), or None.
+    Returns the notes (a list) that say what a given option does not do here: ``--solver
+    pcg`` leaves the default gamma grid out; ``--alpha`` beside a cross-validation, or
+    the evidence, that chooses alpha; the pcg options beside another solver.
     """
     from ..features._nonlinear import WIDTH_KERNELS
 
@@ -121,21 +123,32 @@ def command_defaults(options: dict) -> str | None:
     width = kernel in WIDTH_KERNELS  # a kernel with a width: a rule and a grid by default
     if "gamma" not in options and width:
         options["gamma"] = "median" if kernel in ("gaussian", "matern") else "scale"
+    notes = []
     if "cv" not in options:
         single = "alpha" in options and options.get("alphas") is None and options.get("gammas") in (None, "none")
         options["cv"] = None if single else DEFAULT_CV
     elif options["cv"] == 0:
         options["cv"] = None
+    if "alpha" in options and options["cv"] is not None:
+        how = "the evidence (--cv evidence)" if options["cv"] == "evidence" else "cross-validation"
+        notes.append(f"--alpha {options['alpha']:g} is not fitted: {how} chooses alpha from "
+                     f"{'--alphas' if options.get('alphas') is not None else 'the default grid'} "
+                     "(--no-cv fits --alpha alone)")
+    unused = [f"--{d.replace('_', '-')}" for d in ("pcg_rank", "tol", "max_iter", "pcg_persist") if d in options]
+    if unused and options.get("solver", "auto") in ("cholesky", "eigh"):
+        notes.append(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to --solver pcg only: "
+                     f"not used with --solver {options['solver']}")
     if options.get("gammas") == "none":
         options["gammas"] = None
     elif ("gammas" not in options and width and options["cv"] is not None
           and isinstance(options.get("gamma"), str) and options.get("sampling") is None):
         if options.get("solver", "auto") == "pcg":
-            return ("--solver pcg scores no gamma grid: alpha is chosen by cross-validation at the gamma of the "
-                    f"rule {options['gamma']!r} alone (--gamma sets another; the Gram path, --solver cholesky, "
-                    "scores the widths gamma_rule x 2**(-3..2) with it)")
-        options["gammas"] = "auto"
-    return None
+            notes.append("--solver pcg scores no gamma grid: alpha is chosen by cross-validation at the gamma of the "
+                         f"rule {options['gamma']!r} alone (--gamma sets another; the Gram path, --solver cholesky, "
+                         "scores the widths gamma_rule x 2**(-3..2) with it)")
+        else:
+            options["gammas"] = "auto"
+    return notes
 
 
 def estimator_from_options(args, notes: list | None = None):
@@ -152,9 +165,9 @@ def estimator_from_options(args, notes: list | None = None):
         value = getattr(args, dest, None)
         if value is not None:
             options[dest] = value
-    note = command_defaults(options)
-    if note is not None and notes is not None:
-        notes.append(note)
+    said = command_defaults(options)
+    if notes is not None:
+        notes.extend(said)
     classifier = bool(options.pop("classifier", False))
     cls = RandomFeatureRidgeClassifier if classifier else RandomFeatureRidge
     valid = set(cls().get_params())

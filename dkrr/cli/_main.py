@@ -4,6 +4,7 @@ turn errors and signals into exit statuses."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -123,6 +124,23 @@ def _std_flag_alone(argv: list[str]) -> list[str]:
     return argv
 
 
+#: a value that begins with a minus and a digit (``-1,0.1``, ``-.5``): argparse reads
+#: any such token but a lone negative number as an option ("expected one argument")
+_NEGATIVE_VALUE = re.compile(r"^-\.?\d")
+
+
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--alphas -1,0.1`` is ``--alphas=-1,0.1``: the value reaches the option's own
+    check, which names the problem, instead of argparse's "expected one argument"."""
+    out = []
+    for token in argv:
+        if out and _NEGATIVE_VALUE.match(token) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command.
 
@@ -131,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         parser = build_parser()
-        args = parser.parse_args(_std_flag_alone(sys.argv[1:] if argv is None else list(argv)))
+        args = parser.parse_args(_negative_values(_std_flag_alone(sys.argv[1:] if argv is None else list(argv))))
     except KeyboardInterrupt:
         print("dkrr: interrupted", file=sys.stderr)
         return 130
