@@ -338,3 +338,28 @@ def test_a_failed_fit_with_progress_prints_the_error_once_and_no_worker_log(tmp_
     for noise in ("Compute Failed", "Traceback", "CancelledError", " - ERROR - ", " - WARNING - "):
         assert noise not in err, err
     assert not (tmp_path / "m").exists()
+
+
+def test_a_signal_after_the_output_is_in_place_names_it_as_written(tmp_path, capsys):
+    """A SIGINT or SIGTERM that came after the commit (while the summary was printed) said
+    "no partial output was left behind", and a user reran a command whose output was in
+    place, complete. The line now names what was written in full; every command starts
+    with none recorded."""
+    from dkrr.cli import main
+    from dkrr.cli._main import _stopped
+    from dkrr.io import write_dataset
+    from dkrr.io._paths import COMMITTED
+
+    write_dataset(np.ones((4, 2)), np.ones(4), tmp_path / "before.zarr")  # an earlier output of this process
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,t\n1,2,3\n4,5,6\n")
+    assert main(["ingest", str(csv), "--out", str(tmp_path / "d.zarr"), "-q"]) == 0
+    capsys.readouterr()
+    assert COMMITTED == [str(tmp_path / "d.zarr")]  # this command's output alone
+    assert _stopped("terminated") == (f"dkrr: terminated after {tmp_path / 'd.zarr'} had been written in full; "
+                                      "nothing partial was left behind")
+    COMMITTED.clear()
+    assert _stopped("interrupted") == "dkrr: interrupted; no partial output was left behind"
+    # a refused command writes nothing and records nothing
+    assert main(["ingest", str(csv), "--out", str(tmp_path / "d.zarr"), "-q"]) == 1
+    assert COMMITTED == []

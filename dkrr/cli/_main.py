@@ -124,6 +124,19 @@ def _std_flag_alone(argv: list[str]) -> list[str]:
     return argv
 
 
+def _stopped(how: str) -> str:
+    """The line of a command stopped by a signal: nothing partial is left, and an output
+    put in place before the signal came is named as written in full (it is). On a
+    terminal it starts a line of its own (a progress bar may hold the cursor)."""
+    paths = sys.modules.get("dkrr.io._paths")  # not imported yet: stopped while the libraries loaded
+    committed = paths.COMMITTED if paths is not None else []
+    start = "\n" if sys.stderr.isatty() else ""
+    if committed:
+        return (f"{start}dkrr: {how} after {', '.join(committed)} had been written in full; "
+                "nothing partial was left behind")
+    return f"{start}dkrr: {how}; no partial output was left behind"
+
+
 #: a value that begins with a minus and a digit (``-1,0.1``, ``-.5``): argparse reads
 #: any such token but a lone negative number as an option ("expected one argument")
 _NEGATIVE_VALUE = re.compile(r"^-\.?\d")
@@ -167,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         # (a few seconds) is an interruption like any other, not an import traceback
         from .._worker_setup import let_zarr_io_finish_at_exit
         from ..errors import DkrrError
+        from ..io._paths import COMMITTED
         from . import _commands
+
+        COMMITTED.clear()  # the outputs of this command (main may run again in one process)
 
         let_zarr_io_finish_at_exit()  # a read cut short by Ctrl-C ends before Zarr closes its loop
         # a Ctrl-C while the libraries loaded whose exception CPython swallowed (raised in a
@@ -193,10 +209,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dkrr {args.command}: error: {exc}", *notes, sep="\n", file=sys.stderr)
             return 1
     except _Terminated:
-        print("dkrr: terminated; no partial output was left behind", file=sys.stderr)
+        print(_stopped("terminated"), file=sys.stderr)
         return 143
     except KeyboardInterrupt:
-        print("dkrr: interrupted; no partial output was left behind", file=sys.stderr)
+        print(_stopped("interrupted"), file=sys.stderr)
         return 130
     finally:
         sys.unraisablehook = previous_hook

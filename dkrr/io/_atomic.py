@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
     fcntl = None
 
 from ..errors import OutputBusyError, OutputExistsError, OutputNotWritableError
-from ._paths import Remote, locate
+from ._paths import COMMITTED, Remote, locate
 from ._remote import check_remote_output, remote_output
 
 __all__ = ["atomic_output", "check_output", "interrupts_deferred", "output_lock"]
@@ -424,6 +424,7 @@ def atomic_output(
                 )
             _check_target(path, overwrite, can_replace)
             _swap_in(tmp, path)
+            COMMITTED.append(str(path))
         except BaseException:
             _remove(tmp)
             raise

@@ -44,6 +44,11 @@ _NOT_STORES = {"http": "HTTP", "https": "HTTPS"}
 _BUCKETS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "wasb", "wasbs", "oss", "r2"})
 
 
+#: the outputs this process has put in place (committed), in order: what the command line
+#: names when a signal stops a command after its output was written in full
+COMMITTED: list[str] = []
+
+
 def url_scheme(path: str | os.PathLike | bytes) -> str | None:
     """The URL scheme of `path` (``"s3"`` for ``s3://bucket/key``), or ``None`` for a
     local path. A drive letter (``C:/data``) is not a scheme; a known scheme followed by

@@ -49,7 +49,7 @@ from ..errors import (
     OutputExistsError,
     OutputNotWritableError,
 )
-from ._paths import Remote, is_storage_failure, locate, store_error, within_remote
+from ._paths import COMMITTED, Remote, is_storage_failure, locate, store_error, within_remote
 
 __all__ = [
     "check_committed", "check_remote_output", "is_incomplete", "marker_of", "missing",
@@ -350,6 +350,7 @@ def remote_output(where: Remote, overwrite: bool = False, *, can_replace: Callab
         marker = json.dumps({**lock.holder, "writing": where.url}).encode()
         with within_remote("write", dest.url):
             where.fs.pipe_file(marker_of(dest).path, marker)
+        committed = False
         try:
             yield dest
             with within_remote("commit", where.url):
@@ -362,7 +363,11 @@ def remote_output(where: Remote, overwrite: bool = False, *, can_replace: Callab
                     _swap_in(dest, where, marker)
                 else:
                     _commit(where)
+                committed = True
+                COMMITTED.append(where.url)
         except BaseException as exc:
+            if committed:  # a signal after the commit: the output is whole, and stays
+                raise
             with contextlib.suppress(Exception):  # the marker stays if the store is gone
                 _delete(dest)
             if is_storage_failure(exc):
