@@ -318,6 +318,21 @@ def test_carriage_return_line_endings_are_refused_in_one_line(tmp_path):
     assert ingest(tmp_path / "crlf.csv", tmp_path / "crlf.zarr").n_rows == 2
 
 
+def test_a_header_naming_two_columns_alike_is_refused_where_they_are_read(tmp_path):
+    """`a,a,y` was ingested as features 'a', 'a', and a model fitted on it passed the
+    name check of a store whose two 'a' columns had traded places. Refused now, unless
+    the duplicates are left out."""
+    (tmp_path / "dup.csv").write_text("a,a,y\n1,2,3\n4,5,6\n")
+    with pytest.raises(InputValidationError, match=r"the header names 2 columns 'a' \(0-based columns \[0, 1\]\)"):
+        ingest(tmp_path / "dup.csv", tmp_path / "dup.zarr")
+    assert not (tmp_path / "dup.zarr").exists()
+    (tmp_path / "unused.csv").write_text("a,x,x,y\n1,2,3,4\n4,5,6,7\n")
+    s = ingest(tmp_path / "unused.csv", tmp_path / "unused.zarr", features=["a"])
+    assert s.feature_names == ["a"] and s.n_rows == 2
+    with pytest.raises(InputValidationError, match=r"'x' appears 2 times in the header"):  # split_columns' own
+        ingest(tmp_path / "unused.csv", tmp_path / "x.zarr", features=["a", "x"])
+
+
 # ------------------------------------------------------------------ hints and line numbers
 
 
