@@ -11,7 +11,6 @@ chunks costs nothing. ``dkrr predict`` then writes its predictions in those bloc
 from __future__ import annotations
 
 import contextlib
-
 import dataclasses
 
 
