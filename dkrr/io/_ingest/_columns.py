@@ -147,6 +147,22 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
     return cols
 
 
+def _refuse_duplicate_names(src, names: list[str], used: list[int]) -> None:
+    """Columns are found by name (``like``, a model's feature names at predict): a name
+    the header gives to two columns read would let them trade places without a word (a
+    CSV header; a header-less file's names, and Parquet's, are distinct)."""
+    seen: dict[str, list[int]] = {}
+    for j, name in enumerate(names):
+        seen.setdefault(name, []).append(j)
+    twice = [(n, js) for n, js in seen.items() if len(js) > 1 and set(js) & set(used)]
+    if twice:
+        name, js = twice[0]
+        raise InputValidationError(
+            f"{src}: the header names {len(js)} columns {name!r} (0-based columns {js}); columns are "
+            "found by name (like=, a model's feature names), so each column read needs a name of its own: "
+            "rename them, or leave all but one out (features=)")
+
+
 def split_columns(
     src, target: Any, names: list[str], n_cols: int, n_features: int | None,
     features: Any = None, like: Any = None,
@@ -155,6 +171,7 @@ def split_columns(
     (the ``like`` store's, when one is given: the error then names that store)."""
     target_cols, scalar = resolve_targets(target, names, n_cols)
     feature_cols = select_features(src, features, names, target_cols)
+    _refuse_duplicate_names(src, names, [*feature_cols, *target_cols])
     if n_features is not None and len(feature_cols) != n_features:
         expected = (f"n_features={n_features} was given" if like is None else
                     f"like={like} has {n_features} (its X's columns, which this file's features must match)")

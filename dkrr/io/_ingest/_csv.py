@@ -239,21 +239,6 @@ def plan_segments(src: Path, start: int, first_line: int, rows: int, blocksize: 
     found.append(row)
 
 
-def _refuse_duplicate_names(src: Path, names: list[str], used: list[int]) -> None:
-    """Columns are found by name (``like``, a model's feature names at predict): a name
-    the header gives to two columns read would let them trade places without a word."""
-    seen: dict[str, list[int]] = {}
-    for j, name in enumerate(names):
-        seen.setdefault(name, []).append(j)
-    twice = [(n, js) for n, js in seen.items() if len(js) > 1 and set(js) & set(used)]
-    if twice:
-        name, js = twice[0]
-        raise InputValidationError(
-            f"{src}: the header names {len(js)} columns {name!r} (0-based columns {js}); columns are "
-            "found by name (like=, a model's feature names), so each column read needs a name of its own: "
-            "rename them, or leave all but one out (features=)")
-
-
 def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
              chunk_rows, n_features, missing, target_type, progress, features=None,
              classes=None, columns=None, like=None, blocksize=BLOCKSIZE, like_file=None,
@@ -302,8 +287,6 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         raise InvalidParameterError(
             f"target_type='labels' needs one target column, got target={target!r}"
         )
-    if has_header:
-        _refuse_duplicate_names(src, names, [*feature_cols, *target_cols])
     rows = chunk_rows_for(max([8 * n_cols] + [len(h) for h in head]), chunk_rows)
     line_bytes = max(len(h) for h in head)
     layout = TableLayout(
