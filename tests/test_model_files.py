@@ -348,10 +348,20 @@ def _text(text):
     return corrupt
 
 
+def _duplicate_alpha(d, doc):
+    """model.json with the fitted ``alpha_`` given twice, the first another value."""
+    text = json.dumps(doc)
+    assert text.count('"alpha_": ') == 1
+    (d / "model.json").write_text(text.replace('"alpha_": ', '"alpha_": 1000.0, "alpha_": '))
+    return "written"
+
+
 CORRUPTIONS = {
     "invalid_json": (_text("{ not json"), r"model\.json.*not valid JSON"),
     "non_utf8": (_text(b'{"format": "\xff\xfe"}'), r"model\.json.*UTF-8"),
     "list_not_object": (_text("[1, 2, 3]"), r"model\.json.*JSON object"),
+    # json keeps the last of two equal keys, other readers the first: two models in one file
+    "duplicate_key": (_duplicate_alpha, r"model\.json.*not valid JSON.*'alpha_' is given twice"),
     "deep_json": (_text("[" * 100_000 + "]" * 100_000), r"model\.json.*nest"),
     "nan_literal": (lambda d, doc: _fit(doc).__setitem__("alpha_", float("nan")), r"alpha_.*finite"),
     "missing_estimator": (lambda d, doc: doc.pop("estimator"), r"estimator"),
