@@ -281,6 +281,9 @@ def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
         assert est.cv is None and est.gammas is None, flags
     assert _options("--alpha", 0.5).alpha == 0.5
     assert _options("--alpha", 0.5, "--cv", 3).cv == 3
+    for flags in (["--no-cv", "--cv", 5], ["--cv", 5, "--no-cv"]):  # was the last one given, without a word
+        with pytest.raises(SystemExit):
+            _options(*flags)
     # --alphas / --gammas without --cv: the default folds
     assert (_options("--alphas", "0.1,1").cv, _options("--gammas", "0.1,1").cv) == (5, 5)
     assert _options("--gammas", "0.1,1").gammas == [0.1, 1.0]

@@ -288,11 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="centre and scale every column with its training mean and std (the default)")
     std.add_argument("--no-standardize", dest="standardize", action="store_false",
                      help="use the columns as stored")
+    folds = p.add_mutually_exclusive_group()  # `--cv 5 --no-cv`: refused, not the last one taken
     for flag, dest, typ, help_ in ESTIMATOR_OPTIONS:
         typ = {"gamma": _parse_gamma, "persist": _parse_persist, "cv": _parse_cv}.get(typ, GRID_PARSERS.get(dest, typ))
-        p.add_argument(flag, dest=dest, type=typ, help=help_)
-    p.add_argument("--no-cv", dest="cv", action="store_const", const=0,
-                   help="no cross-validation: fit the single --alpha (the same as --cv 0)")
+        (folds if flag == "--cv" else p).add_argument(flag, dest=dest, type=typ, help=help_)
+    folds.add_argument("--no-cv", dest="cv", action="store_const", const=0,
+                       help="no cross-validation: fit the single --alpha (the same as --cv 0)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model directory")
     p.add_argument("--json", action="store_true",
                    help="print the summary and the cross-validation results as JSON, at full "
