@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import os
 import re
@@ -20,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError
+from ._json import strict_json
 from ._model_agreement import AGREEMENT
-
 from ._model_kinds import RecordKinds
 
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
@@ -135,16 +134,6 @@ class RemoteFiles:
         return file.fs.cat_file(file.path, start=0, end=limit)
 
 
-def _unique_keys(pairs) -> dict:
-    """A JSON object's dict; a key it gives twice is a ``ValueError`` (corrupted JSON)."""
-    doc = dict(pairs)
-    if len(doc) != len(pairs):
-        seen = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {twice!r} is given twice in one object")
-    return doc
-
-
 def _read_doc(meta, files=None) -> dict:
     """The parsed model.json (a local path, or the location of `files`' meta): a dict
     with the format marker and a readable version."""
@@ -159,9 +148,7 @@ def _read_doc(meta, files=None) -> dict:
     except UnicodeDecodeError as exc:
         raise ModelFormatError(f"{meta} is corrupted: not UTF-8 text ({exc})") from None
     try:
-        # NaN/Infinity: refused by the field checks; a key given twice: refused here (json keeps
-        # the last, another reader of the same file may keep the first and see another model)
-        doc = json.loads(text, parse_constant=float, object_pairs_hook=_unique_keys)
+        doc = strict_json(text)  # NaN/Infinity: refused by the field checks; a key given twice here
     except RecursionError:
         raise ModelFormatError(f"{meta} is corrupted: JSON nested too deeply") from None
     except ValueError as exc:
