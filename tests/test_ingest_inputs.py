@@ -141,6 +141,23 @@ def test_missing_drop_also_drops_nan_cells_but_the_default_refuses_them(tmp_path
     np.testing.assert_array_equal(y, [3, 11])
 
 
+@pytest.mark.parametrize("chunk_rows", [2, 65536])
+def test_the_missing_cells_error_counts_the_nan_rows_drop_also_drops(tmp_path, chunk_rows):
+    """The error said "1 row has missing values" and --missing drop then dropped 3: the
+    rows holding a literal NaN were counted nowhere (a NaN after a missing cell was not
+    even looked at)."""
+    rows = ["a,b,y", "1,2,3", "NaN,5,6", "7,,9", "nan,8,9", "10,11,12", "13,NaN,"]
+    src = _write(tmp_path / "d.csv", rows)
+    with pytest.raises(MissingValueError) as info:
+        ingest(src, tmp_path / "e.zarr", chunk_rows=chunk_rows)
+    msg = str(info.value)
+    assert "2 rows have missing values" in msg and "line 7, column 2 ('y'): ''" in msg, msg
+    assert msg.endswith("Besides these, 2 rows hold NaN (first line 3, column 0 ('a')), which --missing drop "
+                        "leaves out too"), msg
+    summary = ingest(src, tmp_path / "d.zarr", missing="drop", chunk_rows=chunk_rows)
+    assert summary.rows_dropped == 4 and summary.n_rows == 2
+
+
 def test_npy_rows_with_nan_dropped_on_request(tmp_path):
     m = np.arange(30.0).reshape(10, 3)
     m[[2, 7], [0, 2]] = np.nan

@@ -6,7 +6,9 @@ wrote for the shipped CSV files and for awkward small CSVs (blank and whitespace
 lines, CRLF and a byte order mark, missing cells, labels, several targets, whitespace
 delimiters, bad cells, ragged rows): the sha256 of ``X`` and ``y``, their shapes, dtypes
 and chunks, the column attributes, or the error's type and message
-(``tests/data/make_csv_parity.py`` made it). Every store here is written by the real
+(``tests/data/make_csv_parity.py`` made it; one message was extended since: the
+``missing_error`` case's now also counts the row holding a literal NaN, which
+``missing="drop"`` drops with the missing ones). Every store here is written by the real
 ingest into a real Zarr store; the parallel tasks run in real threads or on a real
 LocalCluster.
 """

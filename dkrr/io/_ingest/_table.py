@@ -75,6 +75,17 @@ class TableLayout:
         return cell_name(self.row_word, row, j, self.names)
 
 
+def _nan_cells(layout, block) -> np.ndarray:
+    """(rows, columns) True where a numeric column holds NaN in a cell that is not missing
+    (a literal ``NaN``): ``missing="drop"`` drops these rows with the missing ones."""
+    nan = np.zeros((block.rows, layout.n_cols), dtype=bool)
+    for j in layout.numeric_cols:
+        nan[:, j] = np.isnan(block.values[j])
+    if block.absent is not None:
+        nan &= ~block.absent
+    return nan
+
+
 @dataclass
 class Block:
     """The numbers of one block.
@@ -243,12 +254,14 @@ def convert_blocks(layout: TableLayout, store: str, seg: Segment, blocks: Iterat
             # keep reading to name every row with a missing cell, write nothing
             if block.absent is not None:
                 missing.add(block.absent, block.lines, block.cells)
+            missing.add_nan(_nan_cells(layout, block), block.absent, block.lines)
             tell()
             continue
         try:
             Xb, yb = numbers(layout, block, keep)
         except NonFiniteInputError as exc:
             result.nonfinite = exc
+            missing.add_nan(_nan_cells(layout, block), None, block.lines)  # said if missing cells follow
             if seg.index == 0:  # nothing comes before it: the error is certain
                 break
             tell()
@@ -259,6 +272,6 @@ def convert_blocks(layout: TableLayout, store: str, seg: Segment, blocks: Iterat
             tell(sink)
         del block, Xb, yb
     result.rows = sink.row - seg.row
-    result.missing = missing if missing.count else None
+    result.missing = missing if missing.count or missing.nan_rows else None
     result.labels = labels.stored() if labels is not None else None
     return result

@@ -320,6 +320,8 @@ class MissingRows:
         self.count = 0
         self.shown: list[str] = []
         self.per_column: Counter[int] = Counter()
+        self.nan_rows = 0  # rows with no missing cell but a NaN value: missing="drop" drops them too
+        self.nan_first: str | None = None
 
     def add(self, absent: np.ndarray, numbers: Sequence[int], cells: Callable[[int], list[str]]):
         """Record the rows of a block; `absent` is (rows, columns) True where missing."""
@@ -332,8 +334,19 @@ class MissingRows:
             j = int(np.flatnonzero(absent[i])[0])
             self.shown.append(f"{self.where(numbers[i], j)}: {cells(int(i))[j]!r}")
 
+    def add_nan(self, nan: np.ndarray, absent: np.ndarray | None, numbers: Sequence[int]) -> None:
+        """Record a block's rows holding NaN (`nan`: (rows, columns), True at a NaN value)
+        and no missing cell (`absent` as in :meth:`add`)."""
+        rows = np.flatnonzero(nan.any(axis=1) & ~(absent.any(axis=1) if absent is not None else False))
+        self.nan_rows += rows.size
+        if rows.size and self.nan_first is None:
+            i = int(rows[0])
+            self.nan_first = self.where(numbers[i], int(np.flatnonzero(nan[i])[0]))
+
     def merge(self, other: MissingRows) -> None:
         """Add the rows gathered by `other` (from a later part of the same input)."""
+        self.nan_rows += other.nan_rows
+        self.nan_first = self.nan_first or other.nan_first
         self.count += other.count
         self.per_column.update(other.per_column)
         self.shown.extend(other.shown[: MAX_ROWS_SHOWN - len(self.shown)])
@@ -350,6 +363,8 @@ class MissingRows:
             f"{'; '.join(self.shown)}{more}. Missing per column: {columns}. A missing cell is "
             f"not a value: a numeric column with missing cells stays numeric (it is not read as labels), "
             f"and a label column gets no class for them; {MISSING_FIX}"
+            + (f". Besides these, {self.nan_rows} row{'s hold' if self.nan_rows > 1 else ' holds'} NaN (first "
+               f"{self.nan_first}), which --missing drop leaves out too" if self.nan_rows else "")
         )
 
 
