@@ -305,6 +305,20 @@ def test_cli_defaults_cross_validate_alpha_and_the_gamma_grid():
     assert _options("--random-state", 7).random_state == 7
 
 
+def test_storage_options_must_be_one_json_object_with_each_key_once(capsys):
+    from dkrr.cli._options import build_parser
+
+    def parse(text):
+        return build_parser().parse_args(["fit", "s", "--out", "m", "--storage-options", text]).storage_options
+
+    assert parse('{"anon": true, "key": "k"}') == {"anon": True, "key": "k"}
+    for text, said in (('{"key": "a", "key": "b"}', "the key 'key' is given twice"),  # was: "b", silently
+                       ("[1]", "must be a JSON object ({...})"), ("{anon: 1}", "must be a JSON object such as")):
+        with pytest.raises(SystemExit):
+            parse(text)
+        assert said in capsys.readouterr().err, text
+
+
 def test_cli_options_a_fit_does_not_use_are_said():
     """--alpha beside a CV (or the evidence) that chooses alpha, and the pcg options beside
     another solver, were accepted without a word (a user read `chosen: alpha_ = 1` as their

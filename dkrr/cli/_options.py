@@ -159,11 +159,11 @@ def _parse_columns(text: str) -> list[str | int]:
 
 def _parse_storage_options(text: str) -> dict:
     """``--storage-options``: a JSON object of fsspec options for the command's URLs."""
-    import json
+    from ..io._json import strict_json
 
     try:
-        options = json.loads(text)
-    except ValueError as exc:
+        options = strict_json(text)  # a key given twice is refused, not the last one taken
+    except (ValueError, RecursionError) as exc:
         raise argparse.ArgumentTypeError(
             f"--storage-options must be a JSON object such as "
             f"'{{\"endpoint_url\": \"http://127.0.0.1:9000\"}}', got {text!r} ({exc})"
