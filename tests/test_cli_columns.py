@@ -124,6 +124,20 @@ def test_a_store_without_names_is_scored_by_position_with_a_note(model, tmp_path
     assert json.loads(out)["r2"] == pytest.approx(expected, abs=1e-9)
 
 
+@pytest.mark.parametrize("command", ["evaluate", "predict"])
+def test_a_store_of_another_width_is_refused_before_the_note(model, tmp_path, capsys, addr, command):
+    """A 5-column store without names, scored by a 4-column model, got the note that its
+    columns are taken to be the model's 4, then scikit-learn's width error after the cluster."""
+    X, y = _rows(50, 5)
+    wide = _ingest(capsys, tmp_path / "wide.zarr", None, np.column_stack([X, X[:, 0]]), y)
+    out = [] if command == "evaluate" else ["--out", tmp_path / "p.zarr"]
+    code, _, err = _main(capsys, command, model, wide, *out, *addr)
+    assert code == 1 and "note" not in err, err
+    assert (f"dkrr {command}: error: X in {wide} has 5 columns, but model {model} was fitted on 4: 'a', 'b', 'c', "
+            "'d'. Pass a store with the model's columns") in err, err
+    assert not (tmp_path / "p.zarr").exists()
+
+
 def test_a_model_fitted_on_a_store_without_names_records_none(tmp_path, capsys, addr):
     X, y = _rows(400, 5)
     bare = _ingest(capsys, tmp_path / "bare.zarr", None, X, y)

@@ -112,7 +112,7 @@ def _columns_option(flag: str, fitted: list[str], what: str) -> str:
 @contextlib.contextmanager
 def store_columns_checked(est, data, command: str, model: str):
     """Refuse `data` (a store) whose feature names are not those `est` was fitted with, in
-    that order, before any work; then predict in the ``with`` block without scikit-learn's
+    that order, or whose width is not the model's, before any work; then predict in the ``with`` block without scikit-learn's
     name warning (the names were compared here). A store without names of its own, scored
     by a model with names, gets a note on stderr (its columns are taken by position)."""
     from ..io._ingest._columns import names_hint
@@ -129,6 +129,14 @@ def store_columns_checked(est, data, command: str, model: str):
                 "`dkrr ingest FILE --out STORE --like TRAIN_STORE` (the training store's columns, found by "
                 "name in the file's header; add --no-target for a file without the target column), or "
                 f"{_columns_option('--features', fitted, 'columns')} with --target or --no-target")
+    elif getattr(est, "n_features_in_", None) is not None and int(est.n_features_in_) != int(data.n_features):
+        # before the note (which would say the columns are taken by position) and the cluster
+        width = int(est.n_features_in_)
+        raise FeatureMismatchError(
+            f"X in {data.path} has {int(data.n_features)} columns, but model {model} was fitted on {width}"
+            + (f": {names_hint([str(n) for n in fitted])}" if fitted is not None else "")
+            + ". Pass a store with the model's columns, in the same order (`dkrr ingest FILE --out STORE --like "
+            "TRAIN_STORE` takes the training store's columns)")
     elif fitted is not None:
         print(f"dkrr {command}: note: X in {data.path} has no column names of its own; the "
               f"model was fitted on columns {names_hint(fitted)}, which are taken to be its "
