@@ -323,7 +323,7 @@ def test_a_header_naming_two_columns_alike_is_refused_where_they_are_read(tmp_pa
     name check of a store whose two 'a' columns had traded places. Refused now, unless
     the duplicates are left out."""
     (tmp_path / "dup.csv").write_text("a,a,y\n1,2,3\n4,5,6\n")
-    with pytest.raises(InputValidationError, match=r"the header names 2 columns 'a' \(0-based columns \[0, 1\]\)"):
+    with pytest.raises(InputValidationError, match=r"its header \(or schema\) names 2 columns 'a' \(0-based columns \[0, 1\]\)"):
         ingest(tmp_path / "dup.csv", tmp_path / "dup.zarr")
     assert not (tmp_path / "dup.zarr").exists()
     (tmp_path / "unused.csv").write_text("a,x,x,y\n1,2,3,4\n4,5,6,7\n")

@@ -211,3 +211,97 @@ def test_like_across_csv_and_parquet_takes_the_columns_by_name(tmp_path):
                                                    r"columns by name \('kind', 'a', 'b', 'c'\): give the file a header"):
         ingest(tmp_path / "bare.csv", tmp_path / "bare.zarr", like=tmp_path / "pq.zarr")
     assert not (tmp_path / "x.zarr").exists() and not (tmp_path / "bare.zarr").exists()
+
+
+# --- hive partitions: the key=value/ folders are columns, as pandas and dask read them ----------
+
+@pytest.mark.parametrize("blocksize", [None, 1024])
+def test_hive_partition_folders_are_columns_as_pandas_reads_them(tmp_path, blocksize):
+    """A table written with pandas' partition_cols lost its partition column: the folders'
+    `label=g/` were not read, and the default target became another column (x3) without a
+    word. The partition columns come after the files' own, in pandas' order."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({f"x{j}": rng.standard_normal(300) for j in range(3)})
+    df["year"] = rng.choice([2023, 2024], 300)
+    df["label"] = np.where(df.x0 > 0, "g", "h")
+    df.to_parquet(tmp_path / "hive", partition_cols=["year", "label"], index=False, row_group_size=16)
+    (tmp_path / "hive" / "_SUCCESS").write_text("")
+    ref = pd.read_parquet(tmp_path / "hive")
+    assert list(ref.columns) == ["x0", "x1", "x2", "year", "label"]
+    kw = {} if blocksize is None else {"blocksize": blocksize}
+    s = ingest(tmp_path / "hive", tmp_path / "d.zarr", chunk_rows=50, dtype="float64", **kw)
+    X, y, attrs, _ = _store(tmp_path / "d.zarr")
+    assert attrs["feature_names"] == ["x0", "x1", "x2", "year"] and attrs["target_names"] == ["label"]
+    assert s.classes == ["g", "h"] and attrs["partition_columns"] == ["year", "label"]
+    np.testing.assert_array_equal(X, ref[["x0", "x1", "x2", "year"]].to_numpy(np.float64))
+    np.testing.assert_array_equal(np.array(s.classes)[y], ref["label"].astype(str).to_numpy())
+    # an integer partition column is a number: a numeric target, or a feature by name
+    ingest(tmp_path / "hive", tmp_path / "e.zarr", target="year", features=["x1", "x0"], dtype="float64")
+    X, y, _, _ = _store(tmp_path / "e.zarr")
+    np.testing.assert_array_equal(X, ref[["x1", "x0"]].to_numpy())
+    np.testing.assert_array_equal(y, ref["year"].to_numpy(np.float64))
+    # a text partition column is not a feature
+    with pytest.raises(InputValidationError, match=r"feature columns must be numeric.*'label' \(string"):
+        ingest(tmp_path / "hive", tmp_path / "f.zarr", target="x0")
+
+
+def test_hive_folders_that_do_not_fit_are_refused(tmp_path):
+    df = pd.DataFrame({"a": np.arange(10.0), "y": np.arange(10.0) * 2})
+    (tmp_path / "d" / "k=1").mkdir(parents=True)
+    df.to_parquet(tmp_path / "d" / "k=1" / "p.parquet")
+    df.to_parquet(tmp_path / "d" / "loose.parquet")  # beside the k=... folders
+    with pytest.raises(InputValidationError, match=r"loose\.parquet does not lie in a partition folder k=\.\.\."):
+        ingest(tmp_path / "d", tmp_path / "d.zarr")
+    (tmp_path / "e" / "a=1").mkdir(parents=True)
+    df.to_parquet(tmp_path / "e" / "a=1" / "p.parquet")  # the folder's key is also a column of the file
+    with pytest.raises(InputValidationError, match=r"'a' is both a column of p\.parquet and a partition folder"):
+        ingest(tmp_path / "e", tmp_path / "e.zarr")
+
+
+def test_a_parquet_schema_naming_two_columns_alike(tmp_path):
+    """Two columns named alike were a KeyError traceback from the footer's schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table([pa.array([1.0, 2.0, 3.0]), pa.array([4.0, 5.0, 6.0]), pa.array([7.0, 8.0, 9.0])],
+                 names=["x", "x", "y"])
+    pq.write_table(t, tmp_path / "d.parquet")
+    with pytest.raises(InputValidationError, match=r"names 2 columns 'x' \(0-based columns \[0, 1\]\)"):
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr")
+
+
+def test_text_labels_as_typed_na_is_a_class_and_null_is_missing(tmp_path):
+    """A Parquet string column's 'NA' (North America) was read as a missing cell: refused by
+    default, and with missing='drop' the class was gone without a word. A typed column
+    marks missing values with nulls; a text file's markers do not apply to it."""
+    df = pd.DataFrame({"a": np.arange(9.0), "region": ["EU", "NA", "APAC", "None", "n/a", None, "NA", "EU", "?"]})
+    df.to_parquet(tmp_path / "d.parquet", index=False)
+    s = ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", missing="drop")
+    assert s.classes == ["?", "APAC", "EU", "NA", "None", "n/a"] and s.n_rows == 8  # the null row only
+    X, y, _, _ = _store(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(np.array(s.classes)[y], df["region"].dropna().to_numpy())
+    # labels of a number column (target_type="labels"): its NaN is missing, not a class 'nan'
+    pd.DataFrame({"a": np.arange(4.0), "k": [1.0, np.nan, 2.0, 1.0]}).to_parquet(tmp_path / "n.parquet")
+    s = ingest(tmp_path / "n.parquet", tmp_path / "n.zarr", target_type="labels", missing="drop")
+    assert s.n_rows == 3 and len(s.classes) == 2
+
+
+def test_a_target_of_numbers_in_one_file_and_text_in_another_is_refused(tmp_path):
+    """Read as labels, 1.0 and '1.0' made two classes ('1', '1.0') of one."""
+    (tmp_path / "d").mkdir()
+    pd.DataFrame({"a": [0.0, 1.0], "y": [1.0, 2.0]}).to_parquet(tmp_path / "d" / "part.0.parquet")
+    pd.DataFrame({"a": [0.0, 1.0], "y": ["1.0", "2.0"]}).to_parquet(tmp_path / "d" / "part.1.parquet")
+    with pytest.raises(InputValidationError, match=r"target column 'y' holds numbers in part\.0\.parquet \(double\) "
+                                                   r"but not in part\.1\.parquet"):
+        ingest(tmp_path / "d", tmp_path / "d.zarr")
+
+
+def test_a_text_typed_target_of_measurements_says_to_cast_it(tmp_path):
+    """The refusal said to leave out --labels, which was not given."""
+    pd.DataFrame({"a": np.arange(6.0), "price": [f"{v:.2f}" for v in np.linspace(1, 9, 6)]}).to_parquet(
+        tmp_path / "d.parquet")
+    with pytest.raises(InputValidationError) as info:
+        ingest(tmp_path / "d.parquet", tmp_path / "d.zarr")
+    msg = str(info.value)
+    assert "holds continuous numbers" in msg and "its Parquet type is" in msg and "cast it to a number type" in msg
+    assert "--labels" not in msg, msg

@@ -22,11 +22,13 @@ from ..errors import InputValidationError, StoreError
 __all__ = ["checked_class_codes", "continuous_labels", "store_classes"]
 
 
-def continuous_labels(classes, column: str, rows: int | None = None) -> str | None:
+def continuous_labels(classes, column: str, rows: int | None = None, fix: str | None = None) -> str | None:
     """Why `classes` (the labels of a target column, as text) are a continuous target
     rather than classes, or None: every label a finite number and one of them not an
     integer (scikit-learn's "continuous", which its classifiers and dkrr's refuse for a
-    numeric y). ``--labels`` on a measured column made one class per distinct value."""
+    numeric y). ``--labels`` on a measured column made one class per distinct value.
+    `fix` replaces the advice (leave out --labels) where the labels came otherwise: a
+    Parquet column typed as text."""
     values = []
     for c in classes:
         try:
@@ -42,8 +44,9 @@ def continuous_labels(classes, column: str, rows: int | None = None) -> str | No
     of_rows = "" if rows is None else f" in {rows:,} rows"
     return (f"the target column {column} holds continuous numbers, not class labels: "
             f"{len(values):,} distinct values{of_rows}, non-integer ones among them (e.g. {odd[0]!r}); "
-            "a class label is text or an integer: leave out --labels (target_type='labels') to "
-            "read it as a number for a regression, or bin it into classes first")
+            "a class label is text or an integer: " + (fix or "leave out --labels (target_type='labels') to "
+                                                       "read it as a number for a regression") +
+            ", or bin it into classes first")
 
 
 def store_classes(attrs: dict, path: str | Path) -> list[str] | None:

@@ -150,7 +150,8 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
 def _refuse_duplicate_names(src, names: list[str], used: list[int]) -> None:
     """Columns are found by name (``like``, a model's feature names at predict): a name
     the header gives to two columns read would let them trade places without a word (a
-    CSV header; a header-less file's names, and Parquet's, are distinct)."""
+    CSV header, or a Parquet schema, which may name two columns alike; a header-less
+    file's names are distinct)."""
     seen: dict[str, list[int]] = {}
     for j, name in enumerate(names):
         seen.setdefault(name, []).append(j)
@@ -158,7 +159,7 @@ def _refuse_duplicate_names(src, names: list[str], used: list[int]) -> None:
     if twice:
         name, js = twice[0]
         raise InputValidationError(
-            f"{src}: the header names {len(js)} columns {name!r} (0-based columns {js}); columns are "
+            f"{src}: its header (or schema) names {len(js)} columns {name!r} (0-based columns {js}); columns are "
             "found by name (like=, a model's feature names), so each column read needs a name of its own: "
             "rename them, or leave all but one out (features=)")
 

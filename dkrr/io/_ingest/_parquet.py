@@ -3,6 +3,10 @@
 The files of a directory are those pyarrow's dataset discovery finds (names starting
 with ``.`` or ``_``, such as ``_SUCCESS`` or ``_metadata``, are skipped), in natural
 order (``part.2`` before ``part.10``, as ``dask.dataframe.to_parquet`` numbers them).
+Hive partition folders (``key=value/``, as pandas' ``partition_cols`` writes them) are
+columns after the files' own, as ``pandas.read_parquet`` reads them: int64 where every
+folder's value of the key is an integer, else text; every file must lie in a folder of
+every key, and a key must not also be a column of the files.
 Their footers give the columns and the row counts before any data is read; rows are
 then read in batches of one chunk through ``ParquetFile.iter_batches`` (a row group at
 a time), only the columns asked for, so memory is bounded by a row group and a chunk.
@@ -18,7 +22,9 @@ others (strings, dates, lists, ...) are refused with their names and types, to b
 out with ``features`` or encoded as numbers first -- dkrr does not encode them. A
 single target that is not numeric (strings, categories, booleans) holds class labels
 (their text: ``true``/``false`` for booleans); a numeric target is numeric unless
-``target_type="labels"``. Nulls are missing cells, NaN values are NaN; messages name
+``target_type="labels"``; a target that holds numbers in one file and text in another
+is refused. Nulls are missing cells (a text column's ``NA`` is a label: a text file's
+missing-value markers do not apply to typed columns), NaN values are NaN; messages name
 a cell by its 0-based row in the dataset and its column.
 """
 
@@ -57,20 +63,49 @@ def is_parquet_dir(src: Path) -> bool:
 
 def parquet_files(src: Path) -> list[Path]:
     """The Parquet file `src`, or the files of the directory `src`, in natural order."""
+    return list(_partitioned_files(src)[0])
+
+
+#: the folder value hive partitioning writes for a null (pandas, Spark, pyarrow)
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _partitioned_files(src: Path) -> tuple[dict[Path, dict[str, Any]], dict[str, pa.DataType]]:
+    """``({file: {key: value}}, {key: type})``: the Parquet files of `src` in natural order,
+    each with the values of the hive partition folders (``key=value/``, percent-decoded) it
+    lies in, as pandas and dask read them: int64 where every folder's value of the key is an
+    integer, else text; ``__HIVE_DEFAULT_PARTITION__`` is null. No keys for a file, or for
+    a directory not partitioned so."""
     if not src.is_dir():
-        return [src]
+        return {src: {}}, {}
+    from urllib.parse import unquote
+
     import pyarrow.dataset as ds
 
     try:
-        files = ds.dataset(str(src), format="parquet").files
+        found = ds.dataset(str(src), format="parquet").files
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputValidationError(f"{src}: cannot list its Parquet files: {exc}") from exc
-    if not files:
+    if not found:
         raise InputValidationError(
             f"{src} is a directory without Parquet files (names starting with '.' or "
             "'_' are skipped)"
         )
-    return [Path(f) for f in sorted(files, key=_natural)]
+    files: dict[Path, dict[str, Any]] = {}
+    for f in sorted(found, key=_natural):
+        path = Path(f)
+        folders = [part.split("=", 1) for part in path.relative_to(src).parts[:-1] if "=" in part]
+        files[path] = {k: None if v == _HIVE_NULL else unquote(v) for k, v in folders}
+    keys = list(dict.fromkeys(k for values in files.values() for k in values))
+    types = {}
+    for k in keys:
+        texts = [v[k] for v in files.values() if v.get(k) is not None]
+        integer = all(re.fullmatch(r"[-+]?\d{1,18}", t) for t in texts)
+        types[k] = pa.int64() if integer and texts else pa.string()
+        for v in files.values():
+            if v.get(k) is not None and integer:
+                v[k] = int(v[k])
+    return files, types
 
 
 def _open(path: Path) -> pq.ParquetFile:
@@ -106,30 +141,43 @@ def _columns(schema: pa.Schema) -> list[str]:
     return [n for n in schema.names if n not in index]
 
 
-def _plan(files: list[Path]) -> tuple[list[str], dict[str, list], list[tuple[Path, list[int]]]]:
-    """Column names (of the first file), each column's types over the files (``(type,
-    file)`` pairs, the first file's first), and each file's row-group sizes, from the
-    footers."""
+def _plan(src: Path, files: dict[Path, dict[str, Any]], keys: dict[str, pa.DataType]):
+    """Column names (the first file's, then the partition keys), each column's types over
+    the files (``(type, file)`` pairs, the first file's first), and each file's ``(path,
+    row-group sizes, partition values)``, from the footers and the folders."""
     names: list[str] = []
     types: dict[str, list] = {}
     parts = []
-    for path in files:
+    first = next(iter(files))
+    for path, values in files.items():
         f = _open(path)
         schema = f.schema_arrow
         if not names:
             names = _columns(schema)
+            both = [k for k in keys if k in names]
+            if both:
+                raise InputValidationError(
+                    f"{src}: {both[0]!r} is both a column of {path.name} and a partition folder "
+                    f"({both[0]}=...) above it; rename one of them")
+            names += list(keys)
             types = {n: [] for n in names}
-        for n in names:
+            types.update({k: [(t, path)] for k, t in keys.items()})
+        lacking = [k for k in keys if k not in values]
+        if lacking:  # a file outside the key=value/ folders the others lie in
+            raise InputValidationError(
+                f"{path} does not lie in a partition folder {lacking[0]}=... as the other files of {src} do; "
+                "every file needs a value of every partition column")
+        for n in names[: len(names) - len(keys)]:
             if n not in schema.names:
                 raise InputValidationError(
-                    f"{path} has no column {n!r}, which {files[0].name} has; every file of "
+                    f"{path} has no column {n!r}, which {first.name} has; every file of "
                     "the directory needs the same columns"
                 )
-            t = schema.field(n).type
+            t = schema.field(schema.get_all_field_indices(n)[0]).type  # a name given twice: split_columns' check
             if all(t != seen for seen, _ in types[n]):
                 types[n].append((t, path))
         parts.append((path, [f.metadata.row_group(i).num_rows
-                             for i in range(f.metadata.num_row_groups)]))
+                             for i in range(f.metadata.num_row_groups)], values))
     return names, types, parts
 
 
@@ -151,6 +199,13 @@ def _check_types(src, names, types, feature_cols, target_cols, target_type) -> b
             f"{', '.join(bad)}; leave them out with features=[...] (--features), or encode "
             "them as numbers before ingesting (dkrr does not encode them)"
         )
+    for j in target_cols:  # numbers in one file and text in another: labels '1.0' and '1' apart
+        kinds = {_is_number_type(t): (t, path) for t, path in reversed(types[names[j]])}
+        if len(kinds) > 1:
+            (t1, p1), (t2, p2) = kinds[True], kinds[False]
+            raise InputValidationError(
+                f"{src}: target column {names[j]!r} holds numbers in {p1.name} ({t1}) but not in {p2.name} "
+                f"({t2}); one column needs one kind of value in every file: cast it in the files that differ")
     text = [d for j in target_cols if (d := described(j, _is_number_type))]
     if target_type == "labels":
         if len(target_cols) != 1:
@@ -172,7 +227,9 @@ def _check_types(src, names, types, feature_cols, target_cols, target_type) -> b
 def _batches(layout: TableLayout, parts, start: int, end: int, columns: list[str]):
     """Record batches of rows `start .. end` of the dataset, with their first row."""
     row = 0
-    for path, groups in parts:
+    keys = [c for c in columns if c in layout.partitions]
+    stored = [c for c in columns if c not in layout.partitions]
+    for path, groups, values in parts:
         n = sum(groups)
         if row + n <= start:
             row += n
@@ -186,11 +243,17 @@ def _batches(layout: TableLayout, parts, start: int, end: int, columns: list[str
         f = _open(path)
         try:
             batches = f.iter_batches(batch_size=layout.chunk_rows, row_groups=wanted,
-                                     columns=columns, use_threads=False)
+                                     columns=stored, use_threads=False)
             for batch in batches:
                 lo, hi = max(start - at, 0), min(end - at, batch.num_rows)
                 if hi > lo:
-                    yield path, batch.slice(lo, hi - lo), at + lo
+                    part = batch.slice(lo, hi - lo)
+                    if keys:  # the file's partition values, one per row
+                        part = pa.RecordBatch.from_arrays(
+                            [*part.columns, *(pa.repeat(pa.scalar(values[k], type=layout.partitions[k]),
+                                                        part.num_rows) for k in keys)],
+                            names=[*part.schema.names, *keys])
+                    yield path, part, at + lo
                 at += batch.num_rows
                 if at >= end:
                     break
@@ -231,7 +294,10 @@ def _block(layout: TableLayout, batch: pa.RecordBatch, first: int,
         col = batch.column(names[layout.label_col])
         if pa.types.is_dictionary(col.type):
             col = col.dictionary_decode()
-        codes = labels.encode(pc.cast(col, pa.string()))
+        # text labels as typed: only nulls (and empty texts) are missing, 'NA' is a label; labels of
+        # numbers (target_type="labels") cast to text, where a NaN ('nan') is missing
+        text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        codes = labels.encode(pc.cast(col, pa.string()), markers=not text)
         absent[:, layout.label_col] = codes < 0
 
     def cells(i: int) -> list[Any]:
@@ -262,8 +328,8 @@ def convert_segment(layout: TableLayout, store: str, parts, bytes_per_row: float
 def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype, chunk_rows,
                  n_features, missing, target_type, progress, classes=None, like=None,
                  blocksize, like_file=None, **_) -> dict[str, Any]:
-    files = parquet_files(src)
-    names, types, parts = _plan(files)
+    files, keys = _partitioned_files(src)
+    names, types, parts = _plan(src, files, keys)
     n_cols = len(names)
     if n_cols < (1 if no_target(target) else 2):
         raise InputValidationError(
@@ -273,7 +339,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
     labelled = _check_types(src, names, types, feature_cols, target_cols, target_type)
-    n_rows = sum(sum(groups) for _, groups in parts)
+    n_rows = sum(sum(groups) for _, groups, _ in parts)
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
     x_dtype = np.dtype(dtype)
@@ -286,7 +352,7 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
         target_cols=tuple(target_cols), scalar=scalar,
         label_col=target_cols[0] if labelled else None,
         x_dtype=x_dtype.name, y_dtype="int32" if labelled else np.dtype(y_dtype).name,
-        missing=missing, chunk_rows=rows, block_bytes=rows * 8 * width, row_word="row",
+        missing=missing, chunk_rows=rows, block_bytes=rows * 8 * width, row_word="row", partitions=keys,
     )
     total = sum(os.path.getsize(p) for p in files)
     bytes_per_row = total / n_rows
@@ -327,8 +393,11 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
             if mapping is not None:
                 writer.remap_y(mapping, int(first_row[k]), int(first_row[k + 1]))
     read_as = {"target_columns": list(target_cols), "feature_columns": list(feature_cols), "n_columns": n_cols,
-               "files": len(files)}
+               "files": len(files), **({"partition_columns": list(keys)} if keys else {})}
+    typed = target_type != "labels" and labelled  # labels because the column's type is not a number
     return writer.finish("parquet", src, [names[j] for j in feature_cols],
                          [names[j] for j in target_cols], classes=out_classes,
-                         dropped=dropped, read_as=read_as, like=like)
+                         dropped=dropped, read_as=read_as, like=like,
+                         labels_fix=(f"its Parquet type is {types[names[target_cols[0]]][0][0]}, not a number: cast "
+                                     "it to a number type in the files for a regression") if typed else None)
 

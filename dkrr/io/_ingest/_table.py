@@ -12,7 +12,7 @@ coded per segment (:class:`LocalLabels`) and made classes at the end
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,8 @@ class TableLayout:
     ``row_word`` is how messages name a row: ``"line"`` (CSV: the line number) or
     ``"row"`` (Parquet: the 0-based row of the dataset). CSV only: ``delimiter``,
     ``shape_origin`` (the line that fixed the number of columns) and ``target_hint``
-    (appended to the error for a target cell that is not a number).
+    (appended to the error for a target cell that is not a number). Parquet only:
+    ``partitions``, the hive partition columns (``key=value/`` folders) and their types.
     """
 
     src: str
@@ -60,6 +61,7 @@ class TableLayout:
     shape_origin: str = ""
     target_hint: str = ""
     row_word: str = "line"
+    partitions: dict = field(default_factory=dict)
 
     @property
     def n_cols(self) -> int:
@@ -112,13 +114,17 @@ class LocalLabels:
         self.codes: dict[str, int] = {}
         self.present = np.zeros(0, dtype=bool)
 
-    def encode(self, column: pa.ChunkedArray) -> np.ndarray:
-        """int32 codes of a string column (whitespace-stripped; -1 for a missing cell)."""
+    def encode(self, column: pa.ChunkedArray, markers: bool = True) -> np.ndarray:
+        """int32 codes of a string column (whitespace-stripped; -1 for a missing cell: a
+        null, an empty cell, and with `markers` a text's missing-value marker such as
+        ``NA``; a typed string column, Parquet's, has nulls for that and ``NA`` is a label,
+        North America's)."""
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         encoded = pc.dictionary_encode(pc.utf8_trim_whitespace(pc.fill_null(column, "")))
+        missing = MISSING_MARKERS if markers else {""}
         lookup = np.array(
-            [-1 if v.lower() in MISSING_MARKERS else self.codes.setdefault(v, len(self.codes))
+            [-1 if v.lower() in missing else self.codes.setdefault(v, len(self.codes))
              for v in encoded.dictionary.to_pylist()] or [-1],
             dtype=np.int32,
         )

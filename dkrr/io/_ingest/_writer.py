@@ -134,14 +134,15 @@ class StoreWriter:
 
     def finish(self, fmt: str, src: Path, feature_names: list | None, target_names: list, *,
                classes=None, dropped: int = 0, read_as: dict[str, Any] | None = None,
-               like: str | None = None, guessed: bool = False) -> dict[str, Any]:
+               like: str | None = None, guessed: bool = False, labels_fix: str | None = None) -> dict[str, Any]:
         """Trim the arrays to the rows written, write the group attributes of the dkrr
         layout (one metadata write: ``attrs.update`` writes per key) and return the
         reader's summary fields.
 
         `read_as` holds how the file was read (``index_base``; ``delimiter``,
         ``header``, ``target_columns``), recorded so that ``like=`` can read another
-        file the same way; `like` is the store whose layout was followed.
+        file the same way; `like` is the store whose layout was followed; `labels_fix` the
+        advice of the continuous-labels refusal where it is not "leave out --labels".
         `feature_names` None: the columns have no names (LIBSVM's indices), none is
         recorded (a name per index made a 486 MB attribute of a 40-byte file whose one
         index was 20,000,000).
@@ -159,7 +160,7 @@ class StoreWriter:
         if classes is not None:
             from .._labels import continuous_labels
 
-            why = None if like is not None else continuous_labels(classes, repr(target_names[0]), self.n)
+            why = None if like is not None else continuous_labels(classes, repr(target_names[0]), self.n, labels_fix)
             if why:  # --labels on a measured column: one class per distinct value, fitted without a word
                 raise InputValidationError(f"{src}: {why}")
             attrs["classes"] = classes
