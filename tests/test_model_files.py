@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import shutil
 import tracemalloc
 from fractions import Fraction
@@ -186,6 +187,72 @@ def test_arrays_folder_symlinked_outside_is_refused(saved, tmp_path):
     (saved / "arrays").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(ModelFormatError, match="outside the model directory"):
         load_model(saved)
+
+
+def test_model_json_symlinked_outside_is_refused(saved, tmp_path):
+    # as for the arrays: the model would be another file's (it loaded, arrays and all)
+    (saved / "model.json").rename(tmp_path / "outside.json")
+    (saved / "model.json").symlink_to(tmp_path / "outside.json")
+    with pytest.raises(ModelFormatError, match="model.json is a symbolic link to .*outside.json', outside the "
+                                               "model directory") as info:
+        load_model(saved)
+    assert "\n" not in str(info.value)
+
+
+def test_model_json_symlinked_inside_the_directory_loads(saved):
+    # a link that resolves to a file of the directory itself is followed, as for the arrays
+    (saved / "model.json").rename(saved / "saved.json")
+    (saved / "model.json").symlink_to("saved.json")
+    assert load_model(saved).n_components == 8
+
+
+def _load_within(path, seconds=60):
+    """load_model(path) in a thread: the exception it raises, or a failure where it blocks
+    (an open of a FIFO waits for a writer)."""
+    import threading
+
+    raised = []
+
+    def run():
+        try:
+            load_model(path)
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"load_model({path}) blocked"
+    assert raised, "load_model loaded it"
+    return raised[0]
+
+
+@pytest.mark.parametrize("make, said", [
+    (os.mkfifo, "is not a regular file: it is a FIFO \\(named pipe\\)"),
+    (os.mkdir, "is not a regular file: it is a directory"),
+    (lambda p: os.symlink("gone.json", p), "model.json is a symbolic link to 'gone.json', which does not exist"),
+    (lambda p: os.symlink("model.json", p), "model.json cannot be read: Too many levels of symbolic links"),
+])
+def test_model_json_that_is_not_a_regular_file_is_said_as_such(saved, make, said):
+    (saved / "model.json").unlink()
+    make(saved / "model.json")
+    exc = _load_within(saved)
+    assert isinstance(exc, ModelFormatError), exc
+    assert re.search(said, str(exc)), str(exc)
+    assert "holds no model.json" not in str(exc) and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("make, said", [
+    (os.mkfifo, "its model.json is a FIFO"),
+    (lambda p: os.symlink("saved.json", p), "its model.json is a symbolic link"),
+])
+def test_overwrite_says_what_a_model_json_that_is_not_a_file_is(saved, X, make, said):
+    (saved / "model.json").rename(saved / "saved.json")
+    make(saved / "model.json")
+    rf = RandomFeatures(method="rff", n_components=4, random_state=0).fit(X)
+    with pytest.raises(OutputExistsError, match=said):
+        save_model(rf, saved, overwrite=True)
+    assert (saved / "saved.json").is_file()
 
 
 # ---------------------------------------------------------------- label types

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +286,11 @@ def check_replaceable_model(path: str | os.PathLike) -> str | None:
     if not p.is_dir():
         return "it is not a dkrr model directory (not a directory)"
     meta = p / "model.json"
-    if meta.is_symlink() or not meta.is_file():
+    if meta.is_symlink():
+        return "it is not a dkrr model directory (its model.json is a symbolic link)"
+    if not meta.is_file():
+        if meta.exists():  # (stat only: a FIFO is not opened)
+            return f"it is not a dkrr model directory (its model.json is {_file_kind(os.stat(meta).st_mode)})"
         return "it is not a dkrr model directory (no model.json)"
     try:
         doc = _read_doc(meta)
@@ -351,7 +356,9 @@ def load_model(path: str | os.PathLike, *, storage_options: dict | None = None):
     ------
     ModelFormatError
         A path that does not exist, is a file, or is a directory without ``model.json``
-        (each said as such); ``model.json`` not UTF-8, not JSON, not an
+        (each said as such); ``model.json`` a symbolic link that leads out of the
+        directory, or not a regular file (a FIFO, a directory: said as such, never
+        opened); ``model.json`` not UTF-8, not JSON, not an
         object, too deeply nested, of another format or a newer format version; an
         unknown estimator class, parameter or fitted attribute; a value of the wrong type,
         shape, dtype or not finite; an array file outside the model directory, missing,
@@ -376,12 +383,49 @@ def load_model(path: str | os.PathLike, *, storage_options: dict | None = None):
             f"{str(root)!r} is a file, not a dkrr model directory (a directory holding model.json "
             f"and arrays/, written by save_model or dkrr fit){hint}"
         )
-    if not meta.is_file():
+    _check_meta_file(root, meta)
+    return _estimator(root, meta, _read_doc(meta))
+
+
+#: what a path that is not a regular file is, by its ``stat`` mode
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"))
+
+
+def _file_kind(mode: int) -> str:
+    """What a ``stat`` mode that is not a regular file's is: "a FIFO (named pipe)"..."""
+    return next((kind for test, kind in _FILE_KINDS if test(mode)), "not a file")
+
+
+def _check_meta_file(root: Path, meta: Path) -> None:
+    """Refuse `meta` (``root/model.json``) unless it is a regular file of the model directory,
+    looking only at its ``stat`` (a FIFO is never opened: the read would block).
+
+    As for the arrays, a symbolic link is followed only where it resolves to a file in the
+    directory itself; one that leads out is refused (the model would be another file's).
+    """
+    if meta.is_symlink():
+        target = os.path.realpath(meta)
+        if os.path.dirname(target) != os.path.realpath(root):
+            raise ModelFormatError(
+                f"{meta} is a symbolic link to {target!r}, outside the model directory; a model's files are "
+                "read only from its own directory: copy the file in, in place of the link")
+    try:
+        mode = os.stat(meta).st_mode
+    except FileNotFoundError:
+        if meta.is_symlink():
+            raise ModelFormatError(f"{meta} is a symbolic link to {os.readlink(meta)!r}, which does not exist") from None
         raise ModelFormatError(
             f"{str(root)!r} is a directory but not a dkrr model directory: it holds no model.json; "
             "give the directory that save_model or dkrr fit wrote"
-        )
-    return _estimator(root, meta, _read_doc(meta))
+        ) from None
+    except OSError as exc:  # a symlink loop, no permission
+        raise ModelFormatError(f"{meta} cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise ModelFormatError(
+            f"{meta} is not a regular file: it is {_file_kind(mode)}; a model's model.json is the file "
+            "that save_model or dkrr fit wrote")
 
 
 def _load_remote(root: Remote):
