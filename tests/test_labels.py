@@ -131,6 +131,28 @@ def test_a_store_whose_labels_are_none_of_the_models_is_refused(abc_model, tmp_p
     assert code == 1 and out == "" and "is one of the model's classes ([-1.0, 1.0])" in err, err
 
 
+def test_a_store_whose_classes_are_not_sorted_is_fitted_and_scored_by_its_labels(tmp_path, capsys, addr):
+    """write_dataset keeps the order its classes= are given in (so may another program that
+    writes a store): dkrr fit records them in that order as store_classes_, the model loads
+    (their order is no agreement rule of a model file: only ingest sorts), and evaluate on
+    an ingested test store, whose classes are sorted, compares labels."""
+    X, y = _data(600, 0, ["a", "b", "c"])
+    order = ["c", "a", "b"]
+    codes = np.array([order.index(label) for label in y])
+    write_dataset(X, codes, tmp_path / "train", classes=order, feature_names=["f0", "f1"], target_names=["label"])
+    code, _, err = _main(capsys, "fit", tmp_path / "train", "--out", tmp_path / "m", "--classifier", *FIT, *addr)
+    assert code == 0, err
+    assert load_model(tmp_path / "m").store_classes_.tolist() == order
+    Xt, yt = _data(400, 1, ["a", "b", "c"])
+    test = _ingest(capsys, tmp_path, "test", Xt, yt)
+    assert open_dataset(test).classes == ["a", "b", "c"]
+    true_acc = float(np.mean(_true_labels(tmp_path / "m", Xt) == yt))
+    assert true_acc > 0.8
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", test, "--json", *addr)
+    assert code == 0, err
+    assert json.loads(out)["accuracy"] == pytest.approx(true_acc, abs=1e-12)
+
+
 def test_a_classifier_on_a_regression_store_is_refused(abc_model, tmp_path, capsys, addr):
     X, _ = _data(300, 3, ["a"])
     reg = _ingest(capsys, tmp_path, "reg", X, np.round(X[:, 0] * 1000 + 0.5) / 1000)

@@ -32,8 +32,9 @@ and these group attributes (written by ``dkrr ingest``; all optional on input):
     Absolute path of the ingested file (or Parquet directory) and its format (``csv``,
     ``libsvm``, ``npy`` or ``parquet``).
 ``classes``
-    Present only when the target column was not numeric: the original labels in
-    sorted order; ``y == i`` means label ``classes[i]``. A list of distinct strings;
+    Present only when the target column was not numeric: the original labels, sorted
+    by ``dkrr ingest`` (as numbers when every label is one), in the order given by
+    :func:`write_dataset`; ``y == i`` means label ``classes[i]``. A list of distinct strings;
     with it ``y`` must hold integer codes ``0 .. len(classes) - 1`` (else a
     :class:`~dkrr.errors.StoreError`, for a code when its block is read; see
     :mod:`dkrr.io._labels`). Codes are local to a store: ``dkrr evaluate`` compares
