@@ -11,6 +11,7 @@ script.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import signal
@@ -263,6 +264,110 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
             proc.kill()
     assert proc.returncode == 143, err
     assert "terminated" in err and "Traceback" not in err
+    assert _leftovers(out_dir) == [] and not (out_dir / "pred.zarr").exists()
+
+
+def _stdout_closed(*args, unbuffered):
+    """Run ``dkrr`` with stdout a pipe whose reader is gone before the command writes (as
+    ``| head -1`` once head has its line, without the race); returns (status, stderr).
+    ``unbuffered``: PYTHONUNBUFFERED=1, where the print itself fails; else the buffered
+    text fails at its flush (at the interpreter's exit, before the fix: exit 120)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc.stdout.close()  # the only reader: the command's writes to stdout now fail (EPIPE)
+    proc.stdout = None
+    try:
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
+
+
+CLUSTER = ["--workers", 1, "--memory-limit", "1GB"]
+
+
+@pytest.mark.parametrize("command, unbuffered", [("evaluate", False), ("evaluate --json", True),
+                                                 ("predict", False), ("fit", True)])
+def test_a_closed_stdout_ends_the_command_quietly(tmp_path, command, unbuffered):
+    """``dkrr evaluate MODEL STORE -q | head -1`` ended in a BrokenPipeError traceback from
+    the command's print (exit 1). Now every command whose stdout is closed by its reader
+    ends quietly with 141 (128 + SIGPIPE, as a shell reports ``cat`` stopped by it), and an
+    output written in full before its line was printed stays, complete."""
+    store, X, y = _store(tmp_path / "data.zarr")
+    model = _model(tmp_path / "m", X, y)
+    name, *flags = command.split()
+    out = tmp_path / "out"
+    where = {"evaluate": [model, store], "predict": [model, store, "--out", out], "fit": [store, "--out", out]}[name]
+    fit_options = ["--method", "rff", "--n-components", 8, "--gamma", 0.5, "--no-cv", "--alpha", 0.1]
+    status, err = _stdout_closed(name, *where, *flags, *(fit_options if name == "fit" else []), *CLUSTER, "-q",
+                                 unbuffered=unbuffered)
+    assert status == 141 and err == "", (status, err)
+    if name == "predict":
+        assert zarr.open_group(str(out), mode="r")["y_pred"].shape == (60,)
+    if name == "fit":
+        from dkrr.io._model import load_model
+
+        assert load_model(out).n_features_in_ == 3
+    assert _leftovers(tmp_path) == []
+
+
+def test_only_a_pipe_whose_reader_is_gone_counts_as_closed(tmp_path):
+    """The quiet exit 141 is for the command's own stdout or stderr: a BrokenPipeError of
+    another pipe (a connection's) stays the command's error. Real pipes and a file."""
+    from dkrr.cli._main import _reader_gone
+
+    read, write = os.pipe()
+    with open(write, "w") as stream, open(tmp_path / "log", "w") as log:
+        assert not _reader_gone(stream) and not _reader_gone(log)
+        os.close(read)
+        assert _reader_gone(stream) and not _reader_gone(log)
+    assert not _reader_gone(io.StringIO())
+
+
+def test_a_stderr_closed_while_predict_writes_leaves_no_output(tmp_path):
+    """``dkrr predict ... 2>&1 | head``: the reader of stderr goes while the predictions
+    are being written; the progress bar's next line fails (EPIPE), which unwinds the write
+    as Ctrl-C does: exit 141, no traceback, nothing left behind. A chunk of X is a FIFO,
+    so the write is surely under way when stderr is closed (as in the SIGTERM test)."""
+    store, X, y = _store(tmp_path / "data.zarr", n=80, chunks=20)
+    model = _model(tmp_path / "m", X, y)
+    chunk = store / "X" / "c" / "2" / "0"
+    content = chunk.read_bytes()
+    chunk.unlink()
+    os.mkfifo(chunk)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", "predict", model, store, "--out",
+                             out_dir / "pred.zarr", *map(str, CLUSTER)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(".tmp-" in n for n in _leftovers(out_dir)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the prediction store never appeared"
+            time.sleep(0.05)
+        proc.stderr.close()  # its only reader: the next progress line fails
+        proc.stderr = None
+        while proc.poll() is None:  # let the blocked read go on, if it started
+            try:
+                fd = os.open(chunk, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                assert exc.errno == errno.ENXIO
+                time.sleep(0.05)
+                continue
+            os.set_blocking(fd, True)
+            os.write(fd, content)
+            os.close(fd)
+            break
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 141 and out == "", (proc.returncode, out)
     assert _leftovers(out_dir) == [] and not (out_dir / "pred.zarr").exists()
 
 

@@ -154,12 +154,79 @@ def _negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+#: the exit status of a command whose stdout or stderr its reader closed: 128 + SIGPIPE
+EXIT_BROKEN_PIPE = 141
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` writes to a pipe (or socket) whose reader is gone: its write end
+    polls as an error or a hang-up (POLLERR on Linux, POLLHUP on the BSDs). A stream that
+    is not a file (a caller's ``io.StringIO``), a terminal or a regular file: False.
+    Without ``select.poll`` (Windows) every stream is taken as gone."""
+    import select
+
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _std_reader_gone() -> bool:
+    """Whether a ``BrokenPipeError`` is the command's own: stdout's or stderr's reader is
+    gone (another pipe's, a connection's, is an error of the command)."""
+    return _reader_gone(sys.stdout) or _reader_gone(sys.stderr)
+
+
+def _mute_closed_streams() -> None:
+    """Point stdout and stderr, where one's reader is gone, at ``os.devnull``: the text
+    still buffered for it would raise ``BrokenPipeError`` again at the interpreter's final
+    flush ("Exception ignored ...", exit status 120), as Python's documentation of SIGPIPE
+    says. A stream whose reader is there is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        if _reader_gone(stream):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dkrr`` command.
 
     Returns the exit status: 0 ok, 1 error, 130 interrupted (Ctrl-C), 143 terminated
-    (SIGTERM). Interrupted or terminated, no partial output is left behind.
+    (SIGTERM), 141 (:data:`EXIT_BROKEN_PIPE`) stdout or stderr closed by its reader
+    (``dkrr evaluate ... | head -1``). Interrupted or terminated, no partial output is
+    left behind.
+
+    A closed stdout or stderr ends the command quietly, as it ends ``cat`` or ``grep``:
+    no traceback, and 141 = 128 + SIGPIPE, the status a shell gives a tool the signal
+    stopped (``set -o pipefail`` sees the same as for those). Not 0: what the command
+    meant to print did not all reach its reader, and a stderr closed while the work runs
+    (``2>&1 | head``) stops the work at its next progress line. Python ignores SIGPIPE,
+    so the write raises ``BrokenPipeError``, which unwinds the command as Ctrl-C's
+    ``KeyboardInterrupt`` does: an output being written is removed, none is left
+    half-written, and one already in place stays (fit, predict and ingest print their
+    line after the output is written in full). The buffered output is flushed here, so
+    a closed pipe is met here and not at the interpreter's exit.
     """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        if not _std_reader_gone():  # another pipe's (a connection's): the command's error
+            raise
+        _mute_closed_streams()
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: list[str] | None) -> int:
+    """:func:`main` less the handling of a closed stdout or stderr."""
     try:
         parser = build_parser()
         args = parser.parse_args(_negative_values(_std_flag_alone(sys.argv[1:] if argv is None else list(argv))))
@@ -199,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dkrr {args.command}: error: {exc}", file=sys.stderr)
             return 1
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and _std_reader_gone():
+                raise  # a reader closed stdout or stderr: main ends quietly
             from .._progress import _cluster_failure_note
 
             # a step outside dkrr's computes (a client call) that lost the scheduler: the same note
