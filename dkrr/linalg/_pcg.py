@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from ._cg import _block_cg
 from ._checksum import block_checksum, check_same_rows
 from ._precondition import gaussian_test_matrix, nystrom_from_sketch
 from .._validation import check_finite_rows
@@ -383,54 +384,6 @@ def warn_not_converged(info, max_iter, detail="the coefficients are not converge
         "preconditioner), use a larger alpha, or loosen tol.",
         PcgConvergenceWarning, stacklevel=stacklevel,
     )
-
-
-def _block_cg(apply_A, b, apply_M, tol, max_iter, stop=None):
-    """Independent preconditioned CG recurrences for the columns of ``b`` (p, t); one
-    ``apply_A(V, cols)`` call per iteration on the columns ``cols`` still running
-    (``apply_M(R, cols)`` preconditions them). A column stops when its relative residual
-    is at most ``tol`` or, with ``stop``, when ``stop(x, r, z, cols)`` (the iterates, the
-    residuals and the preconditioned residuals ``z = M^-1 r`` of the running columns
-    ``cols``, before each step) marks it done. Returns ``(x, info)``; ``info["active"]``
-    marks the columns that did not stop."""
-    p, t = b.shape
-    bnorm = np.linalg.norm(b, axis=0)
-    x = np.zeros((p, t))
-    r = b.copy()
-    every = np.arange(t)
-    z = r if apply_M is None else apply_M(r, every)
-    d = z.copy()
-    rz = np.einsum("ij,ij->j", r, z)
-    rel = np.where(bnorm > 0, np.linalg.norm(r, axis=0) / np.where(bnorm > 0, bnorm, 1.0), 0.0)
-    history = [rel.copy()]
-    active = rel > tol
-    if stop is not None and active.any():
-        active[active] = ~stop(x[:, active], r[:, active], z[:, active], every[active])
-    n_iter = 0
-    while active.any() and n_iter < max_iter:
-        cols = np.nonzero(active)[0]
-        q = apply_A(d[:, cols], cols)
-        a = rz[cols] / np.einsum("ij,ij->j", d[:, cols], q)
-        x[:, cols] += a * d[:, cols]
-        r[:, cols] -= a * q
-        n_iter += 1
-        rel[cols] = np.linalg.norm(r[:, cols], axis=0) / bnorm[cols]
-        history.append(rel.copy())
-        active &= rel > tol  # (a column stopped by ``stop`` stays stopped)
-        cols = np.nonzero(active)[0]
-        if cols.size:
-            zc = r[:, cols] if apply_M is None else apply_M(r[:, cols], cols)
-            if stop is not None:
-                keep = ~stop(x[:, cols], r[:, cols], zc, cols)
-                active[cols[~keep]] = False
-                cols, zc = cols[keep], zc[:, keep]
-        if cols.size:
-            rz_new = np.einsum("ij,ij->j", r[:, cols], zc)
-            d[:, cols] = zc + (rz_new / rz[cols]) * d[:, cols]
-            rz[cols] = rz_new
-    info = {"solver": "pcg", "n_iter": n_iter, "converged": bool(not active.any()),
-            "residuals": np.array(history), "tol": float(tol), "active": active}
-    return x, info
 
 
 def pcg_memory_estimate(*, kernel: str, method: str, n_features_in: int, n_components: int, n_targets: int,

@@ -45,8 +45,9 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
+from ._cg import _block_cg
 from ._checksum import block_checksum, check_same_rows
-from ._pcg import _block_cg, _merged_checksums
+from ._pcg import _merged_checksums
 from ._stats import DEFAULT_MAX_BLOCK_BYTES, RidgeStatistics, _prepare, combine_statistics, feature_sub_blocks
 
 __all__ = ["DEFAULT_REFINE_MAX_PASSES", "DEFAULT_REFINE_TOL", "RefineResult", "refine_ridge", "targets_stopped"]
