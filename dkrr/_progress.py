@@ -11,6 +11,11 @@ seconds have passed since the previous one (whichever is rarer), and its last st
 it ends - so a bar leaves at most 11 lines in a log however long it runs, and a bar of
 less than 30 s two, instead of one line of thousands of carriage returns. The
 ``DKRR_PROGRESS_INTERVAL`` environment variable (seconds, >= 0) sets another interval.
+
+An iterative solve (PCG: a pass per iteration) is one line for all its passes
+(:func:`solve_progress`), ``pcg: iteration 12, residual 3.1e-05``, redrawn in place on a
+terminal; in a log a first line, then the same rule over the solve's progress, and its
+last state: at most 11 lines a solve however many iterations it makes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import math
 import os
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -30,9 +36,11 @@ from ._system import distributed_client
 
 __all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "cluster_failures_named",
            "compute", "compute_limited", "log_interval", "progress_enabled", "progress_set",
-           "set_progress"]
+           "set_progress", "solve_progress"]
 
-_STATE = {"enabled": False, "stream": None}
+#: whether bars are drawn, on which stream (None: stderr), and the solve whose line the
+#: passes draw on (:func:`solve_progress`)
+_STATE = {"enabled": False, "stream": None, "solve": None}
 
 #: the least seconds between two progress lines when the stream is not a terminal
 LOG_INTERVAL = 30.0
@@ -149,10 +157,122 @@ class _LineLog(io.TextIOBase):
         super().close()
 
 
+class _SolveLine(io.TextIOBase):
+    """The one progress line of an iterative solve (:func:`solve_progress`), ``NAME:
+    iteration K, residual R`` (R the worst column's relative residual after K iterations),
+    the stream its passes' bars draw on: on a terminal redrawn in place, the running pass
+    (iteration K + 1) as a short bar; in a log the bars draw nothing, and after a first line
+    a line is written when a :class:`LogGate` over :meth:`percent` lets it through, and at
+    the end."""
+
+    _WIDTH = 10  # the characters of the pass's bar on a terminal
+
+    def __init__(self, out, name: str, tol: float, max_iter: int):
+        self._out, self._name = out, name
+        self._tol, self._max_iter = float(tol), int(max_iter)
+        self._terminal = _is_terminal(out)
+        self._gate = None if self._terminal else LogGate()
+        self._iteration, self._residual = 0, None
+        self._pass: float | None = None  # the percentage of the pass under way
+        self._drawn = 0  # the length of the line on the terminal
+        self._written = ""  # the last line of a log
+        self._lock = threading.Lock()  # a pass's bar draws from dask's threads
+        if not self._terminal:
+            print(f"{name}: at most {self._max_iter} iterations to a relative residual of {self._tol:g}",
+                  file=out, flush=True)
+
+    def write(self, text: str) -> int:
+        """A pass's bar drew ``text``: its percentage goes on the line (terminal)."""
+        found = _LineLog._PERCENT.findall(text)
+        if found and self._terminal:
+            self._pass = float(found[-1])
+            self._draw()
+        return len(text)
+
+    def _text(self, running: bool) -> str:
+        if self._residual is None:
+            return f"{self._name}: iteration {self._iteration + running}"
+        text = f"{self._name}: iteration {self._iteration + running}, residual {self._residual:.2g}"
+        if running and self._pass is not None:
+            text += f" [{'#' * int(self._WIDTH * self._pass / 100):<{self._WIDTH}}] {self._pass:3.0f}%"
+        return text
+
+    def _draw(self, end: str = "") -> None:
+        with self._lock:
+            text = self._text(running=not end and self.percent() < 100)  # (at 100 it has ended)
+            self._out.write("\r" + text + " " * max(0, self._drawn - len(text)) + end)
+            self._out.flush()
+            self._drawn = 0 if end else len(text)
+
+    def percent(self) -> float:
+        """How far the solve is, 0-100: its iterations' share of ``max_iter`` or, if further,
+        ``log(residual) / log(tol)``; 100 only at its end (every column at tol, or max_iter)."""
+        done = 100.0 * self._iteration / self._max_iter if self._max_iter > 0 else 100.0
+        r, tol = self._residual, self._tol
+        if r is not None and math.isfinite(r) and 0 < tol < 1:
+            done = max(done, 100.0 if r <= tol else 100.0 * max(0.0, math.log(r) / math.log(tol)))
+        return min(done, 100.0)
+
+    def update(self, iteration: int, residual: float) -> None:
+        """``iteration`` iterations done, the worst relative residual now ``residual``."""
+        self._iteration, self._residual, self._pass = int(iteration), float(residual), None
+        if self._terminal:
+            self._draw()
+        elif self._gate.due(self.percent()):
+            self._log()
+
+    def _log(self) -> None:
+        text = self._text(running=False)
+        if text != self._written:  # the end's line is not the last gated one again
+            print(text, file=self._out, flush=True)
+            self._written = text
+
+    def finish(self) -> None:
+        """The solve ended: its last state, on a line of its own."""
+        if self._terminal:
+            self._draw(end="\n")
+        else:
+            self._log()
+
+    def abandon(self) -> None:
+        """The solve failed: a terminal's line ends, so that the error starts its own."""
+        if self._terminal:
+            with contextlib.suppress(OSError, ValueError):
+                print(file=self._out, flush=True)
+
+
+@contextlib.contextmanager
+def solve_progress(name: str, *, tol: float, max_iter: int):
+    """One progress line for a whole iterative solve, ``name`` its label (:class:`_SolveLine`):
+    every :func:`compute` in the block draws its bar on it, not a bar of its own. Yields
+    ``update(iteration, residual)``, to call with 0 before the first iteration and after
+    each, with the worst column's relative residual. Progress off, or inside another
+    solve: nothing is drawn. An exception but a ``KeyboardInterrupt`` (whose ``dkrr`` line
+    does it) ends the terminal's line, so that the error starts its own."""
+    if not _STATE["enabled"] or _STATE["solve"] is not None:
+        yield lambda iteration, residual: None
+        return
+    line = _SolveLine(_STATE["stream"] or sys.stderr, name, tol, max_iter)
+    _STATE["solve"] = line
+    try:
+        yield line.update
+    except Exception:
+        line.abandon()
+        raise
+    else:
+        line.finish()
+    finally:
+        _STATE["solve"] = None
+
+
 @contextlib.contextmanager
 def _bar_stream(label: str):
-    """The stream a progress bar draws on: the progress stream itself on a terminal, else
-    a :class:`_LineLog` over it (closed, so its last state is written, on exit)."""
+    """The stream a progress bar draws on: the line of the solve under way
+    (:func:`solve_progress`), else the progress stream itself on a terminal, else a
+    :class:`_LineLog` over it (closed, so its last state is written, on exit)."""
+    if _STATE["solve"] is not None:
+        yield _STATE["solve"]
+        return
     stream = _STATE["stream"] or sys.stderr
     print(label, file=stream, flush=True)
     if _is_terminal(stream):

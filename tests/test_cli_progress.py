@@ -9,6 +9,7 @@ GridEdgeWarning). Each run here has a timeout, so a hang fails the test.
 
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -119,6 +120,49 @@ def test_fit_finishes_on_the_pcg_max_iter_warning(stores):
                for line in proc.stderr.splitlines()), proc.stderr
 
 
+#: a PCG solve's progress line: its iteration and its worst relative residual
+_PCG_LINE = re.compile(r"pcg: iteration (\d+), residual (\S+)")
+#: a fit whose CG never reaches its tol (1e-14): it makes all of its max_iter iterations
+_PCG_FIT = ["--solver", "pcg", "--no-cv", "--alpha", 1e-6, "--tol", 1e-14, "--pcg-rank", 4, *CLUSTER]
+
+
+def test_a_pcg_solve_in_a_log_is_a_few_lines_whatever_its_iterations(stores, tmp_path):
+    """``dkrr fit --solver pcg`` with stderr to a file wrote two identical ``pcg:
+    iteration`` lines per CG iteration (410 lines for 200 iterations), none with the
+    iteration or the residual. The solve is now one progress line: in a log a first line,
+    a line per 10% of the solve (DKRR_PROGRESS_INTERVAL=0: no time rule) and its last
+    state, each with the iteration and the residual: 60 iterations, at most 11 lines."""
+    log = tmp_path / "fit.log"
+    with open(log, "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "fit", stores / "reg.zarr", "--out", tmp_path / "m",
+                               *map(str, [*_PCG_FIT, "--max-iter", 60])],
+                              stdout=subprocess.PIPE, stderr=err, text=True, timeout=300,
+                              env={**_env(), "DKRR_PROGRESS_INTERVAL": "0"})
+    assert proc.returncode == 0, log.read_text()
+    assert "60 CG iterations" in proc.stdout, proc.stdout
+    lines = _log_lines(log)
+    solve = [line for line in lines if line.startswith("pcg: ") and not line.startswith("pcg: statistics")]
+    assert solve[0] == "pcg: at most 60 iterations to a relative residual of 1e-14", lines
+    assert 2 <= len(solve) <= 11 and all(_PCG_LINE.fullmatch(line) for line in solve[1:]), lines
+    iterations = [int(_PCG_LINE.fullmatch(line).group(1)) for line in solve[1:]]
+    assert iterations == sorted(set(iterations)) and iterations[-1] == 60, lines
+    assert all(float(_PCG_LINE.fullmatch(line).group(2)) > 1e-14 for line in solve[1:]), lines
+
+
+def test_a_pcg_solve_on_a_terminal_is_one_line_redrawn_in_place(stores):
+    """On a terminal each CG iteration's pass left a line of its own; the solve is now
+    one line, redrawn with each iteration (and its pass's bar), its last state the end."""
+    out, term = dkrr_on_terminal("fit", stores / "reg.zarr", "--out", stores / "mpcg_tty", *_PCG_FIT,
+                                 "--max-iter", 20)
+    assert "20 CG iterations" in out, out
+    solve = [line for line in term.split("\n") if "pcg: iteration" in line]
+    assert len(solve) == 1, term
+    draws = [d.strip() for d in solve[0].split("\r") if d.strip()]
+    assert _PCG_LINE.fullmatch(draws[-1]) and draws[-1].startswith("pcg: iteration 20, "), draws[-3:]
+    assert {int(m.group(1)) for m in map(_PCG_LINE.match, draws) if m} == set(range(1, 21)), draws
+    assert "pcg: at most" not in term  # a log's first line
+
+
 @pytest.fixture(scope="module")
 def models(stores):
     dkrr("fit", stores / "reg.zarr", "--out", stores / "reg.model", "-q", *CLUSTER)
@@ -213,6 +257,39 @@ def test_line_log_turns_redraws_into_a_few_lines():
     log.close()
     assert out.getvalue().splitlines() == ["working: [#  ] | 10% Completed",
                                            "working: [## ] | 20% Completed"]
+
+
+@pytest.mark.parametrize("max_iter, rate, lines_at", [
+    (1000, 0.999, list(range(100, 1001, 100))),  # never at tol: a line per 10% of max_iter
+    (1000, 0.9, None),  # at tol (1e-6) after 132 iterations: its residual's way is the progress
+    (3, 0.5, [1, 2, 3]),
+])
+def test_a_solve_line_in_a_log_is_at_most_eleven_lines(monkeypatch, max_iter, rate, lines_at):
+    """A solve's line in a log (no time rule): its first line, a line per 10 points of its
+    progress and its last state, however many iterations it makes."""
+    import io
+
+    from dkrr._progress import INTERVAL_ENV, compute, progress_set, solve_progress
+
+    monkeypatch.setenv(INTERVAL_ENV, "0")
+    out = io.StringIO()
+    with progress_set(True, out), solve_progress("pcg", tol=1e-6, max_iter=max_iter) as update:
+        update(0, 1.0)
+        k = 0
+        while k < max_iter and rate**k > 1e-6:
+            k += 1
+            if k == 1:  # a pass's bar draws nothing of its own in a log
+                import dask.array as da
+
+                assert compute(da.ones(4, chunks=2).sum())[0] == 4
+            update(k, rate**k)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"pcg: at most {max_iter} iterations to a relative residual of 1e-06"
+    assert 2 <= len(lines) <= 11 and lines[-1] == f"pcg: iteration {k}, residual {rate**k:.2g}", lines
+    iterations = [int(line.split()[2].rstrip(",")) for line in lines[1:]]
+    assert iterations == sorted(set(iterations)), lines
+    if lines_at is not None:
+        assert iterations == lines_at, lines
 
 
 class _TimedLines:

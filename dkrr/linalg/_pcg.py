@@ -264,8 +264,11 @@ def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_bloc
     :func:`_matvec_block`); the client subtracts each column's centring and adds its
     shift. Column ``j`` is preconditioned with the shared factor scaled by ``counts[g] /
     counts.max()`` and shifted by ``alphas[j]``. Each pass's block checksums must equal
-    ``checksums`` (pass 1's, when given; :func:`check_same_rows`).
+    ``checksums`` (pass 1's, when given; :func:`check_same_rows`). With progress on, the
+    whole solve is one progress line (:func:`~dkrr._progress.solve_progress`): its
+    iteration and its worst column's relative residual.
     """
+    from .._progress import solve_progress
     from ._reduce import reduce_row_blocks
 
     s = systems
@@ -298,7 +301,9 @@ def solve_systems(X, fmap, systems: Systems, precond, *, tol, max_iter, max_bloc
         def apply_M(R, cols):
             return precond.apply_columns(R, s.alphas[cols], scales[cols])
 
-    return _block_cg(apply_A, s.b, apply_M, tol, max_iter)
+    with solve_progress("pcg", tol=tol, max_iter=max_iter) as progress:
+        return _block_cg(apply_A, s.b, apply_M, tol, max_iter,
+                         on_iteration=lambda n_iter, rel: progress(n_iter, float(np.max(rel))))
 
 
 def pcg_ridge(X, y, fmap, *, alpha: float, fit_intercept: bool, rank: int, tol: float, max_iter: int,
