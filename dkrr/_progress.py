@@ -33,6 +33,7 @@ from typing import Any
 import dask
 
 from ._system import distributed_client
+from ._watch import workers_watched
 
 __all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "cluster_failures_named",
            "compute", "compute_limited", "log_interval", "progress_enabled", "progress_set",
@@ -426,9 +427,10 @@ def cluster_failures_named(label: str):
     all died) and to a task cancelled because this process lost its scheduler: the
     exception stays the one a Dask user catches, and :func:`dkrr.cli.main` prints it with
     the note as the command's error instead of a traceback. Every other exception passes
-    unchanged."""
+    unchanged. While it runs, a scheduler without workers is said (:mod:`dkrr._watch`)."""
     try:
-        yield
+        with workers_watched(label):
+            yield
     except Exception as exc:
         note = _cluster_failure_note(exc, label)
         if note is not None:

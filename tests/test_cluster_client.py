@@ -334,3 +334,44 @@ def test_a_scheduler_without_workers_is_said_to_wait_for_them():
             pass
     line = out.getvalue()
     assert "0 worker(s)" in line and "its tasks wait until workers join, e.g. `dask worker" in line, line
+
+
+def test_work_waiting_on_a_scheduler_without_workers_is_said_until_they_join(monkeypatch, capsys):
+    """A fit whose workers all died, or a command on a scheduler started without workers,
+    waited without a word (a frozen bar, nothing in a log) until it was killed. Now a note
+    says the step waits for workers, again as the wait doubles, and once more when
+    workers join; the work then finishes."""
+    import threading
+
+    from distributed import Client, LocalCluster
+
+    import dkrr._watch as watch
+    from dkrr._progress import compute
+
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.2)
+    monkeypatch.setattr(watch, "NO_WORKERS_NOTE_AFTER", 1.0)
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as empty, Client(empty):
+        joined = threading.Timer(3.0, lambda: empty.scale(1))
+        joined.start()
+        try:
+            t0 = time.monotonic()
+            (total,) = compute(da.ones((100, 4), chunks=(50, 4)).sum(), label="summing")
+            waited = time.monotonic() - t0
+        finally:
+            joined.cancel()
+    assert total == 400 and waited >= 2.5
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.startswith("dkrr: note: the scheduler at tcp://127.0.0.1:")]
+    waits = [n for n in notes if "has had no workers for" in n]
+    assert 2 <= len(waits) <= 3, err  # at about 1 s and 2 s (the wait doubles; 4 s under load), then it joined at 3 s
+    assert "has had no workers for 1 s: 'summing' waits until workers join" in waits[0], notes
+    assert "start workers for it (`dask worker tcp://127.0.0.1:" in waits[0], notes
+    # the worker's arrival is said when the watch sees it before the work ends (a race)
+    assert notes[2:] in ([], [n for n in notes if n.endswith("has 1 worker(s) again: 'summing' goes on")]), notes
+    # a scheduler with workers: nothing is said
+    with LocalCluster(n_workers=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as full, Client(full):
+        compute(da.ones((100, 4), chunks=(50, 4)).sum(), label="summing")
+        time.sleep(0.5)
+    assert "dkrr: note" not in capsys.readouterr().err
