@@ -15,10 +15,12 @@ import io
 import json
 import re
 import shlex
+import signal
 import socket
 import ssl
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -149,24 +151,37 @@ def test_status_and_start_refused_while_running(tcp_cluster, tmp_path):
     assert "2 of 2 workers" in proc.stdout
     again = _cluster_cmd("start", "--dir", rundir, "--scheduler-port", 0, check=False)
     assert again.returncode != 0 and "still running" in again.stderr
+    # the command it suggests runs this interpreter (the virtualenv's), not a bare `python`
+    assert f"`{shlex.join([sys.executable, str(CLUSTER_PY)])} stop --dir " in again.stderr
     assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
 
 
 @pytest.mark.cluster
 def test_stop_leaves_no_processes(tmp_path):
-    state = _start(tmp_path)
-    pids = _all_pids(state)
-    assert len(pids) == 5  # scheduler, 2 nannies, 2 worker processes
-    assert not any(_gone(pid) for pid in pids)
-    assert sorted(p.name for p in tmp_path.glob("*.pid")) == ["scheduler.pid", "worker-0.pid", "worker-1.pid"]
-    proc = _cluster_cmd("stop", "--dir", tmp_path)
-    assert "SIGKILL" not in proc.stdout  # SIGTERM was enough: a clean shutdown
-    assert all(_gone(pid) for pid in pids), [p for p in pids if not _gone(p)]
-    assert not list(tmp_path.glob("*.pid")) and not (tmp_path / "scheduler.json").exists()
-    assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
-    with pytest.raises(SchedulerUnreachableError, match=re.escape(state["address"])):
-        with connect(state["address"], timeout=2, quiet=True):
-            pass
+    started = _cluster_cmd(
+        "start", "--dir", tmp_path, "--workers", 2, "--memory-limit", "1GB",
+        "--scheduler-port", 0, "--dashboard-port", 0,
+    )
+    state = json.loads((tmp_path / "cluster.json").read_text())
+    try:
+        # the printed stop command names this interpreter (a bare `python` may lack psutil)
+        stop_cmd = [ln for ln in started.stdout.splitlines() if ln.startswith("stop ")][0].split(None, 1)[1]
+        assert shlex.split(stop_cmd) == [sys.executable, str(CLUSTER_PY), "stop", "--dir", str(tmp_path)]
+        pids = _all_pids(state)
+        assert len(pids) == 5  # scheduler, 2 nannies, 2 worker processes
+        assert not any(_gone(pid) for pid in pids)
+        assert sorted(p.name for p in tmp_path.glob("*.pid")) == ["scheduler.pid", "worker-0.pid", "worker-1.pid"]
+        proc = subprocess.run(shlex.split(stop_cmd) + ["--grace", "10"], capture_output=True, text=True, timeout=90)
+        assert proc.returncode == 0, proc.stderr
+        assert "SIGKILL" not in proc.stdout  # SIGTERM was enough: a clean shutdown
+        assert all(_gone(pid) for pid in pids), [p for p in pids if not _gone(p)]
+        assert not list(tmp_path.glob("*.pid")) and not (tmp_path / "scheduler.json").exists()
+        assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
+        with pytest.raises(SchedulerUnreachableError, match=re.escape(state["address"])):
+            with connect(state["address"], timeout=2, quiet=True):
+                pass
+    finally:  # a failed assertion must not leave the cluster running
+        _cluster_cmd("stop", "--dir", tmp_path, "--grace", 5, check=False)
 
 
 # --------------------------------------------------------------------------- TLS
@@ -417,3 +432,74 @@ def test_dockerfile():
     assert "pip install ." in run and "distributed==${DASK_VERSION}" in run
     assert json.loads(dict((kw, rest) for kw, rest in instructions)["CMD"])[0] == "dask"
     assert "USER" in keywords  # does not run as root
+
+
+def _processes_of(rundir):
+    """The running processes whose command line names ``rundir``."""
+    out = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(str(rundir) in arg for arg in proc.info["cmdline"] or ()):
+            out.append(proc)
+    return out
+
+
+@pytest.mark.cluster
+def test_start_on_a_busy_port_names_the_cause(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = _cluster_cmd(
+            "start", "--dir", tmp_path, "--scheduler-port", port, "--dashboard-port", 0, check=False,
+        )
+    assert proc.returncode == 1
+    # the cause is far above the log's last 30 lines (which end in 'Scheduler failed to start')
+    assert f"port {port} on 127.0.0.1 is in use" in proc.stderr.splitlines()[0], proc.stderr
+    assert "OSError: [Errno 98] Address already in use" in proc.stderr
+    assert not list(tmp_path.glob("*.pid")) and not _processes_of(tmp_path)
+
+
+@pytest.mark.cluster
+def test_failed_start_removes_its_pid_files(tmp_path):
+    # 3 s: the scheduler starts, the workers are spawned (and write pid files) but have not
+    # registered yet
+    proc = _cluster_cmd(
+        "start", "--dir", tmp_path, "--workers", 2, "--scheduler-port", 0, "--dashboard-port", 0,
+        "--timeout", 3, check=False,
+    )
+    assert proc.returncode == 1 and "Could not start the cluster" in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("*.pid")), sorted(p.name for p in tmp_path.iterdir())
+    assert not (tmp_path / "cluster.json").exists() and not (tmp_path / "scheduler.json").exists()
+    assert not _processes_of(tmp_path)
+    assert _cluster_cmd("status", "--dir", tmp_path, check=False).returncode == 3
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"address": "tcp://127.0.0.1:1", "workers": 2}',
+                                  '{"address": "a", "workers": 2, "processes": {"scheduler": {"pid": "x"}}}'])
+@pytest.mark.parametrize("command", ["status", "stop"])
+def test_malformed_state_file_is_one_line(tmp_path, text, command):
+    (tmp_path / "cluster.json").write_text(text)
+    proc = _cluster_cmd(command, "--dir", tmp_path, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert str(tmp_path / "cluster.json") in proc.stderr and "by hand" in proc.stderr
+    assert (tmp_path / "cluster.json").exists()  # nothing is removed: the user decides
+
+
+@pytest.mark.cluster
+def test_interrupted_start_is_one_line(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, str(CLUSTER_PY), "start", "--dir", str(tmp_path), "--workers", "2",
+         "--scheduler-port", "0", "--dashboard-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "logs" / "scheduler.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "interrupted" in err
+    assert not _processes_of(tmp_path) and not (tmp_path / "cluster.json").exists()

@@ -40,6 +40,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -125,12 +127,43 @@ def _spawn(cmd, log_path, env):
     return proc
 
 
+# A traceback's last line: "OSError: [Errno 98] Address already in use", "RuntimeError: ..."
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):")
+
+
 def _log_tail(path, n=30):
+    """The last ``n`` lines of a log, after the error lines above them (a traceback's cause
+    is often further up than its last 30 lines)."""
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join(lines[-n:])
+    tail = lines[-n:]
+    earlier = []
+    for line in lines[:-n]:
+        if _ERROR_LINE.match(line) and line.strip() not in earlier and line not in tail:
+            earlier.append(line.strip())
+    head = f"errors earlier in {path}:\n" + "\n".join(earlier) + "\n" if earlier else ""
+    return f"{head}last lines of {path}:\n" + "\n".join(tail)
+
+
+def _scheduler_failure(returncode, log_path, port):
+    """Why the scheduler exited: the port in use when its log says so, then the log."""
+    try:
+        text = Path(log_path).read_text(errors="replace")
+    except OSError:
+        text = ""
+    cause = ""
+    if "Address already in use" in text:
+        where = f"port {port} on {HOST} is" if port else "its port is"
+        cause = (f" {where} in use (OSError: Address already in use): pass another "
+                 "--scheduler-port, or 0 for any free port")
+    return f"the scheduler exited with status {returncode}:{cause}\n{_log_tail(log_path)}"
+
+
+def _self_command():
+    """The shell command that runs this script with this interpreter (the virtualenv's)."""
+    return shlex.join([sys.executable, str(Path(__file__).resolve())])
 
 
 # --------------------------------------------------------------------------- TLS
@@ -170,11 +203,51 @@ def _client_security(state):
 
 # --------------------------------------------------------------------------- state
 def read_state(rundir):
-    """The contents of RUNDIR/cluster.json, or None when there is none."""
+    """The contents of RUNDIR/cluster.json, or None when there is none.
+
+    A file that is not the state written by ``start`` (empty, cut short, edited) is refused
+    with one line: its processes cannot be told apart from recycled pids, so they are not
+    signalled."""
     path = Path(rundir) / STATE_FILE
     if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    try:
+        text = path.read_text()
+        state = json.loads(text) if text.strip() else None
+        problem = _state_problem(state) if text.strip() else "is empty"
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = f"cannot be read ({exc})"
+    except ValueError as exc:
+        problem = f"is not valid JSON ({exc})"
+    if problem:
+        rundir = Path(rundir).resolve()
+        raise SystemExit(
+            f"{path.resolve()} {problem}: it is not the state written by `cluster.py start`. "
+            f"Stop the processes it may list by hand (their pids are in {rundir}/*.pid; "
+            f"check with ps first), then remove {rundir}."
+        )
+    return state
+
+
+def _state_problem(state):
+    """What is wrong with a parsed cluster.json, or None."""
+    if not isinstance(state, dict):
+        return f"holds a JSON {type(state).__name__}, not an object"
+    missing = [k for k in ("address", "workers", "processes") if k not in state]
+    if missing:
+        return f"has no {', '.join(repr(k) for k in missing)}"
+    procs = state["processes"]
+    if not isinstance(procs, dict) or "scheduler" not in procs:
+        return "has no 'scheduler' in 'processes'"
+    for name, rec in procs.items():
+        if not (
+            isinstance(rec, dict)
+            and isinstance(rec.get("pid"), int) and not isinstance(rec.get("pid"), bool)
+            and isinstance(rec.get("create_time"), (int, float))
+            and not isinstance(rec.get("create_time"), bool)
+        ):
+            return f"has no pid and create_time for process {name!r}"
+    return None
 
 
 def _entries(state):
@@ -217,7 +290,7 @@ def start(
     if old is not None and any(_process(p, t) for p, t in _entries(old)):
         raise SystemExit(
             f"A cluster from {rundir} is still running ({old['address']}); run "
-            f"`python {sys.argv[0]} stop --dir {rundir}` first."
+            f"`{_self_command()} stop --dir {shlex.quote(str(rundir))}` first."
         )
     for name in (STATE_FILE, SCHEDULER_FILE):
         (rundir / name).unlink(missing_ok=True)
@@ -259,10 +332,9 @@ def start(
             if address is not None:
                 break
             if started["scheduler"].poll() is not None:
-                raise RuntimeError(
-                    "the scheduler exited with status "
-                    f"{started['scheduler'].returncode}:\n{_log_tail(rundir / 'logs' / 'scheduler.log')}"
-                )
+                raise RuntimeError(_scheduler_failure(
+                    started["scheduler"].returncode, rundir / "logs" / "scheduler.log", scheduler_port
+                ))
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the scheduler did not write {scheduler_file} within {timeout} s")
             time.sleep(0.1)
@@ -316,6 +388,10 @@ def start(
             state["worker_processes"] = client.run(os.getpid)
     except BaseException as exc:
         _terminate([(p.pid, psutil.Process(p.pid).create_time()) for p in started.values() if p.poll() is None], 5)
+        # what the stopped processes wrote and left: their pid files, the scheduler file
+        (rundir / SCHEDULER_FILE).unlink(missing_ok=True)
+        for pid_file in rundir.glob("*.pid"):
+            pid_file.unlink(missing_ok=True)
         if isinstance(exc, (RuntimeError, OSError)):
             raise SystemExit(f"Could not start the cluster: {exc}") from exc
         raise
@@ -329,7 +405,7 @@ def start(
         print(f"connect    dkrr fit STORE --scheduler {scheduler_file}" + (
             f" --tls-ca-file {tls['ca']} --tls-cert {tls['client']} --tls-key {tls['client_key']}" if tls else ""
         ))
-        print(f"stop       python {sys.argv[0]} stop --dir {rundir}")
+        print(f"stop       {_self_command()} stop --dir {shlex.quote(str(rundir))}")
     return state
 
 
@@ -407,12 +483,17 @@ def main(argv=None):
     p_stop.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "start":
-        start(
-            args.dir, workers=args.workers, threads_per_worker=args.threads_per_worker,
-            memory_limit=args.memory_limit, scheduler_port=args.scheduler_port,
-            dashboard_port=args.dashboard_port, tls_dir=args.tls_dir, nanny=args.nanny,
-            timeout=args.timeout, quiet=args.quiet,
-        )
+        try:
+            start(
+                args.dir, workers=args.workers, threads_per_worker=args.threads_per_worker,
+                memory_limit=args.memory_limit, scheduler_port=args.scheduler_port,
+                dashboard_port=args.dashboard_port, tls_dir=args.tls_dir, nanny=args.nanny,
+                timeout=args.timeout, quiet=args.quiet,
+            )
+        except KeyboardInterrupt:
+            # start() has stopped the processes it had started before this reaches here
+            print("start interrupted: the processes it had started were stopped", file=sys.stderr)
+            return 130
         return 0
     if args.command == "status":
         return status(args.dir, timeout=args.timeout)
