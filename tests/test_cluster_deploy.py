@@ -503,3 +503,14 @@ def test_interrupted_start_is_one_line(tmp_path):
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "interrupted" in err
     assert not _processes_of(tmp_path) and not (tmp_path / "cluster.json").exists()
+
+
+def test_recipe_directories_are_ignored_by_git():
+    """run/ and certs/ (the CA's private key) as the READMEs name them are never committed."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    assert "--dir run/" in (ROOT / "cluster" / "local" / "README.md").read_text()
+    assert "--out certs/" in (ROOT / "cluster" / "tls" / "README.md").read_text()
+    for path in ("run/scheduler.json", "certs/ca-key.pem"):
+        proc = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", path], capture_output=True)
+        assert proc.returncode == 0, f"{path} is not ignored by git"
