@@ -217,3 +217,20 @@ def _check(saved, ref, store):
     assert saved.alpha_ == ref.alpha_
     X = open_dataset(store).X[:500].compute()
     np.testing.assert_allclose(saved.predict(X), ref.predict(X), rtol=1e-9, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- ingest
+def test_ingest_on_tls_cluster_takes_certificates(tls_cluster, certs, tmp_path):
+    """`dkrr ingest --scheduler tls://...` takes the same --tls-* and --timeout as fit."""
+    csv = tmp_path / "small.csv"
+    np.savetxt(csv, np.arange(60.0).reshape(20, 3), delimiter=",", fmt="%.1f")
+    out = tmp_path / "small.zarr"
+    p = dkrr("ingest", csv, "--out", out, "--no-header", "--scheduler", tls_cluster["address"],
+             "--tls-ca-file", certs["ca"], "--tls-cert", certs["client"], "--tls-key", certs["client_key"],
+             "--timeout", 20, check=False)
+    assert p.returncode == 0, p.stderr
+    assert f"connected to the scheduler at {tls_cluster['address']}" in p.stderr
+    assert open_dataset(out).X.shape == (20, 2)
+    # without --scheduler there is no scheduler to reach: the flags are refused, naming one
+    p = dkrr("ingest", csv, "--out", tmp_path / "other.zarr", "--no-header", "--timeout", 5, check=False)
+    assert p.returncode == 1 and "--timeout reaches a scheduler: it needs --scheduler" in p.stderr, p.stderr

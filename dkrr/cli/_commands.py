@@ -117,12 +117,20 @@ def cmd_ingest(args) -> int:
 
     from ..io._kinds import zarr_replace_check
 
+    given = [flag for flag, value in (("--tls-ca-file", args.tls_ca_file), ("--tls-cert", args.tls_cert),
+                                      ("--tls-key", args.tls_key), ("--timeout", args.timeout))
+             if value is not None]
+    if args.scheduler is None and given:
+        raise InvalidParameterError(f"{given[0]} reaches a scheduler: it needs --scheduler (ingest "
+                                    "without it converts with threads of this process)")
     preflight(args, can_replace=zarr_replace_check, inputs=[args.input] + ([args.like] if args.like else []))
     with contextlib.ExitStack() as stack:
         if args.scheduler is not None:
             from ..cluster import ClusterOptions, connect
 
-            stack.enter_context(connect(args.scheduler, ClusterOptions(quiet=args.quiet)))
+            stack.enter_context(connect(args.scheduler, ClusterOptions(
+                tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                timeout=30.0 if args.timeout is None else args.timeout, quiet=args.quiet)))
         summary = _ingest(ingest, args, target, progress)
     if terminal:
         _say(args, "")

@@ -187,6 +187,16 @@ def _add_storage_options(p: argparse.ArgumentParser) -> None:
 GRID_PARSERS = {"alphas": _parse_alphas, "gammas": _parse_gammas}
 
 
+def _add_connection_options(g, timeout=30.0) -> None:
+    """The options that reach an existing scheduler: its certificates and the timeout
+    (``timeout=None``: the default 30 s is applied by the command, which can tell a
+    ``--timeout`` given from none)."""
+    g.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler")
+    g.add_argument("--tls-cert", help="client certificate for a tls:// scheduler")
+    g.add_argument("--tls-key", help="client private key for a tls:// scheduler")
+    g.add_argument("--timeout", type=float, default=timeout, help="seconds to wait for the scheduler (default 30)")
+
+
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
     g.add_argument("--scheduler", metavar="ADDRESS",
@@ -199,10 +209,7 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--memory-limit", default="auto",
                    help="LocalCluster memory limit per worker, e.g. 2GB (default auto: this machine's "
                         "memory, or its cgroup limit, shared evenly by the worker threads)")
-    g.add_argument("--tls-ca-file", help="CA certificate for a tls:// scheduler")
-    g.add_argument("--tls-cert", help="client certificate for a tls:// scheduler")
-    g.add_argument("--tls-key", help="client private key for a tls:// scheduler")
-    g.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the scheduler (default 30)")
+    _add_connection_options(g)
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bars or cluster/dashboard line (when stderr is not a terminal, "
                         "progress is a plain line per 10%% of the tasks or 30 s, whichever is rarer; "
@@ -261,10 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bytes of uncompressed CSV (or Parquet values) converted by one parallel task "
                         "(default 64MiB, as dask.dataframe.read_csv); a larger input is converted in "
                         "parallel by threads, or by the workers of --scheduler")
-    p.add_argument("--scheduler", metavar="ADDRESS",
+    g = p.add_argument_group("cluster")  # no LocalCluster: without --scheduler, threads of this process
+    g.add_argument("--scheduler", metavar="ADDRESS",
                    help="convert on the workers of this running Dask scheduler (tcp://..., tls://... or a "
                         "scheduler JSON file); they must see the input and --out (default: threads of "
                         "this process)")
+    _add_connection_options(g, timeout=None)
     p.add_argument("--n-features", type=int,
                    help="LIBSVM: number of features (default: the largest index, one more if "
                         "zero-based); CSV/.npy: checked")
