@@ -77,7 +77,8 @@ def resolve_scheduler_address(scheduler):
     ----------
     scheduler : str or path-like
         An address such as ``"tcp://127.0.0.1:8786"``, ``"tls://host:8786"`` or
-        ``"host:8786"`` (TCP), or the path to a JSON scheduler file written by
+        ``"host:8786"`` (the ``distributed.comm.default-scheme`` of the Dask
+        configuration, ``tcp`` by default, as ``distributed.Client``), or the path to a JSON scheduler file written by
         ``dask scheduler --scheduler-file`` (``cluster/local/cluster.py`` writes one).
 
     Returns
@@ -113,7 +114,10 @@ def resolve_scheduler_address(scheduler):
             f"scheduler={text!r} is neither an address like 'tcp://127.0.0.1:8786' or "
             "'tls://host:8786' nor an existing scheduler file."
         )
-    return "tcp://" + text
+    import dask
+
+    # as distributed.Client: a scheme-less address takes the configured default scheme
+    return f"{dask.config.get('distributed.comm.default-scheme', 'tcp')}://{text}"
 
 
 def _security_from_config():

@@ -443,9 +443,9 @@ def connect(address_or_scheduler_file, options=None, **overrides):
     Parameters
     ----------
     address_or_scheduler_file : str or path-like
-        ``"tcp://host:8786"``, ``"tls://host:8786"``, ``"host:8786"`` (TCP), or the path
-        of a scheduler JSON file (``dask scheduler --scheduler-file``,
-        ``cluster/local/cluster.py`` writes one).
+        ``"tcp://host:8786"``, ``"tls://host:8786"``, ``"host:8786"`` (Dask's configured
+        ``distributed.comm.default-scheme``, tcp unless set), or a scheduler JSON file
+        (``dask scheduler --scheduler-file``; ``cluster/local/cluster.py`` writes one).
     options : ClusterOptions, default=None
         ``None``: the defaults. Its LocalCluster fields (``n_workers`` ...) are ignored.
     **overrides

@@ -234,3 +234,27 @@ def test_ingest_on_tls_cluster_takes_certificates(tls_cluster, certs, tmp_path):
     # without --scheduler there is no scheduler to reach: the flags are refused, naming one
     p = dkrr("ingest", csv, "--out", tmp_path / "other.zarr", "--no-header", "--timeout", 5, check=False)
     assert p.returncode == 1 and "--timeout reaches a scheduler: it needs --scheduler" in p.stderr, p.stderr
+
+
+def test_schemeless_address_takes_configured_default_scheme(tls_cluster, certs, tmp_path):
+    """With distributed.comm.default-scheme: tls (cluster/tls/distributed.yaml), HOST:PORT is
+    tls://HOST:PORT, as for distributed.Client, not tcp://."""
+    import os
+
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__DEFAULT_SCHEME": "tls",
+           "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(certs["ca"]),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(certs["client"]),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(certs["client_key"])}
+    csv = tmp_path / "small.csv"
+    np.savetxt(csv, np.arange(60.0).reshape(20, 3), delimiter=",", fmt="%.1f")
+    hostport = tls_cluster["address"].removeprefix("tls://")
+    p = subprocess.run([sys.executable, "-m", "dkrr.cli", "ingest", str(csv), "--out", str(tmp_path / "s.zarr"),
+                        "--no-header", "--scheduler", hostport, "--timeout", "10"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stderr
+    assert f"connected to the scheduler at {tls_cluster['address']}" in p.stderr
+    from dkrr._connection import resolve_scheduler_address
+
+    assert resolve_scheduler_address("10.0.0.5:8786") == "tcp://10.0.0.5:8786"  # dask's default
+    with dask.config.set({"distributed.comm.default-scheme": "tls"}):
+        assert resolve_scheduler_address("10.0.0.5:8786") == "tls://10.0.0.5:8786"
