@@ -378,9 +378,11 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
             "when its process passes 95% of its memory limit by default, distributed's "
             "worker.memory.terminate; the operating system kills it when the machine runs out of "
             "memory)." + ("" if client is None else _workers_memory(client)) + " Give each worker "
-            "more memory (dkrr fit/predict/evaluate: --memory-limit, or fewer --workers; "
-            "LocalCluster(memory_limit=...)) or smaller row blocks (dkrr fit --chunk-rows; the "
-            "dask array's chunks); the workers' log lines say why each one stopped."
+            + ("more memory (dkrr fit/predict/evaluate: --memory-limit, or fewer --workers; "
+               "LocalCluster(memory_limit=...))" if client is None or client.cluster is not None else
+               "more memory where the cluster is started (`dask worker --memory-limit`, "
+               "`cluster/local/cluster.py start --memory-limit`)") + " or smaller row blocks (dkrr fit "
+            "--chunk-rows; the dask array's chunks); the workers' log lines say why each one stopped."
         )
     if _lost_scheduler(exc):
         return (

@@ -258,3 +258,17 @@ def test_schemeless_address_takes_configured_default_scheme(tls_cluster, certs, 
     assert resolve_scheduler_address("10.0.0.5:8786") == "tcp://10.0.0.5:8786"  # dask's default
     with dask.config.set({"distributed.comm.default-scheme": "tls"}):
         assert resolve_scheduler_address("10.0.0.5:8786") == "tls://10.0.0.5:8786"
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "evaluate"])
+def test_local_cluster_options_are_refused_with_scheduler(tcp_cluster, command, tmp_path):
+    """--workers, --threads-per-worker and --memory-limit shape the LocalCluster that dkrr
+    starts without --scheduler: with one they were silently ignored; now refused, named."""
+    paths = {"fit": ["store", "--out", "model"], "predict": ["model", "store", "--out", "out"],
+             "evaluate": ["model", "store"]}[command]
+    for flag, value in (("--workers", "8"), ("--threads-per-worker", "4"), ("--memory-limit", "8GB")):
+        p = dkrr(command, *(a if a.startswith("--") else tmp_path / a for a in paths),
+                 "--scheduler", tcp_cluster["scheduler_file"], flag, value, check=False)
+        assert p.returncode == 1, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"dkrr {command}: error: {flag} shapes the LocalCluster"), p.stderr

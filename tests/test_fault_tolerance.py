@@ -365,11 +365,14 @@ def test_a_memory_limit_below_what_a_worker_needs_is_refused_before_any_work(big
 
 
 @pytest.mark.cluster
-def test_a_killed_worker_keeps_its_type_and_gains_dkrrs_note(tmp_path):
+@pytest.mark.parametrize("by_address", [False, True])
+def test_a_killed_worker_keeps_its_type_and_gains_dkrrs_note(tmp_path, by_address):
     """In Python the exception stays distributed's KilledWorker, which a Dask user catches;
     dkrr adds a note (PEP 678) naming its step and the workers' memory, and the estimator
     is left unfitted. Each input block of 640 MB is above the worker's 400 MiB limit (which
-    is above what a worker needs to run dkrr's tasks at all: not refused before the fit)."""
+    is above what a worker needs to run dkrr's tasks at all: not refused before the fit).
+    A client of an existing cluster (by its address) is told to raise the limit where the
+    cluster is started: dkrr's --memory-limit shapes only the LocalCluster it starts."""
     from distributed import Client, KilledWorker, LocalCluster
     from sklearn.exceptions import NotFittedError
 
@@ -377,12 +380,15 @@ def test_a_killed_worker_keeps_its_type_and_gains_dkrrs_note(tmp_path):
     est = RandomFeatureRidge(n_components=32, gamma=0.1, alpha=1.0)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MiB", dashboard_address=None,
-                         processes=True) as cluster, Client(cluster):
+                         processes=True) as cluster, Client(cluster.scheduler_address if by_address else cluster):
         with pytest.raises(KilledWorker) as info:
             est.fit(X, X[:, 0])
     notes = "\n".join(getattr(info.value, "__notes__", ()))
     assert "dkrr: the Dask workers died while running '" in notes, notes
     assert "memory limit is 400 MiB each" in notes and "--memory-limit" in notes, notes
+    local_advice = "dkrr fit/predict/evaluate: --memory-limit"
+    assert (local_advice not in notes and "where the cluster is started (`dask worker --memory-limit`" in notes
+            if by_address else local_advice in notes), notes
     with pytest.raises(NotFittedError):
         est.predict(np.zeros((1, 40)))
 

@@ -67,6 +67,18 @@ def _where(path, args) -> str:
     return where.url if isinstance(where, Remote) else str(Path(where).resolve())
 
 
+def _refuse_local_options(args) -> None:
+    """Refuse --workers, --threads-per-worker and --memory-limit with --scheduler: they shape
+    only the LocalCluster that a command starts without it (as connect(n_workers=...))."""
+    for flag, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker),
+                        ("--memory-limit", args.memory_limit)):
+        if args.scheduler is not None and value is not None:
+            raise InvalidParameterError(
+                f"{flag} shapes the LocalCluster that dkrr starts without --scheduler: an existing "
+                "cluster's workers are set where it is started (`dask worker --nworkers/--nthreads/"
+                "--memory-limit`, `cluster/local/cluster.py start --workers ...`)")
+
+
 @contextlib.contextmanager
 def _client(args):
     from .._progress import progress_set
@@ -80,8 +92,9 @@ def _client(args):
             stack.enter_context(_worker_logs_silenced())
         if args.scheduler is None:  # --workers & co. shape a new LocalCluster only
             yield stack.enter_context(local_cluster(
-                options, n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                memory_limit=args.memory_limit))
+                options, n_workers=args.workers,
+                threads_per_worker=1 if args.threads_per_worker is None else args.threads_per_worker,
+                memory_limit="auto" if args.memory_limit is None else args.memory_limit))
         else:
             yield stack.enter_context(connect(args.scheduler, options))
 
@@ -184,6 +197,7 @@ def _ingest(ingest, args, target, progress):
 
 
 def cmd_fit(args) -> int:
+    _refuse_local_options(args)
     from ..io._model import check_replaceable_model, save_model
 
     notes: list[str] = []
@@ -264,6 +278,7 @@ def _check_posterior(est, args, command: str) -> None:
 
 
 def cmd_predict(args) -> int:
+    _refuse_local_options(args)
     from .._progress import compute
     from ..io import write_predictions
     from ..io._kinds import predictions_replace_check
@@ -311,6 +326,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def cmd_evaluate(args) -> int:
+    _refuse_local_options(args)
     from .._progress import compute
     from ..estimators._inputs import finite_rows_checked, first_block_mean
     from ..errors import InputValidationError

@@ -205,8 +205,9 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, default=None,
                    help="LocalCluster worker processes (default: one per available core divided by "
                         "--threads-per-worker, as LocalCluster picks)")
-    g.add_argument("--threads-per-worker", type=int, default=1, help="LocalCluster threads per worker (default 1)")
-    g.add_argument("--memory-limit", default="auto",
+    # None: not given (refused with --scheduler); _client applies the defaults the help names
+    g.add_argument("--threads-per-worker", type=int, default=None, help="LocalCluster threads per worker (default 1)")
+    g.add_argument("--memory-limit", default=None,
                    help="LocalCluster memory limit per worker, e.g. 2GB (default auto: this machine's "
                         "memory, or its cgroup limit, shared evenly by the worker threads)")
     _add_connection_options(g)
