@@ -97,7 +97,9 @@ def resolve_scheduler_address(scheduler):
     if path.suffix.lower() == ".json" or path.is_file():
         if not path.is_file():
             raise SchedulerUnreachableError(
-                f"Scheduler file {text!r} does not exist: is the scheduler running? Start it "
+                f"Scheduler file {str(path.absolute())!r} does not exist"
+                + ("" if path.is_absolute() else f" ({text!r} is relative to the working directory, {os.getcwd()})")
+                + ": is the scheduler running? Start it "
                 "with `dask scheduler --scheduler-file FILE` or `python cluster/local/cluster.py "
                 "start --dir RUNDIR` (which writes RUNDIR/scheduler.json)."
             )

@@ -375,3 +375,15 @@ def test_work_waiting_on_a_scheduler_without_workers_is_said_until_they_join(mon
         compute(da.ones((100, 4), chunks=(50, 4)).sum(), label="summing")
         time.sleep(0.5)
     assert "dkrr: note" not in capsys.readouterr().err
+
+
+def test_missing_relative_scheduler_file_names_the_absolute_path(tmp_path, monkeypatch):
+    """A notebook run from notebooks/ with DKRR_SCHEDULER=run/scheduler.json looked in
+    notebooks/run/: the error said only 'run/scheduler.json', not where it looked."""
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    with pytest.raises(SchedulerUnreachableError) as info:
+        resolve_scheduler_address("run/scheduler.json")
+    looked = str(tmp_path / "notebooks" / "run" / "scheduler.json")
+    assert f"Scheduler file {looked!r} does not exist" in str(info.value), info.value
+    assert "relative to the working directory" in str(info.value)
