@@ -247,6 +247,10 @@ def open_client(scheduler, security, timeout):
             if is_tls
             else " Check the address and that `dask scheduler` is running and reachable."
         )
+        given = os.fspath(scheduler)
+        if "://" not in given and not address.endswith("://" + given):  # the address came from a file
+            hint += (f" The scheduler file {given!r} may be stale: its scheduler is gone (start the "
+                     "cluster again, which rewrites it).")
         raise SchedulerUnreachableError(
             f"Could not connect to the Dask scheduler at {address!r} (timeout {timeout:g} s): "
             f"{exc}.{hint}"

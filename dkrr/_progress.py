@@ -388,10 +388,10 @@ def _cluster_failure_note(exc: BaseException, label: str) -> str | None:
         return (
             f"dkrr: this process lost its connection to the Dask scheduler while running {label!r} "
             "(the scheduler stopped, or the network to it failed, and distributed gave up "
-            "reconnecting), so its tasks were cancelled. Check the scheduler (its log, "
-            "`python cluster/local/cluster.py status --dir RUNDIR` for dkrr's local recipe) and run "
-            "the command again once it is up: the workers reconnect to a restarted scheduler by "
-            "themselves."
+            "reconnecting), so its tasks were cancelled. Check the scheduler and its workers (logs, "
+            "`python cluster/local/cluster.py status --dir RUNDIR` for dkrr's local recipe) and run the "
+            "command again once they are up: workers that lost their scheduler may have stopped (those of "
+            "cluster/local/cluster.py do), then start the cluster again."
         )
     return None
 

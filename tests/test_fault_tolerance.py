@@ -227,7 +227,7 @@ def test_a_scheduler_lost_mid_fit_is_a_named_error(big_store, tmp_path):
                  "--scheduler-port", 0, "--dashboard-port", -1, "--quiet")
     try:
         info = json.loads((rundir / "cluster.json").read_text())
-        proc = _popen("fit", big_store, "--out", tmp_path / "model", "--scheduler", info["address"],
+        proc = _popen("fit", big_store, "--out", tmp_path / "model", "--scheduler", info["scheduler_file"],
                       "--timeout", 10, "-q", *FIT_FLAGS)
         try:
             with Client(info["address"], timeout=30) as monitor:
@@ -241,6 +241,10 @@ def test_a_scheduler_lost_mid_fit_is_a_named_error(big_store, tmp_path):
                 pid = monitor.run_on_scheduler(os.getpid)
             os.kill(pid, signal.SIGKILL)
             rc, out, err = _finish(proc, timeout=180)
+            # the scheduler file now names a scheduler that is gone: said, not a bare 'connection refused'
+            stale = subprocess.run(_dkrr_cmd("fit", big_store, "--out", tmp_path / "model2", "--scheduler",
+                                             info["scheduler_file"], "--timeout", 3, "-q", *FIT_FLAGS),
+                                   capture_output=True, text=True, cwd=ROOT, timeout=120)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -254,7 +258,11 @@ def test_a_scheduler_lost_mid_fit_is_a_named_error(big_store, tmp_path):
                      r"'(column moments|accumulating ridge statistics)'", err), err
     assert "dkrr/cli/_main.py" not in err, err  # no traceback of the command
     assert "Failed to reconnect to scheduler" not in err, err  # distributed's log: the error line says it
+    # cluster.py's workers stop with their scheduler: no promise that they reconnect by themselves
+    assert "reconnect to a restarted scheduler" not in err and "may have stopped" in err, err
     assert not (tmp_path / "model").exists() and not _leftovers(tmp_path, "model")
+    assert stale.returncode == 1, stale.stderr
+    assert f"The scheduler file {str(info['scheduler_file'])!r} may be stale" in stale.stderr, stale.stderr
 
 
 def test_every_way_distributed_says_the_scheduler_is_gone_gets_the_note():
