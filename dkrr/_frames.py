@@ -200,7 +200,7 @@ def frames_as_arrays(*items: tuple[Any, str, bool]) -> list[Any]:
     if arrays:
         import dask
 
-        from ._progress import cluster_failures_named
+        from ._failures import cluster_failures_named
 
         with cluster_failures_named("counting the rows of the blocks"):
             counts = dask.compute(*[

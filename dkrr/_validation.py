@@ -159,7 +159,7 @@ def check_first_label_block(y: Any) -> None:
     if is_dask(y):
         import dask
 
-        from ._progress import cluster_failures_named
+        from ._failures import cluster_failures_named
 
         with cluster_failures_named("reading the first block of y"):
             (block,) = dask.compute(y[: y.chunks[0][0]])

@@ -5,7 +5,7 @@ cluster may be scaling up), and dkrr keeps it. But a command that waits so says 
 a fit whose workers were all killed, or a scheduler started without workers, left a frozen
 progress bar (or, with progress off or in a log, nothing at all) until it was killed. While
 dkrr's work runs on a distributed Client (:func:`workers_watched`, entered by
-:func:`dkrr._progress.cluster_failures_named`, the context of every compute on a Client),
+:func:`dkrr._failures.cluster_failures_named`, the context of every compute on a Client),
 a daemon thread asks the scheduler for its workers every :data:`POLL_SECONDS`; after
 :data:`NO_WORKERS_NOTE_AFTER` seconds without any it prints a note on stderr naming the
 step and what to do, again each time the wait doubles, and one more when workers join.

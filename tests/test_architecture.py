@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dkrr"
 
 #: rank of each top-level part of the package; a module may import ranks <= its own
 LAYERS = {
-    "errors": 0, "_validation": 0, "_frames": 0, "_params": 0, "_progress": 0, "_watch": 0, "_blas": 0, "_version": 0, "_jit": 0, "_system": 0,
+    "errors": 0, "_validation": 0, "_frames": 0, "_params": 0, "_progress": 0, "_watch": 0, "_failures": 0, "_blas": 0, "_version": 0, "_jit": 0, "_system": 0,
     "_rows": 0,
     "features": 1,
     "linalg": 2, "bandwidth": 2,

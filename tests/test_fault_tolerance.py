@@ -278,7 +278,7 @@ def test_every_way_distributed_says_the_scheduler_is_gone_gets_the_note():
 
     ClosedClientError = getattr(distributed.client, "ClosedClientError", None)  # none in distributed 2024.9.1
 
-    from dkrr._progress import _cluster_failure_note, _lost_scheduler
+    from dkrr._failures import _cluster_failure_note, _lost_scheduler
 
     def chained(outer, inner):
         try:

@@ -268,7 +268,7 @@ def _run(argv: list[str] | None) -> int:
         except Exception as exc:
             if isinstance(exc, BrokenPipeError) and _std_reader_gone():
                 raise  # a reader closed stdout or stderr: main ends quietly
-            from .._progress import _cluster_failure_note
+            from .._failures import _cluster_failure_note
 
             # a step outside dkrr's computes (a client call) that lost the scheduler: the same note
             notes = _dkrr_notes(exc) or [n for n in [_cluster_failure_note(exc, args.command)] if n]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._frames import check_feature_names, feature_names, frames_as_arrays
-from .._progress import cluster_failures_named
+from .._failures import cluster_failures_named
 from .._validation import is_dask
 from ..errors import InputValidationError
 

@@ -26,7 +26,7 @@ import numpy as np
 from dask.base import get_scheduler, tokenize
 from dask.system import CPU_COUNT
 
-from .._progress import cluster_failures_named
+from .._failures import cluster_failures_named
 from .._system import distributed_client
 
 __all__ = ["drain_keys", "run_store_tasks", "store_tasks"]

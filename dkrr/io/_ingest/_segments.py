@@ -29,7 +29,7 @@ import dask
 from dask.base import tokenize
 from dask.system import CPU_COUNT
 
-from ..._progress import cluster_failures_named
+from ..._failures import cluster_failures_named
 from ._writer import MissingRows
 
 __all__ = ["Combiner", "Segment", "SegmentResult", "run_segments"]
