@@ -283,3 +283,28 @@ def test_every_stored_field_is_covered_and_the_untouched_file_loads(saved, model
     assert set(fitted) <= set(AGREEMENT)
     back = load_model(saved[model])
     assert set(fitted) <= set(vars(back))
+
+
+def test_a_version_5_mixed_model_loads_predicts_and_saves_again(tmp_path):
+    """A model saved by format-5 dkrr (commit 5b3a5b0: precision='auto', the default then,
+    whose refinement_ record has no 'errors') loaded and predicted, but saving it again
+    failed with "it does not load back ... must be the refinement's record with exactly
+    the keys [...]": the version-6 check wanted 'errors' (so did any load-then-save, a copy
+    to an object store). It now saves in format 7 and loads back, predicting the same."""
+    from dkrr import save_model
+
+    src = Path(__file__).parent / "data" / "models_v2" / "ridge_mixed_v5"
+    assert json.loads((src / "model.json").read_text())["format_version"] == 5
+    model = load_model(src)
+    assert model.precision_ == "mixed" and "errors" not in model.refinement_
+    X = np.random.default_rng(1).standard_normal((20, 3))
+    expected = np.load(Path(__file__).parent / "data" / "ridge_mixed_v5_predictions.npy")  # 5b3a5b0's own
+    np.testing.assert_array_equal(model.predict(X), expected)
+    save_model(model, tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "model.json").read_text())["format_version"] == 7
+    np.testing.assert_array_equal(load_model(tmp_path / "again").predict(X), expected)
+    # a version-6 file has errors: without them it is refused as before
+    doc = json.loads((tmp_path / "again" / "model.json").read_text())
+    (tmp_path / "again" / "model.json").write_text(json.dumps({**doc, "format_version": 6}))
+    with pytest.raises(ModelFormatError, match=r"refinement's record with exactly the keys"):
+        load_model(tmp_path / "again")

@@ -48,8 +48,9 @@ class RecordKinds:
         from ._model_reader import _is_int, _is_real
 
         keys = {"passes", "residuals", "errors", "converged", "tol"}
-        # format 5 stopped on the residual and recorded no errors
-        if not isinstance(v, dict) or set(v) not in ((keys, keys - {"errors"}) if self.version < 6 else (keys,)):
+        # format 5 stopped on the residual and recorded no errors: its record also comes in a
+        # version-7 file (a version-5 model loaded and saved again); a version-6 file has errors
+        if not isinstance(v, dict) or set(v) not in ((keys,) if self.version == 6 else (keys, keys - {"errors"})):
             raise self.bad(where, f"must be the refinement's record with exactly the keys {sorted(keys)}")
         if not _is_int(v["passes"]) or not 1 <= v["passes"] <= 2**20:
             raise self.bad(f"{where}.passes", f"must be a positive integer, got {v['passes']!r}")

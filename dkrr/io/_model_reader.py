@@ -26,6 +26,8 @@ from ._model_kinds import RecordKinds
 __all__ = ["AGREEMENT", "FITTED_ATTRIBUTES", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "dkrr-model"
+#: 7: what 6 gained unnumbered (store_target_names_, the refinement's stop rules): a 6-reader then says "upgrade";
+#: a version-5 refinement_ (no errors) may come in it (a version-5 model saved again); 6 reads unchanged.
 #: 6: refinement_ records the estimated coefficient errors it stops on (``errors``; a
 #: version-5 record, which stopped on the residual at tol 1e-14, reads unchanged);
 #: 5: precision_ "mixed" and its refinement_ (precision="auto", the default since issue 26);
@@ -33,10 +35,9 @@ FORMAT_NAME = "dkrr-model"
 #: maps with radial factors, ARD column scales, the polynomial sketches) and ARD gammas
 #: (arrays); a version-3 file reads unchanged. 3: the ridge estimators' ``feature_map_`` is
 #: the map itself (``__feature_map__``), as on RandomFeatures; 1 and 2 nested a fitted
-#: RandomFeatures there (still read: its map is taken). 2: labels keep their type
-#: (``__labels__``); 1 stored non-numeric labels as text
-FORMAT_VERSION = 6
-_READABLE = (1, 2, 3, 4, 5, 6)
+#: RandomFeatures there (still read: its map is taken). 2: labels keep their type (``__labels__``); 1: as text
+FORMAT_VERSION = 7
+_READABLE = (1, 2, 3, 4, 5, 6, 7)
 _MAX_JSON_BYTES = 64 * 2**20
 _MAX_DEPTH = 24
 _MAX_NDIM = 8
