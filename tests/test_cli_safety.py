@@ -222,42 +222,60 @@ def _dkrr(*args):
     )
 
 
-def _leftovers(directory):
-    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
-
-
-def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
-    """SIGTERM while the blocks are being written: exit 143, no hidden .tmp- store."""
+def _blocking_store(tmp_path):
+    """``(store, model, chunk, content, out_dir)``: a store and its model, one chunk of X
+    a FIFO (``content`` its bytes, fed by :func:`_feed_fifo`): the worker reading it blocks
+    until the test feeds it, so a signal or a closed stream surely arrives while the
+    prediction store is open."""
     store, X, y = _store(tmp_path / "data.zarr", n=80, chunks=20)
     model = _model(tmp_path / "m", X, y)
-    # one chunk of X becomes a FIFO: the worker reading it blocks until this test
-    # feeds it, so the signal surely arrives while the prediction store is open
     chunk = store / "X" / "c" / "2" / "0"
     content = chunk.read_bytes()
     chunk.unlink()
     os.mkfifo(chunk)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
+    return store, model, chunk, content, out_dir
+
+
+def _await_output(proc, out_dir) -> None:
+    """Wait (120 s at most) until `proc` has its hidden temporary output in `out_dir`."""
+    deadline = time.monotonic() + 120
+    while not any(".tmp-" in n for n in _leftovers(out_dir)):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the prediction store never appeared"
+        time.sleep(0.05)
+
+
+def _feed_fifo(proc, chunk, content) -> None:
+    """Write `content` into the FIFO `chunk` once a reader has it open, while `proc` runs
+    (a read blocked on it finishes; a process that never opens it is left to exit)."""
+    while proc.poll() is None:
+        try:
+            fd = os.open(chunk, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            assert exc.errno == errno.ENXIO
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        os.write(fd, content)
+        os.close(fd)
+        return
+
+
+def _leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
+    """SIGTERM while the blocks are being written: exit 143, no hidden .tmp- store."""
+    store, model, chunk, content, out_dir = _blocking_store(tmp_path)
     proc = _dkrr("predict", model, store, "--out", out_dir / "pred.zarr", "--workers", 1,
                  "--memory-limit", "1GB", "-q")
     try:
-        deadline = time.monotonic() + 120
-        while not any(".tmp-" in n for n in _leftovers(out_dir)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the prediction store never appeared"
-            time.sleep(0.05)
+        _await_output(proc, out_dir)
         proc.send_signal(signal.SIGTERM)
-        while proc.poll() is None:  # let the blocked read finish, if it started
-            try:
-                fd = os.open(chunk, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                assert exc.errno == errno.ENXIO
-                time.sleep(0.05)
-                continue
-            os.set_blocking(fd, True)
-            os.write(fd, content)
-            os.close(fd)
-            break
+        _feed_fifo(proc, chunk, content)  # let the blocked read finish, if it started
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -333,36 +351,15 @@ def test_a_stderr_closed_while_predict_writes_leaves_no_output(tmp_path):
     are being written; the progress bar's next line fails (EPIPE), which unwinds the write
     as Ctrl-C does: exit 141, no traceback, nothing left behind. A chunk of X is a FIFO,
     so the write is surely under way when stderr is closed (as in the SIGTERM test)."""
-    store, X, y = _store(tmp_path / "data.zarr", n=80, chunks=20)
-    model = _model(tmp_path / "m", X, y)
-    chunk = store / "X" / "c" / "2" / "0"
-    content = chunk.read_bytes()
-    chunk.unlink()
-    os.mkfifo(chunk)
-    out_dir = tmp_path / "out"
-    out_dir.mkdir()
+    store, model, chunk, content, out_dir = _blocking_store(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", "predict", model, store, "--out",
                              out_dir / "pred.zarr", *map(str, CLUSTER)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not any(".tmp-" in n for n in _leftovers(out_dir)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the prediction store never appeared"
-            time.sleep(0.05)
+        _await_output(proc, out_dir)
         proc.stderr.close()  # its only reader: the next progress line fails
         proc.stderr = None
-        while proc.poll() is None:  # let the blocked read go on, if it started
-            try:
-                fd = os.open(chunk, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                assert exc.errno == errno.ENXIO
-                time.sleep(0.05)
-                continue
-            os.set_blocking(fd, True)
-            os.write(fd, content)
-            os.close(fd)
-            break
+        _feed_fifo(proc, chunk, content)  # let the blocked read go on, if it started
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
