@@ -32,8 +32,8 @@ from typing import Any
 
 import dask
 
-from ._system import distributed_client
 from ._failures import cluster_failures_named
+from ._system import distributed_client
 
 __all__ = ["INTERVAL_ENV", "LOG_INTERVAL", "LOG_STEP", "LogGate", "cluster_failures_named",
            "compute", "compute_limited", "log_interval", "progress_enabled", "progress_set",
@@ -335,8 +335,6 @@ def _local_bar(label: str):
 
     with _bar_stream(label) as stream, ProgressBar(out=stream, dt=0.5):
         yield
-
-
 
 
 def compute(*collections: Any, label: str = "computing", persist: bool = False, **kwargs) -> tuple:

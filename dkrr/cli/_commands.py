@@ -91,10 +91,9 @@ def _client(args):
         if args.quiet:
             stack.enter_context(_worker_logs_silenced())
         if args.scheduler is None:  # --workers & co. shape a new LocalCluster only
-            yield stack.enter_context(local_cluster(
-                options, n_workers=args.workers,
-                threads_per_worker=1 if args.threads_per_worker is None else args.threads_per_worker,
-                memory_limit="auto" if args.memory_limit is None else args.memory_limit))
+            given = {"n_workers": args.workers, "threads_per_worker": args.threads_per_worker,
+                     "memory_limit": args.memory_limit}  # None: ClusterOptions' default
+            yield stack.enter_context(local_cluster(options, **{k: v for k, v in given.items() if v is not None}))
         else:
             yield stack.enter_context(connect(args.scheduler, options))
 

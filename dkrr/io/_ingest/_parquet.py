@@ -61,16 +61,11 @@ def is_parquet_dir(src: Path) -> bool:
     )
 
 
-def parquet_files(src: Path) -> list[Path]:
-    """The Parquet file `src`, or the files of the directory `src`, in natural order."""
-    return list(_partitioned_files(src)[0])
-
-
 #: the folder value hive partitioning writes for a null (pandas, Spark, pyarrow)
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
-def _partitioned_files(src: Path) -> tuple[dict[Path, dict[str, Any]], dict[str, pa.DataType]]:
+def parquet_files(src: Path) -> tuple[dict[Path, dict[str, Any]], dict[str, pa.DataType]]:
     """``({file: {key: value}}, {key: type})``: the Parquet files of `src` in natural order,
     each with the values of the hive partition folders (``key=value/``, percent-decoded) it
     lies in, as pandas and dask read them: int64 where every folder's value of the key is an
@@ -328,7 +323,7 @@ def convert_segment(layout: TableLayout, store: str, parts, bytes_per_row: float
 def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype, chunk_rows,
                  n_features, missing, target_type, progress, classes=None, like=None,
                  blocksize, like_file=None, **_) -> dict[str, Any]:
-    files, keys = _partitioned_files(src)
+    files, keys = parquet_files(src)
     names, types, parts = _plan(src, files, keys)
     n_cols = len(names)
     if n_cols < (1 if no_target(target) else 2):

@@ -78,13 +78,12 @@ class TableLayout:
 
 
 def _nan_cells(layout, block) -> np.ndarray:
-    """(rows, columns) True where a numeric column holds NaN in a cell that is not missing
-    (a literal ``NaN``): ``missing="drop"`` drops these rows with the missing ones."""
+    """(rows, columns) True where a numeric column's value is NaN: a missing cell's, or a
+    literal ``NaN`` (``missing="drop"`` drops both; :meth:`MissingRows.add_nan` counts the
+    rows of the second kind)."""
     nan = np.zeros((block.rows, layout.n_cols), dtype=bool)
     for j in layout.numeric_cols:
         nan[:, j] = np.isnan(block.values[j])
-    if block.absent is not None:
-        nan &= ~block.absent
     return nan
 
 
@@ -248,9 +247,7 @@ def convert_blocks(layout: TableLayout, store: str, seg: Segment, blocks: Iterat
             break
         keep = None
         if layout.missing == "drop":
-            drop = np.zeros(block.rows, dtype=bool)
-            for j in layout.numeric_cols:
-                drop |= np.isnan(block.values[j])
+            drop = _nan_cells(layout, block).any(axis=1)
             if block.codes is not None:
                 drop |= block.codes < 0
             if drop.any():
@@ -267,7 +264,7 @@ def convert_blocks(layout: TableLayout, store: str, seg: Segment, blocks: Iterat
             Xb, yb = numbers(layout, block, keep)
         except NonFiniteInputError as exc:
             result.nonfinite = exc
-            missing.add_nan(_nan_cells(layout, block), None, block.lines)  # said if missing cells follow
+            missing.add_nan(_nan_cells(layout, block), block.absent, block.lines)  # said if missing cells follow
             if seg.index == 0:  # nothing comes before it: the error is certain
                 break
             tell()

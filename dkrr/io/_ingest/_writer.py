@@ -337,7 +337,7 @@ class MissingRows:
 
     def add_nan(self, nan: np.ndarray, absent: np.ndarray | None, numbers: Sequence[int]) -> None:
         """Record a block's rows holding NaN (`nan`: (rows, columns), True at a NaN value)
-        and no missing cell (`absent` as in :meth:`add`)."""
+        and no missing cell (`absent` as in :meth:`add`, or None): a literal ``NaN``."""
         rows = np.flatnonzero(nan.any(axis=1) & ~(absent.any(axis=1) if absent is not None else False))
         self.nan_rows += rows.size
         if rows.size and self.nan_first is None:
