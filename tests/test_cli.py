@@ -293,6 +293,9 @@ def test_fit_json_keeps_full_precision_with_gammas(small_store, tmp_path, capsys
         np.testing.assert_allclose(np.array(res[key]), est.cv_results_[key], rtol=1e-9)
     assert doc["best_score"] == saved.best_score_ == pytest.approx(est.best_score_, rel=1e-9)
     assert "mean squared error" in doc["cv_error"]
+    # the default precision: float32 statistics refined in float64 passes, as the model says
+    assert doc["precision"] == saved.precision_ == "mixed" and "pcg" not in doc
+    assert doc["refinement"] == {"passes": saved.refinement_["passes"], "converged": True}
 
 
 def test_fit_prints_table_and_choice(small_store, tmp_path, capsys, local_cluster):
@@ -445,7 +448,9 @@ def test_rom_and_pcg_options_reach_the_estimator(small_store, tmp_path, capsys, 
     est.fit(X, y)
     assert saved.n_output_features_ == est.n_output_features_ == 8  # complex: [Re, Im] of 4 sampled rows
     assert saved.solver_info_["converged"] and saved.solver_ == "pcg" and saved.solver_info_["persisted"] is False
-    assert json.loads(out)["solver"] == "pcg"
+    doc = json.loads(out)
+    assert doc["solver"] == "pcg" and doc["pcg"]["converged"] is True, doc
+    assert doc["pcg"]["n_iter"] == saved.solver_info_["n_iter"] and doc["pcg"]["residual"] <= 1e-10, doc
     np.testing.assert_allclose(saved.predict(X), est.predict(X), rtol=1e-6, atol=1e-6)
     code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m2", "--solver", "newton", "-q",
                          "--scheduler", local_cluster.scheduler_address)

@@ -7,6 +7,7 @@ recorded warning into the list of recorded warnings it was reading (any warning 
 GridEdgeWarning). Each run here has a timeout, so a hang fails the test.
 """
 
+import json
 import os
 import pty
 import re
@@ -114,10 +115,14 @@ def test_fit_finishes_and_says_each_non_grid_warning_once(stores):
 
 def test_fit_finishes_on_the_pcg_max_iter_warning(stores):
     proc = dkrr("fit", stores / "reg.zarr", "--out", stores / "mpcg", "--solver", "pcg",
-                "--max-iter", 1, "--pcg-rank", 4, "--alpha", "1e-6", *CLUSTER)
+                "--max-iter", 1, "--pcg-rank", 4, "--alpha", "1e-6", "--json", *CLUSTER)
     # dkrr's PcgConvergenceWarning (also scikit-learn's ConvergenceWarning): said as dkrr's own
     assert any(line.startswith("dkrr fit: warning: solver='pcg' stopped at max_iter=1")
                for line in proc.stderr.splitlines()), proc.stderr
+    # and --json, which a script reads instead of stderr, says it too (it did not)
+    pcg = json.loads(proc.stdout)["pcg"]
+    assert pcg["converged"] is False and pcg["n_iter"] == 1 and pcg["passes"] == 2, pcg
+    assert pcg["residual"] > pcg["tol"] == 1e-6 and pcg["rank"] == 4, pcg
 
 
 #: a PCG solve's progress line: its iteration and its worst relative residual

@@ -253,12 +253,23 @@ def json_ready(value):
 
 
 def fit_json(est, *, out, n_rows: int, n_features: int, seconds: float) -> dict:
-    """The ``dkrr fit --json`` document: the summary, the choice and, with ``cv``, every
-    array of ``cv_results_`` at full precision."""
+    """The ``dkrr fit --json`` document: the summary, the precision, with ``solver="pcg"``
+    whether CG converged (``pcg``: converged, n_iter, passes, tol, rank and the largest
+    final relative residual), with ``precision_="mixed"`` the refinement's passes, the
+    choice and, with ``cv``, every array of ``cv_results_`` at full precision."""
     doc = {"model": str(out), "estimator": type(est).__name__, "fit_seconds": round(seconds, 3),
            "n_rows": int(n_rows), "n_features": int(n_features), "alpha": float(est.alpha_),
            "gamma": gamma_used(est), "solver": getattr(est, "solver_", None) or est.solver,
            "solver_reason": getattr(est, "solver_reason_", None)}
+    doc["precision"] = getattr(est, "precision_", None)
+    info = getattr(est, "solver_info_", None)
+    if info is not None:  # solver="pcg": whether CG met its tol (a warning says so on stderr)
+        doc["pcg"] = {"converged": bool(info["converged"]), "n_iter": int(info["n_iter"]),
+                      "passes": int(info["passes"]), "tol": float(info["tol"]), "rank": int(info["rank"]),
+                      "residual": float(np.max(np.asarray(info["residuals"], dtype=np.float64)[-1]))}
+    refinement = getattr(est, "refinement_", None)
+    if refinement is not None:  # precision "mixed": the float64 passes that refined the solve
+        doc["refinement"] = {"passes": int(refinement["passes"]), "converged": bool(refinement["converged"])}
     results = getattr(est, "cv_results_", None)
     if results is not None and "log_evidence" in results:  # cv="evidence"
         doc["selection"] = "evidence"
