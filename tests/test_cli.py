@@ -402,6 +402,43 @@ def test_evaluate_names_a_non_finite_target_instead_of_printing_nan(small_store,
                    "599 (row block 2), in 1 row(s), first in row 437" in err, err
 
 
+@pytest.mark.parametrize("level", [0.0, 0.1, 1e8])
+def test_evaluate_on_a_constant_target_scores_r2_as_scikit_learn_and_says_why(
+        level, small_store, tmp_path, capsys, local_cluster):
+    """y constant over the store (a test split of one value): R^2 is undefined. ``dkrr
+    evaluate`` printed ``r2: nan`` (``null`` in --json) where the model's ``score``, scikit-
+    learn's r2_score, gives 0.0; now it gives what score gives and a note says why."""
+    import dask
+    import dask.array as da
+
+    from dkrr.io import write_dataset
+
+    store, X, y = small_store
+    addr = ["--scheduler", local_cluster.scheduler_address, "-q"]
+    code, _, err = _main(capsys, "fit", store, "--out", tmp_path / "m", "--method", "rff",
+                         "--n-components", 16, "--gamma", 0.1, "--random-state", 0, *addr)
+    assert code == 0, err
+    yc = np.full_like(y, level)
+    with dask.config.set(scheduler="threads"):
+        write_dataset(da.from_array(X, chunks=(200, 9)), da.from_array(yc, chunks=200), tmp_path / "c")
+    model = load_model(tmp_path / "m")
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "c", *addr)
+    assert code == 0 and "r2: 0.0000" in out, (out, err)
+    assert "dkrr evaluate: note: y is constant over the 800 rows, so R^2 is undefined" in err, err
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "c", "--json", *addr)
+    doc = json.loads(out)
+    assert doc["r2"] == model.score(X, yc) == 0.0, doc
+    assert doc["mse"] == pytest.approx(np.mean((model.predict(X) - level) ** 2), rel=1e-9)
+    # a target that varies, however little against its level, is not constant
+    yv = yc + 1e-6 * np.sin(np.arange(len(y)))
+    with dask.config.set(scheduler="threads"):
+        write_dataset(da.from_array(X, chunks=(200, 9)), da.from_array(yv, chunks=200), tmp_path / "v")
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "v", "--json", *addr)
+    # (scikit-learn's mean of y at 1e8 is off by ~1e-8, 1% of the variation: its r2 is the rougher)
+    rel = 1e-6 if level < 1e3 else 1e-3
+    assert "constant" not in err and json.loads(out)["r2"] == pytest.approx(model.score(X, yv), rel=rel), err
+
+
 def test_table_cells_keep_trailing_zeros_so_columns_line_up():
     from dkrr.cli._report import cv_table
 

@@ -362,7 +362,7 @@ def cmd_evaluate(args) -> int:
                 sums += predictive_sums(resid, in_dims_of(y_std, y))
             sse, ysum, yy, *scored = compute(*sums, label="evaluating")
             n = int(y.shape[0])
-            metrics = regression_metrics(sse, ysum, yy, n, data.target_names)
+            metrics, note = regression_metrics(sse, ysum, yy, n, data.target_names, level=shift)
             if scored:
                 metrics.update(predictive_metrics(scored, n))
     metrics["n_rows"] = int(data.X.shape[0])

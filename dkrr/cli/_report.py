@@ -316,21 +316,33 @@ def metric_lines(metrics: dict) -> list[str]:
     return lines
 
 
-def regression_metrics(sse, ysum, yy, n_rows: int, names=None) -> dict:
+def regression_metrics(sse, ysum, yy, n_rows: int, names=None, level=None) -> tuple[dict, str | None]:
     """``dkrr evaluate``'s scores of a regression from computed column sums over the rows
-    (``yy`` and ``ysum`` of y less a shift): ``r2`` (scikit-learn's uniform average over the
-    targets), ``rmse`` and ``mse`` (over rows and targets); with several targets also
-    ``per_target``, ``{name: {r2, rmse, mse}}`` (``names``: the store's, else ``target_j``)."""
+    (``yy`` and ``ysum`` of y less a shift, ``level`` that shift): ``r2`` (scikit-learn's
+    ``r2_score``: the uniform average over the targets, and for a constant target 1.0 where
+    the predictions are exact, else 0.0), ``rmse`` and ``mse`` (over rows and targets); with
+    several targets also ``per_target``, ``{name: {r2, rmse, mse}}`` (``names``: the
+    store's, else ``target_j``). Returns ``(metrics, note)``: the note names the constant
+    targets, whose R^2 is undefined (None when there are none)."""
     sse, ysum, yy = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (sse, ysum, yy))
+    level = np.zeros_like(sse) if level is None else np.abs(np.atleast_1d(np.asarray(level, dtype=np.float64)))
+    total = yy - ysum**2 / n_rows
+    # constant up to the rounding of y less its shift (a few ulps of the shift per row)
+    constant = total <= n_rows * (8 * np.finfo(np.float64).eps * level) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = 1 - sse / (yy - ysum**2 / n_rows)  # nan for a constant target
+        r2 = np.where(constant, np.where(sse == 0, 1.0, 0.0), 1 - sse / total)
+    names = list(names) if names is not None and len(names) == sse.size else [f"target_{j}" for j in range(sse.size)]
     metrics = {"r2": float(np.mean(r2)), "rmse": float(np.sqrt(np.mean(sse) / n_rows)),
                "mse": float(np.mean(sse) / n_rows)}
     if sse.size > 1:
-        names = list(names) if names is not None and len(names) == sse.size else [f"target_{j}" for j in range(sse.size)]
         metrics["per_target"] = {str(name): {"r2": float(r2[j]), "rmse": float(np.sqrt(sse[j] / n_rows)),
                                              "mse": float(sse[j] / n_rows)} for j, name in enumerate(names)}
-    return metrics
+    note = None
+    if constant.any():
+        which = "y" if sse.size == 1 else "target " + ", ".join(str(names[j]) for j in np.flatnonzero(constant))
+        note = (f"{which} is constant over the {n_rows:,} rows, so R^2 is undefined there: r2 counts it as "
+                "scikit-learn's r2_score does (1.0 for exact predictions, else 0.0); rmse is the measure")
+    return metrics, note
 
 
 def predict_line(out, n_rows: int, arrays=("y_pred",)) -> str:
