@@ -5,7 +5,7 @@ The plumbing behind :func:`dkrr.cluster.connect` and :func:`dkrr.cluster.local_c
 :func:`make_security` turns certificate files into a :class:`distributed.security.Security`,
 and :func:`check_scheduler_answers` completes distributed's handshake within the timeout
 (after :func:`dkrr._scheduler_probe.probe_scheduler` has checked that the peer is a Dask
-scheduler at all).
+scheduler at all); :func:`say_cluster` prints the one line naming the cluster a job uses.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 from dkrr._scheduler_probe import check_scheme, probe_scheduler
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
-__all__ = ["local_security", "make_security", "open_client", "resolve_scheduler_address"]
+__all__ = ["dashboard_link", "local_security", "make_security", "open_client", "resolve_scheduler_address",
+           "say_cluster"]
 
 _TLS_SCHEMES = ("tls://", "wss://")
 
@@ -257,3 +258,60 @@ def open_client(scheduler, security, timeout):
         ) from exc
     return client, address
 
+
+def say_cluster(stream, link, what, client):
+    """The one line that says which cluster a job uses: its address, its workers' threads
+    and memory limits, and the dashboard link (printed once, when the client is opened)."""
+    where = f"Dask dashboard at {link}" if link else "no dashboard"
+    print(f"dkrr: {what} ({_workers_summary(client)}); {where}", file=stream, flush=True)
+
+
+def _workers_summary(client) -> str:
+    """``2 worker(s), 2 thread(s) in all, memory limit 1.00 GiB per worker`` for the line
+    of :func:`say_cluster`."""
+    from dkrr._system import format_bytes, scheduler_workers
+
+    try:
+        workers = scheduler_workers(client)
+    except Exception:  # noqa: BLE001 - the line is informative only
+        return "workers unknown"
+    threads = sum(int(w.get("nthreads") or 0) for w in workers)
+    limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
+    if not workers:
+        # dask waits for workers without a word; say so (an adaptive cluster starts them for the tasks)
+        memory = ("no workers yet: its tasks wait until workers join, e.g. `dask worker SCHEDULER_ADDRESS`, "
+                  "or until an adaptive cluster starts them")
+    elif limits == [0]:
+        memory = "no memory limit"
+    elif len(limits) == 1:
+        memory = f"memory limit {format_bytes(limits[0])} per worker"
+    else:
+        low = format_bytes(limits[0]) if limits[0] else "none"
+        memory = f"memory limits {low} to {format_bytes(limits[-1])} per worker"
+    return f"{len(workers)} worker(s), {threads} thread(s) in all, {memory}"
+
+
+def dashboard_link(client):
+    """The scheduler's dashboard link, or None where it has none. A scheduler started with
+    ``--no-dashboard`` still lists its HTTP server (/health, /metrics) as the dashboard
+    service, whose ``/status`` page is then a 404: asked once, with a 1 s limit. A link that
+    cannot be reached from here (another network, a TLS dashboard) is kept: a browser
+    elsewhere may reach it."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        services = client.scheduler_info().get("services", {})
+    except Exception:  # noqa: BLE001 - the link is informative only
+        return None
+    if "dashboard" not in services:
+        return None
+    link = client.dashboard_link
+    try:
+        with urllib.request.urlopen(link, timeout=1):  # noqa: S310 - the scheduler's own http(s) link
+            pass
+    except urllib.error.HTTPError as exc:
+        return None if exc.code == 404 else link
+    except Exception:  # noqa: BLE001 - unreachable from here: kept
+        return link
+    return link

@@ -31,7 +31,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any
 
-from dkrr._connection import local_security, make_security, open_client
+from dkrr._connection import dashboard_link, local_security, make_security, open_client, say_cluster
 from dkrr.errors import InvalidParameterError, MainGuardError
 from ._blas import limit_blas_threads, worker_blas_threads
 from ._system import check_worker_memory
@@ -161,38 +161,6 @@ def _options(options, overrides, where):
         security = make_security(options.tls_ca_file, options.tls_cert, options.tls_key)
     stream = sys.stderr if options.stream is None else options.stream
     return options, security, stream
-
-
-def _say(stream, link, what, client):
-    """The one line that says which cluster a job uses: its address, its workers' threads
-    and memory limits, and the dashboard link (printed once, when the client is opened)."""
-    where = f"Dask dashboard at {link}" if link else "no dashboard"
-    print(f"dkrr: {what} ({_workers_summary(client)}); {where}", file=stream, flush=True)
-
-
-def _workers_summary(client) -> str:
-    """``2 worker(s), 2 thread(s) in all, memory limit 1.00 GiB per worker`` for the line
-    of :func:`_say`."""
-    from ._system import format_bytes, scheduler_workers
-
-    try:
-        workers = scheduler_workers(client)
-    except Exception:  # noqa: BLE001 - the line is informative only
-        return "workers unknown"
-    threads = sum(int(w.get("nthreads") or 0) for w in workers)
-    limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
-    if not workers:
-        # dask waits for workers without a word; say so (an adaptive cluster starts them for the tasks)
-        memory = ("no workers yet: its tasks wait until workers join, e.g. `dask worker SCHEDULER_ADDRESS`, "
-                  "or until an adaptive cluster starts them")
-    elif limits == [0]:
-        memory = "no memory limit"
-    elif len(limits) == 1:
-        memory = f"memory limit {format_bytes(limits[0])} per worker"
-    else:
-        low = format_bytes(limits[0]) if limits[0] else "none"
-        memory = f"memory limits {low} to {format_bytes(limits[-1])} per worker"
-    return f"{len(workers)} worker(s), {threads} thread(s) in all, {memory}"
 
 
 def _is_main_guard(node) -> bool:
@@ -417,18 +385,8 @@ def local_cluster(options=None, **overrides):
             if options.dashboard:
                 port = client.scheduler_info()["services"].get("dashboard")
                 link = None if port is None else f"http://127.0.0.1:{port}/status"
-            _say(stream, link, f"started a LocalCluster at {cluster.scheduler_address}", client)
+            say_cluster(stream, link, f"started a LocalCluster at {cluster.scheduler_address}", client)
         yield client
-
-
-def _dashboard_link(client):
-    try:
-        services = client.scheduler_info().get("services", {})
-    except Exception:  # noqa: BLE001 - the link is informative only
-        return None
-    if "dashboard" not in services:
-        return None
-    return client.dashboard_link
 
 
 @contextmanager
@@ -490,5 +448,5 @@ def connect(address_or_scheduler_file, options=None, **overrides):
     client, address = open_client(address_or_scheduler_file, security, options.timeout)
     with client:
         if not options.quiet:
-            _say(stream, _dashboard_link(client), f"connected to the scheduler at {address}", client)
+            say_cluster(stream, dashboard_link(client), f"connected to the scheduler at {address}", client)
         yield client

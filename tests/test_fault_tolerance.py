@@ -160,6 +160,27 @@ def reference(big_store, tmp_path_factory):
     return est, path
 
 
+@pytest.mark.cluster
+def test_a_scheduler_without_dashboard_gets_no_dashboard_link(proc_cluster):
+    """The recipe's ``--dashboard-port -1`` (``dask scheduler --no-dashboard``): the
+    scheduler still lists its HTTP server (/health, /metrics) as the dashboard service, and
+    connect() printed its ``/status`` link, a 404. (A served one: test_cluster_deploy.)"""
+    import io
+    import urllib.error
+    import urllib.request
+
+    from dkrr.cluster import connect
+
+    out = io.StringIO()
+    with connect(proc_cluster["address"], timeout=30, stream=out) as client:
+        assert "dashboard" in client.scheduler_info()["services"]  # what misled
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(client.dashboard_link, timeout=10)
+    line = out.getvalue().strip()
+    assert line.startswith(f"dkrr: connected to the scheduler at {proc_cluster['address']} (2 worker(s)"), line
+    assert line.endswith("; no dashboard") and "http" not in line, line
+
+
 # --------------------------------------------------------------------------- worker loss
 @pytest.mark.cluster
 def test_fit_survives_killed_worker(proc_cluster, monitor, big_store, reference, tmp_path):
