@@ -5,7 +5,8 @@ The plumbing behind :func:`dkrr.cluster.connect` and :func:`dkrr.cluster.local_c
 :func:`make_security` turns certificate files into a :class:`distributed.security.Security`,
 and :func:`check_scheduler_answers` completes distributed's handshake within the timeout
 (after :func:`dkrr._scheduler_probe.probe_scheduler` has checked that the peer is a Dask
-scheduler at all); :func:`say_cluster` prints the one line naming the cluster a job uses.
+scheduler at all); :func:`check_workers_dkrr` warns of workers running another dkrr;
+:func:`say_cluster` prints the one line naming the cluster a job uses.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from dkrr._scheduler_probe import check_scheme, probe_scheduler
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
-__all__ = ["dashboard_link", "local_security", "make_security", "open_client", "resolve_scheduler_address",
+__all__ = ["check_workers_dkrr", "dashboard_link", "local_security", "make_security", "open_client", "resolve_scheduler_address",
            "say_cluster"]
 
 _TLS_SCHEMES = ("tls://", "wss://")
@@ -315,3 +316,52 @@ def dashboard_link(client):
     except Exception:  # noqa: BLE001 - unreachable from here: kept
         return link
     return link
+
+
+def check_workers_dkrr(client, address: str, timeout: float = 10.0) -> None:
+    """Ask every worker of ``client`` for its dkrr (:func:`dkrr._version.install_identity`)
+    and warn (:class:`~dkrr.errors.WorkerVersionWarning`) of those whose version or source
+    digest differs from this process's, or that cannot import dkrr. A team cluster's
+    workers may have been installed from a release while the client runs a checkout: the
+    version strings agree, the code does not. Asked once, when :func:`dkrr.cluster.connect`
+    opens the client (workers that join later are not asked), and for at most ``timeout``
+    seconds: a cluster that does not answer in time goes unchecked (its tasks say more)."""
+    import threading
+    import warnings
+
+    from dkrr._version import install_identity
+    from dkrr.errors import WorkerVersionWarning
+
+    answer = {}
+
+    def ask():
+        try:
+            answer["workers"] = client.run(install_identity, on_error="return")
+        except Exception:  # noqa: BLE001 - the check is informative only
+            pass
+
+    thread = threading.Thread(target=ask, name="dkrr-check-workers", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    ours = install_identity()
+    other, broken = {}, {}
+    for worker, found in sorted(answer.get("workers", {}).items()):
+        if isinstance(found, BaseException):
+            # (distributed wraps a failed unpickling as Exception("ModuleNotFoundError(...)"))
+            broken[worker] = str(found) if type(found) is Exception else f"{type(found).__name__}: {found}"
+        elif tuple(found) != ours:
+            other[worker] = f"dkrr {found[0]}, sources {found[1]}"
+    n = len(answer.get("workers", {}))
+    if broken:
+        listed = "; ".join(f"{w} ({why})" for w, why in list(broken.items())[:3])
+        warnings.warn(WorkerVersionWarning(
+            f"{len(broken)} of {n} worker(s) of the scheduler at {address} cannot import dkrr: {listed}"
+            f"{' ...' if len(broken) > 3 else ''}. Every dkrr task sent there fails: install dkrr "
+            "(the client's version) where those workers run, and restart them"), stacklevel=2)
+    if other:
+        listed = "; ".join(f"{w} ({what})" for w, what in list(other.items())[:3])
+        warnings.warn(WorkerVersionWarning(
+            f"{len(other)} of {n} worker(s) of the scheduler at {address} run another dkrr than this client "
+            f"(dkrr {ours[0]}, sources {ours[1]}): {listed}{' ...' if len(other) > 3 else ''}. Tasks run the "
+            "workers' code, so results and errors may not be this dkrr's: install the client's dkrr where "
+            "the workers run, and restart them"), stacklevel=2)

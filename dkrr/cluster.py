@@ -31,7 +31,8 @@ import sys
 from contextlib import contextmanager
 from typing import Any
 
-from dkrr._connection import dashboard_link, local_security, make_security, open_client, say_cluster
+from dkrr._connection import (check_workers_dkrr, dashboard_link, local_security, make_security, open_client,
+                              say_cluster)
 from dkrr.errors import InvalidParameterError, MainGuardError
 from ._blas import limit_blas_threads, worker_blas_threads
 from ._system import check_worker_memory
@@ -426,6 +427,12 @@ def connect(address_or_scheduler_file, options=None, **overrides):
         ``tls://`` address is given without certificates, certificates with a ``tcp://``
         address, a LocalCluster option is passed, or an option is invalid.
 
+    Warns
+    -----
+    WorkerVersionWarning
+        If workers connected now run another dkrr than this process (other sources, even
+        under the same version string) or cannot import it.
+
     Examples
     --------
     >>> from distributed import LocalCluster
@@ -447,6 +454,7 @@ def connect(address_or_scheduler_file, options=None, **overrides):
     options, security, stream = _options(options, overrides, "connect")
     client, address = open_client(address_or_scheduler_file, security, options.timeout)
     with client:
+        check_workers_dkrr(client, address)
         if not options.quiet:
             say_cluster(stream, dashboard_link(client), f"connected to the scheduler at {address}", client)
         yield client

@@ -77,6 +77,7 @@ __all__ = [
     "SourceChangedError",
     "StoreError",
     "StoreNotFoundError",
+    "WorkerVersionWarning",
 ]
 
 
@@ -233,6 +234,13 @@ class PrecisionWarning(DkrrWarning):
     what they resolve, or their factor failed) and recomputed the statistics in float64;
     ``precision="float32"`` kept them and says how large the effect on the coefficients
     may be (``precision_error_``). A warning, not an error: the fit is done."""
+
+
+class WorkerVersionWarning(DkrrWarning):
+    """Workers of the cluster that :func:`dkrr.cluster.connect` reached run another dkrr
+    than this client (other sources under the same or another version), or cannot import
+    dkrr at all. Tasks run the workers' code: results and errors may not be this dkrr's.
+    A warning, not an error: the connection is made."""
 
 
 def _pcg_convergence_warning():

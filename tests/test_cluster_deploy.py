@@ -521,3 +521,92 @@ def test_recipe_directories_are_ignored_by_git():
     for path in ("run/scheduler.json", "certs/ca-key.pem"):
         proc = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", path], capture_output=True)
         assert proc.returncode == 0, f"{path} is not ignored by git"
+
+
+# --------------------------------------------------------------------------- workers' dkrr
+def _dask_process(args, log, pythonpath=None):
+    """``dask scheduler``/``dask worker`` (the installed command) as its own process group;
+    ``pythonpath``: a folder put first on the worker's import path."""
+    import os
+
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.Popen([str(Path(sys.executable).with_name("dask")), *map(str, args)], env=env,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_workers_running_another_dkrr_or_none_are_warned_of(tmp_path):
+    """A team cluster's workers installed from a release while the client runs a checkout:
+    both say dkrr 0.1.0, their code differs, and nothing said so (tasks run the workers'
+    code). connect() now warns, naming the workers, of those whose sources differ and of
+    those that cannot import dkrr; workers with this dkrr are not named. The CLI says it
+    as its one warning line."""
+    import os
+    import shutil
+    import warnings
+
+    import dkrr
+    from dkrr._version import install_identity
+    from dkrr.errors import WorkerVersionWarning
+
+    other = tmp_path / "other"  # the same package, one file changed: another build
+    shutil.copytree(Path(dkrr.__file__).parent, other / "dkrr", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "dkrr" / "_blas.py", "a") as f:
+        f.write("# a build of other days\n")
+    # dkrr installed without a dependency it imports (a worker image short of a package)
+    broken = tmp_path / "broken" / "dkrr"
+    shutil.copytree(Path(dkrr.__file__).parent, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    init = (broken / "__init__.py").read_text()
+    (broken / "__init__.py").write_text("import dkrr_dependency_not_installed  # noqa: F401\n" + init)
+    sched_file = tmp_path / "scheduler.json"
+    log = open(tmp_path / "dask.log", "w")
+    procs = [_dask_process(["scheduler", "--host", "127.0.0.1", "--port", 0, "--no-dashboard",
+                            "--scheduler-file", sched_file], log)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        common = ["worker", "--scheduler-file", sched_file, "--nthreads", 1, "--no-nanny", "--no-dashboard",
+                  "--host", "127.0.0.1"]
+        for name, path in (("same", None), ("other", other), ("broken", broken.parent)):
+            procs.append(_dask_process([*common, "--name", name], log, pythonpath=path))
+        from distributed import Client
+
+        with Client(scheduler_file=str(sched_file), timeout=30) as watcher:
+            watcher.wait_for_workers(3, timeout=60)
+            names = {w["name"]: a for a, w in watcher.scheduler_info(n_workers=-1)["workers"].items()}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with connect(str(sched_file), quiet=True) as client:
+                assert client.submit(sum, [1, 2], workers=[names["same"]]).result() == 3
+        said = [str(w.message) for w in caught if issubclass(w.category, WorkerVersionWarning)]
+        assert len(said) == 2, [str(w.message) for w in caught]
+        cannot, another = sorted(said)
+        assert cannot.startswith("1 of 3 worker(s) of the scheduler at tcp://127.0.0.1:") and \
+            f"cannot import dkrr: {names['broken']} (ModuleNotFoundError(\"No module named " \
+            "'dkrr_dependency_not_installed'\"))" \
+            in cannot, cannot
+        version, ours = install_identity()
+        assert f"run another dkrr than this client (dkrr {version}, sources {ours}): {names['other']} " \
+               f"(dkrr {version}, sources " in another and "install the client's dkrr" in another, another
+        assert names["same"] not in cannot + another
+        # the CLI: one warning line, the command done (the broken worker stopped first)
+        procs.pop().kill()
+        with Client(scheduler_file=str(sched_file), timeout=30) as watcher:
+            deadline = time.monotonic() + 60
+            while len(watcher.scheduler_info(n_workers=-1)["workers"]) != 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        np.savetxt(tmp_path / "d.csv", np.arange(12.0).reshape(4, 3), delimiter=",", header="a,b,y", comments="")
+        proc = subprocess.run([sys.executable, "-m", "dkrr.cli", "ingest", tmp_path / "d.csv", "--out", tmp_path / "s.zarr",
+                               "--scheduler", sched_file, "-q"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": "400"})
+        assert proc.returncode == 0, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if "warning" in line]
+        assert len(lines) == 1 and lines[0].startswith("dkrr ingest: warning: 1 of 2 worker(s) of the scheduler") \
+            and names["other"] in lines[0], proc.stderr
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        log.close()

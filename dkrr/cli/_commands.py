@@ -95,7 +95,9 @@ def _client(args):
                      "memory_limit": args.memory_limit}  # None: ClusterOptions' default
             yield stack.enter_context(local_cluster(options, **{k: v for k, v in given.items() if v is not None}))
         else:
-            yield stack.enter_context(connect(args.scheduler, options))
+            with _warnings_as_lines(args.command):  # connect's: workers running another dkrr
+                client = stack.enter_context(connect(args.scheduler, options))
+            yield client
 
 
 def cmd_ingest(args) -> int:
@@ -140,9 +142,10 @@ def cmd_ingest(args) -> int:
         if args.scheduler is not None:
             from ..cluster import ClusterOptions, connect
 
-            stack.enter_context(connect(args.scheduler, ClusterOptions(
-                tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                timeout=30.0 if args.timeout is None else args.timeout, quiet=args.quiet)))
+            with _warnings_as_lines("ingest"):  # connect's: workers running another dkrr
+                stack.enter_context(connect(args.scheduler, ClusterOptions(
+                    tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                    timeout=30.0 if args.timeout is None else args.timeout, quiet=args.quiet)))
         summary = _ingest(ingest, args, target, progress)
     if terminal:
         _say(args, "")
