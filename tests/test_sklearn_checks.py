@@ -122,6 +122,20 @@ def test_empty_input_messages(shape, match):
             est.fit(X, np.arange(shape[0]) % 2)
 
 
+@pytest.mark.parametrize("y", [None, 1.0], ids=["None", "scalar"])
+def test_score_without_an_array_of_targets_names_it(y):
+    """``score(X, None)`` and ``score(X, 1.0)`` were an IndexError (``tuple index out of
+    range``) from the regressor's row-count check."""
+    X = _X()
+    ridge = _ridge().fit(X, X[:, 0])
+    clf = RandomFeatureRidgeClassifier(method="rff", n_components=4, random_state=0).fit(X, X[:, 0] > 0)
+    for est in (ridge, clf):
+        match = (rf"{type(est).__name__}\.score\(X, y\) needs the true targets y, got None" if y is None else
+                 "one value per row of X, got the scalar 1.0" if est is ridge else "1-dimensional")
+        with pytest.raises(InputValidationError, match=match):
+            est.score(X, y)
+
+
 def test_one_dimensional_x_says_reshape():
     est = _ridge().fit(_X(), np.ones(30))
     with pytest.raises(InputValidationError, match=r"Reshape your data.*reshape\(-1, 1\).*reshape\(1, -1\)"):

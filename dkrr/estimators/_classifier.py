@@ -10,7 +10,7 @@ from .._system import check_active_workers
 from .._validation import _is_zarr, check_class_labels, check_first_label_block, is_dask
 from ..errors import InputValidationError
 from ._fitted import PlusMinusTargets
-from ._inputs import frame_inputs
+from ._inputs import frame_inputs, score_target
 from ._ridge import _materialize, _RandomFeatureRidgeBase
 
 __all__ = ["RandomFeatureRidgeClassifier"]
@@ -207,9 +207,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
         scores them) and a :class:`~dkrr.errors.DkrrWarning` names those labels.
         """
         check_is_fitted(self, "coef_")
-        from ..linalg._blocks import _labels_as_array
-
-        y = _materialize(_labels_as_array(y))  # 1-D (or one column), of a label dtype, as in fit
+        y = score_target(y, self, labels=True)  # 1-D (or one column), of a label dtype, as in fit
         pred = _materialize(self.predict(X))
         if pred.shape[0] != y.shape[0]:
             raise InputValidationError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}")

@@ -59,6 +59,25 @@ def _materialize(a):
     return np.asarray(a)
 
 
+def score_target(y, est, labels: bool = False):
+    """The ``y`` of ``est.score(X, y)`` as numpy, or the error that names what was given:
+    ``None`` and a scalar were an ``IndexError`` (``tuple index out of range``) from the
+    row-count check; ``labels``: the classifier's labels (1-D, of a label dtype)."""
+    from ..errors import InputValidationError
+
+    if y is None:
+        raise InputValidationError(f"{type(est).__name__}.score(X, y) needs the true targets y, got None")
+    if labels:
+        from ..linalg._blocks import _labels_as_array
+
+        y = _labels_as_array(y)
+    y = _materialize(y)
+    if y.ndim == 0:
+        raise InputValidationError(f"{type(est).__name__}.score(X, y) needs y as an array with one value per "
+                                   f"row of X, got the scalar {y.item()!r}")
+    return y
+
+
 def _shifted_target(yd, numeric: bool, y=None):
     """``(y - s, s)`` with ``s`` the mean of y's first block (per target column), when the
     model has an intercept; else ``(y, 0)``.

@@ -21,7 +21,7 @@ from ._passes import fit_statistics_path
 from ._pcg_fit import fit_pcg
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
-from ._inputs import frame_inputs, frame_to_predict, names_state
+from ._inputs import frame_inputs, frame_to_predict, names_state, score_target
 from ._models import _LinearModel, posterior_model, predict_decision, predict_mean_std
 from ._ridge_params import check_ridge_params, uses_evidence
 
@@ -484,8 +484,8 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         """R^2 of the predictions (averaged uniformly over targets, as scikit-learn)."""
         from sklearn.metrics import r2_score
 
+        y = score_target(y, self)
         pred = self.predict(X)
-        y = _materialize(y)
         if is_dask(pred):
             pred = _materialize(pred)
         if y.shape[0] != pred.shape[0]:
