@@ -29,8 +29,11 @@ __all__ = [
     "check_finite_rows",
     "check_input",
     "check_n_features",
+    "check_object_labels",
     "check_random_state",
     "is_dask",
+    "label_union",
+    "missing_labels",
 ]
 
 
@@ -129,9 +132,11 @@ def check_class_labels(
     block before the pass and on every block inside it): float labels must be finite
     (else :class:`NonFiniteInputError` from :func:`check_finite_rows`) and integral, which
     is scikit-learn's ``type_of_target`` test for ``"continuous"``. Whole-number floats
-    (LIBSVM's ``+1``/``-1``) are labels. Non-float dtypes pass. Arguments as in
-    :func:`check_finite_rows`.
+    (LIBSVM's ``+1``/``-1``) are labels. Object labels: :func:`check_object_labels`. Other
+    dtypes pass. Arguments as in :func:`check_finite_rows`.
     """
+    if block.dtype == object:
+        check_object_labels(block, name, block_index, row_offset)
     if block.dtype.kind != "f":
         return
     check_finite_rows(block, name, block_index, row_offset)
@@ -148,6 +153,72 @@ def check_class_labels(
             "a classifier needs class labels: fit a regression (RandomFeatureRidge, `dkrr fit` "
             "without --classifier), or make the target labels (round or bin it)."
         )
+
+
+#: pandas' missing-value scalars (``pd.NA``, ``pd.NaT``), by type name: pandas is optional
+_PANDAS_MISSING = ("NAType", "NaTType")
+
+
+def _label_kind(v) -> str:
+    if (v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))
+            or type(v).__name__ in _PANDAS_MISSING):
+        return "missing"
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "number"
+    if isinstance(v, str):
+        return "str"
+    return type(v).__name__
+
+
+def _mixed_kinds(found, where: str = "") -> InputValidationError | None:
+    if len(found) > 1 or found[0] not in ("bool", "number", "str"):
+        return InputValidationError(
+            f"y mixes label types {found}{where}; class labels must be all numbers, all strings or "
+            "all booleans (convert them, e.g. y.astype(str))."
+        )
+    return None
+
+
+def missing_labels(labels: np.ndarray) -> np.ndarray:
+    """The mask of missing values (None, NaN, pandas' NA or NaT) among object ``labels``."""
+    return np.array([_label_kind(v) == "missing" for v in labels.ravel()], dtype=bool).reshape(labels.shape)
+
+
+def check_object_labels(block: np.ndarray, name: str = "y", block_index: int | None = None,
+                        row_offset: int = 0) -> None:
+    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value; for a
+    whole array or, in a pass, each row block (arguments as in :func:`check_finite_rows`).
+
+    ``np.unique`` neither merges NaNs nor orders ``1`` against ``"a"``, so a missing label
+    would become many classes and mixed labels a bare ``TypeError``.
+    """
+    kinds = np.array([_label_kind(v) for v in block.ravel()])
+    span = ""
+    if block_index is not None:
+        span = f" in rows {row_offset} to {row_offset + block.shape[0] - 1} (row block {block_index})"
+    missing = np.nonzero(kinds == "missing")[0]
+    if missing.size:
+        raise InputValidationError(
+            f"{name} holds {missing.size} missing label(s) (None, NaN or pandas' NA){span}, first in row(s) "
+            f"{(missing[:5] + row_offset).tolist()}; drop or label those rows before fitting."
+        )
+    error = _mixed_kinds(sorted(set(kinds.tolist())), span)
+    if error is not None:
+        raise error
+
+
+def label_union(labelled: list) -> np.ndarray:
+    """The sorted union of the row blocks' label sets (each checked by
+    :func:`check_class_labels`): refused where blocks hold labels of different kinds, which
+    ``np.unique`` could not order (``'<' not supported between 'int' and 'str'``) or would
+    merge (``True`` with ``1``)."""
+    if any(a.dtype == object for a in labelled):
+        error = _mixed_kinds(sorted({_label_kind(v) for a in labelled for v in a.tolist()}), " across row blocks")
+        if error is not None:
+            raise error
+    return np.unique(np.concatenate(labelled))
 
 
 def check_first_label_block(y: Any) -> None:

@@ -150,6 +150,64 @@ def test_object_labels_with_missing_or_mixed_values_are_refused(labels, match):
         RandomFeatureRidgeClassifier(n_components=8, random_state=0).fit(X, labels)
 
 
+def _late(first, last, n=100):
+    """Object labels whose first 75 rows are ``first`` and last 25 ``last`` (a later block)."""
+    return np.array([first] * (n - 25) + [last] * 25, dtype=object)
+
+
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        (np.array(["a", "b"] * 49 + ["a", None], dtype=object),
+         r"1 missing label\(s\) \(None, NaN or pandas' NA\) in rows 75 to 99 \(row block 3\), first in row\(s\) \[99\]"),
+        (np.array(["a", "b"] * 49 + ["a", np.nan], dtype=object), r"missing label.*row block 3"),
+        (np.array(["a", "b"] * 49 + ["a", 1], dtype=object), r"mixes label types \['number', 'str'\] in rows 75 to 99"),
+        # blocks each of one kind: np.unique could not order them ('<' between 'int' and 'str') ...
+        (_late("a", 1), r"mixes label types \['number', 'str'\] across row blocks"),
+        # ... or merged True with 1 into one class without a word
+        (_late(True, 1), r"mixes label types \['bool', 'number'\] across row blocks"),
+    ],
+    ids=["None", "NaN", "int in a str block", "str then int blocks", "bool then int blocks"],
+)
+@pytest.mark.parametrize("frame", [False, True], ids=["dask array", "dask DataFrame column"])
+def test_dask_labels_missing_or_mixed_in_a_later_block_are_refused_by_name(labels, match, frame):
+    """The rule numpy labels had: dask labels (a DataFrame column as read_csv gives it)
+    with a missing or mixed label past the first block were a TypeError from np.unique
+    ('boolean value of NA is ambiguous', "'<' not supported"), or with bools and ints in
+    different blocks one class of True and 1."""
+    X = np.random.default_rng(0).standard_normal((labels.size, 3))
+    if frame and "missing" not in match:
+        pytest.skip("dask.dataframe makes an object column text (convert-string): 1 and True become '1', 'True'")
+    if frame:
+        pd = pytest.importorskip("pandas")
+        dd = pytest.importorskip("dask.dataframe")
+        Xd = dd.from_pandas(pd.DataFrame(X, columns=list("abc")), npartitions=4)
+        yd = dd.from_pandas(pd.Series(labels, dtype=object), npartitions=4)
+    else:
+        Xd, yd = da.from_array(X, chunks=25), da.from_array(labels, chunks=25)
+    est = RandomFeatureRidgeClassifier(n_components=8, random_state=0)
+    with pytest.raises(InputValidationError, match=match if not frame else match.split(" in rows")[0]):
+        est.fit(Xd, yd)
+    assert not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("missing", ["NaN", "NA"])
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_score_counts_any_missing_true_label_as_none_wrong(X, kind, missing):
+    """A missing true label is a label not seen in fit (scored wrong and named, as None
+    was): pandas' NA raised 'boolean value of NA is ambiguous' from np.isin, and NaN was
+    named as nan."""
+    pd = pytest.importorskip("pandas")
+    y = binary(X)
+    est = make().fit(X, y)
+    bad = pd.Series(y, dtype=object)
+    bad.iloc[-1] = np.nan if missing == "NaN" else pd.NA
+    bad = bad.to_numpy() if kind == "numpy" else da.from_array(bad.to_numpy(), chunks=128)
+    pred = est.predict(X)
+    with pytest.warns(DkrrWarning, match=r"1 row\(s\) of y hold labels not seen during fit: \[None\]"):
+        assert est.score(X, bad) == pytest.approx((pred == y)[:-1].sum() / N, rel=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [object, "string"])
 def test_pandas_na_labels_are_missing_labels(dtype):
     """pandas' NA is a missing label, as None and NaN are (it was called a label type of

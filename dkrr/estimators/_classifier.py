@@ -44,49 +44,9 @@ def _check_label_kind(y):
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is raveled.",
                       DataConversionWarning, stacklevel=3)
         y = y[:, 0]
-    if y.dtype == object:
-        _check_object_labels(y)
-    if y.ndim == 1:
+    if y.ndim == 1 or y.dtype == object:
         check_class_labels(y, "y")
     return y
-
-
-#: pandas' missing-value scalars (``pd.NA``, ``pd.NaT``), by type name: pandas is optional
-_PANDAS_MISSING = ("NAType", "NaTType")
-
-
-def _label_kind(v) -> str:
-    if (v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v))
-            or type(v).__name__ in _PANDAS_MISSING):
-        return "missing"
-    if isinstance(v, (bool, np.bool_)):
-        return "bool"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return "number"
-    if isinstance(v, str):
-        return "str"
-    return type(v).__name__
-
-
-def _check_object_labels(y: np.ndarray) -> None:
-    """Object-dtype labels (e.g. from pandas): no missing values, one kind of value.
-
-    ``np.unique`` neither merges NaNs nor orders ``1`` against ``"a"``, so a missing label
-    would become many classes and mixed labels a bare ``TypeError``.
-    """
-    kinds = np.array([_label_kind(v) for v in y.ravel()])
-    missing = np.nonzero(kinds == "missing")[0]
-    if missing.size:
-        raise InputValidationError(
-            f"y holds {missing.size} missing label(s) (None, NaN or pandas' NA), first in row(s) "
-            f"{missing[:5].tolist()}; drop or label those rows before fitting."
-        )
-    found = sorted(set(kinds.tolist()))
-    if len(found) > 1 or found[0] not in ("bool", "number", "str"):
-        raise InputValidationError(
-            f"y mixes label types {found}; class labels must be all numbers, all strings or "
-            "all booleans (convert them, e.g. y.astype(str))."
-        )
 
 
 class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):

@@ -62,7 +62,8 @@ def _materialize(a):
 def score_target(y, est, labels: bool = False):
     """The ``y`` of ``est.score(X, y)`` as numpy, or the error that names what was given:
     ``None`` and a scalar were an ``IndexError`` (``tuple index out of range``) from the
-    row-count check; ``labels``: the classifier's labels (1-D, of a label dtype)."""
+    row-count check; ``labels``: the classifier's labels (1-D, of a label dtype; a missing
+    one as None: a label not seen in fit, scored wrong)."""
     from ..errors import InputValidationError
 
     if y is None:
@@ -72,6 +73,13 @@ def score_target(y, est, labels: bool = False):
 
         y = _labels_as_array(y)
     y = _materialize(y)
+    if labels and y.dtype == object:
+        from .._validation import missing_labels
+
+        missing = missing_labels(y)
+        if missing.any():  # NaN, pandas' NA: None, which np.isin and == compare (NA was a TypeError)
+            y = y.copy()
+            y[missing] = None
     if y.ndim == 0:
         raise InputValidationError(f"{type(est).__name__}.score(X, y) needs y as an array with one value per "
                                    f"row of X, got the scalar {y.item()!r}")

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import check_class_labels, check_finite_rows
+from .._validation import check_class_labels, check_finite_rows, label_union
 from ..errors import InputValidationError, InvalidParameterError
 from ._folds import fold_ids, row_folds  # noqa: F401 - re-exported (the fold assignment's one place)
 from ._packed import PackedGramSum, direct_gram, packed_length, unpack_gram
@@ -224,7 +224,7 @@ def combine_statistics(parts: list) -> RidgeStatistics:
     """
     labelled = [s.labels for s in parts if s.labels is not None]
     if labelled:
-        labels = np.unique(np.concatenate(labelled))
+        labels = label_union(labelled)
         parts = [s.aligned(labels) for s in parts]
     out = parts[0].map_parts(np.copy)
     for other in parts[1:]:
