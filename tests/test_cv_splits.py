@@ -102,6 +102,26 @@ def test_dask_groups_are_hashed_to_folds_whole():
     np.testing.assert_allclose(again.cv_results_["fold_mse"], want, rtol=1e-8)
 
 
+@pytest.mark.parametrize("form", ["series", "values", "lengths"])
+def test_groups_from_a_dask_dataframe_in_every_form(form):
+    """Groups as a dask DataFrame gives them: a column, its ``.values`` (unknown chunk
+    sizes, as X and sample_weight from the same frame are counted: this one was refused as
+    'groups has shape (nan,)'), or ``to_dask_array(lengths=True)``; the same folds."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    X, y, groups = _data(seed=3)
+    frame = dd.from_pandas(pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y, "g": groups}),
+                           npartitions=4)
+    g = {"series": frame["g"], "values": frame["g"].values,
+         "lengths": frame["g"].to_dask_array(lengths=True)}[form]
+    with dask.config.set(scheduler="threads"):
+        est = _ridge(GroupKFold(n_splits=3)).fit(frame[["a", "b", "c"]], frame["y"], groups=g)
+    fold = fold_ids(groups, 3, est.fold_seed_)
+    splits = [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(3)]
+    np.testing.assert_allclose(est.cv_results_["fold_mse"], brute_force(est.feature_map_.transform(X), y, splits),
+                               rtol=1e-8)
+
+
 def test_classifier_takes_a_stratified_splitter():
     X, y, _ = _data(seed=2)
     labels = np.where(y > np.median(y), "hi", "lo")

@@ -125,7 +125,7 @@ class RandomFeatureRidgeClassifier(ClassifierMixin, _RandomFeatureRidgeBase):
             checked before the first task).
         """
         check_active_workers()  # workers that cannot run a task at all: refused before the first
-        X, y, sample_weight, names = frame_inputs(X, y, sample_weight, labels=True)
+        X, y, sample_weight, groups, names = frame_inputs(X, y, sample_weight, groups, labels=True)
         y = _check_label_kind(y)
         self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), 1, names)
         return self

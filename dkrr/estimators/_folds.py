@@ -150,8 +150,6 @@ def fold_plan(cv, Xd, y, groups) -> FoldPlan | None:
                 f"groups is given but cv={cv!r} does not use groups: pass a group splitter, e.g. "
                 "cv=GroupKFold(n_splits=5), or drop groups.")
         return None
-    if hasattr(groups, "to_dask_array"):  # a dask Series
-        groups = groups.to_dask_array(lengths=True)
     if groups is not None and (is_dask(groups) or _is_zarr(groups)):
         return _hashed_groups(cv, Xd, groups, what)
     if groups is not None:

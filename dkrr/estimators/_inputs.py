@@ -13,16 +13,17 @@ from ..errors import InputValidationError
 __all__ = ["_materialize", "_refuse_sparse", "frame_inputs", "frame_to_predict", "names_state"]
 
 
-def frame_inputs(X, y=None, sample_weight=None, *, labels: bool = False):
-    """``(X, y, sample_weight, names)`` for fit: pandas or dask DataFrames and Series as
-    arrays (dask ones with known chunk sizes, their blocks' rows counted in one pass, as
-    are those of dask arrays whose chunk sizes are unknown), non-numeric columns refused
-    with their names (``y`` may hold any labels with `labels`), and the column names of X
-    when they are all strings (scikit-learn's ``feature_names_in_``), else None."""
+def frame_inputs(X, y=None, sample_weight=None, groups=None, *, labels: bool = False):
+    """``(X, y, sample_weight, groups, names)`` for fit: pandas or dask DataFrames and
+    Series as arrays (dask ones with known chunk sizes, their blocks' rows counted in one
+    pass, as are those of dask arrays whose chunk sizes are unknown: ``ddf['g'].values``
+    as groups was refused as of shape ``(nan,)``), non-numeric columns refused with their
+    names (``y`` may hold any labels with `labels`, groups any values), and the column
+    names of X when they are all strings (scikit-learn's ``feature_names_in_``), else None."""
     names = feature_names(X)
-    X, y, sample_weight = frames_as_arrays((X, "X", True), (y, "y", not labels),
-                                           (sample_weight, "sample_weight", True))
-    return X, y, sample_weight, names
+    X, y, sample_weight, groups = frames_as_arrays((X, "X", True), (y, "y", not labels),
+                                                   (sample_weight, "sample_weight", True), (groups, "groups", False))
+    return X, y, sample_weight, groups, names
 
 
 def names_state(names) -> dict:

@@ -327,7 +327,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         streamed pass over X (column moments); ``gamma="median"`` reads a seeded sample
         of at most 1,000 rows.
         """
-        X, _, _, names = frame_inputs(X)
+        X, *_, names = frame_inputs(X)
         X = check_input(X)
         check_gamma_param(self.gamma, self.kernel)
         kernel_params_of(self)

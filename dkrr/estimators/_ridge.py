@@ -429,7 +429,7 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
             checked before the first task).
         """
         check_active_workers()  # workers that cannot run a task at all: refused before the first
-        X, y, sample_weight, names = frame_inputs(X, y, sample_weight)
+        X, y, sample_weight, groups, names = frame_inputs(X, y, sample_weight, groups)
         y_ndim = y.ndim if hasattr(y, "ndim") else np.asarray(y).ndim
         self._set_fitted(self._fit_streamed(X, y, sample_weight, groups), y_ndim, names)
         return self
