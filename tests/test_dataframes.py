@@ -213,6 +213,29 @@ def test_model_files_keep_the_column_names(frame, tmp_path):
     assert not hasattr(load_model(tmp_path / "p"), "feature_names_in_")
 
 
+def test_feature_names_out_check_input_features_as_scikit_learns_transformers(frame, tmp_path):
+    """get_feature_names_out(input_features) ignored its argument: any names, of any
+    length, gave ``randomfeatures0..``; scikit-learn's RBFSampler refuses them."""
+    from sklearn.kernel_approximation import RBFSampler
+
+    named = RandomFeatures(method="rff", n_components=4, random_state=0).fit(frame[FEATURES])
+    plain = RandomFeatures(method="rff", n_components=4, random_state=0).fit(frame[FEATURES].to_numpy())
+    want = [f"randomfeatures{i}" for i in range(8)]  # cos and sin of 4 frequencies
+    for est in (named, plain, load_model(save_model(named, tmp_path / "m") or tmp_path / "m")):
+        assert est.get_feature_names_out().tolist() == want
+        assert est.get_feature_names_out(FEATURES).tolist() == want
+    sk = RBFSampler(n_components=4, random_state=0)
+    for est, fitted in ((named, frame[FEATURES]), (plain, frame[FEATURES].to_numpy())):
+        for wrong in (["a", "b", "c"], ["x0"]):
+            if est is plain and len(wrong) == 3:
+                continue  # without names any 3 names are X's
+            with pytest.raises(ValueError) as ours:
+                est.get_feature_names_out(wrong)
+            with pytest.raises(ValueError) as theirs:
+                sk.fit(fitted).get_feature_names_out(wrong)
+            assert str(ours.value) == str(theirs.value)
+
+
 def test_dask_arrays_with_unknown_chunk_sizes_are_counted(frame):
     """A dask array whose row chunks are unknown (NaN: a boolean mask's result, a
     DataFrame's ``.values``) is fitted as the same rows with their chunks known: its blocks'

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..features._nonlinear import check_kernel
@@ -160,7 +160,7 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None, gamm
     )
 
 
-class RandomFeatures(TransformerMixin, BaseEstimator):
+class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random feature map approximating a kernel, applied blockwise to numpy or dask data.
 
     ``transform(X)`` returns ``Z = phi(X)`` such that ``Z @ Z.T`` estimates the kernel
@@ -381,9 +381,12 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
             )
         return fmap.matrix()
 
-    def get_feature_names_out(self, input_features=None):
-        check_is_fitted(self, "feature_map_")
-        return np.asarray([f"randomfeatures{i}" for i in range(self.n_output_features_)], dtype=object)
+    @property
+    def _n_features_out(self):
+        """For scikit-learn's ``ClassNamePrefixFeaturesOutMixin``: ``get_feature_names_out``
+        gives ``randomfeatures0..`` and checks ``input_features`` against the names and the
+        number of columns seen in fit, as scikit-learn's transformers do (it ignored them)."""
+        return self.n_output_features_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
