@@ -179,6 +179,14 @@ def test_zero_weight_rows_change_nothing_of_the_bayesian_reading(precision):
     np.testing.assert_allclose(padded.predict(Xt, return_std=True)[1], alone.predict(Xt, return_std=True)[1],
                                rtol=rtol)
     np.testing.assert_allclose(padded.coef_, alone.coef_, rtol=1e-6, atol=1e-9 * np.abs(alone.coef_).max())
+    if precision == "float64":
+        # not continuous at 0 (ALGORITHMS 3.11): weight 1e-12 is an observation in m, so
+        # at the same alpha (the coefficients barely move) s^2 is about halved
+        fixed = {**{k: v for k, v in kw.items() if k not in ("cv", "alphas")}, "alpha": alone.alpha_}
+        tiny = RandomFeatureRidge(**fixed).fit(Xg, yg, sample_weight=np.r_[np.ones(n), np.full(n, 1e-12)])
+        np.testing.assert_allclose(tiny.coef_, alone.coef_, rtol=1e-6, atol=1e-9 * np.abs(alone.coef_).max())
+        # s^2 = R / m, m the positive-weight rows less the intercept's: n - 1 against 2n - 1
+        assert tiny.noise_variance_ == pytest.approx(alone.noise_variance_ * (n - 1) / (2 * n - 1), rel=1e-6)
 
 
 def test_the_default_precisions_std_is_within_float32s_rounding_of_float64s():
