@@ -45,6 +45,19 @@ def test_auto_names_its_choice_when_an_option_does_not_apply():
     RandomFeatures(n_hd_blocks=2).fit(np.zeros((4, 200)))  # sorf takes it
 
 
+@pytest.mark.parametrize("kw, said", [
+    (dict(n_components=0), "n_components must be a positive integer, got 0"),
+    (dict(gamma=-1.0), "gamma must be a positive finite number"),
+    (dict(kernel="matern", nu=-2), "nu must be a positive finite number"),
+])
+def test_a_parameter_of_every_method_is_refused_without_naming_autos_choice(kw, said):
+    """n_components=0 was "method='auto' chose 'orf' for 10 input columns: n_components must
+    be ... (name the method to use its options)": naming a method does not help."""
+    with pytest.raises(InvalidParameterError) as exc:
+        RandomFeatures(**kw).fit(np.zeros((4, 10)))
+    assert str(exc.value).startswith(said) and "auto" not in str(exc.value), exc.value
+
+
 @pytest.mark.parametrize("d", [2, 4, 8])
 def test_auto_approximates_the_kernel_better_than_sorf_at_small_width(d):
     """Mean squared kernel error over 8 seeds: the default's is below half of SORF's, by more

@@ -144,8 +144,13 @@ def resolve_method(method: Any, n_features_in: int, kernel: Any = "gaussian") ->
 
 def _checked_auto(kernel, method, n_components, gamma, options: dict, n_features_in: int, kernel_params: dict):
     """:func:`_checked` of the resolved method; an error about the method's options names
-    what ``"auto"`` chose (the kernel is checked first: its error is not about methods)."""
+    what ``"auto"`` chose (the parameters every method shares are checked first: their
+    errors are not about methods, and "method='auto' chose 'orf' ... (name the method to
+    use its options)" misled about n_components=0)."""
     check_kernel(kernel)
+    check_int(n_components, "n_components")
+    check_gamma(gamma, kernel, n_features_in)
+    check_kernel_params(kernel, **(kernel_params or {}))
     resolved = resolve_method(method, n_features_in, kernel)
     try:
         return _checked(kernel, resolved, n_components, gamma, options, n_features_in, kernel_params)
