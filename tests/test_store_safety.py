@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import zarr
 
-from dkrr.errors import OutputExistsError, OutputNotWritableError, StoreError
+from dkrr.errors import InvalidParameterError, OutputExistsError, OutputNotWritableError, StoreError
 from dkrr.io import atomic_output, open_dataset, write_dataset, write_predictions
 from dkrr.io._atomic import check_output
 
@@ -634,6 +634,48 @@ def test_what_is_not_a_url(tmp_path):
     # a local name ending with a colon is still reachable as ./name:
     out = check_output(tmp_path / "s3:" / "d.zarr")
     assert out.parent.name == "s3:"
+
+
+def test_file_urls_name_the_local_path_rfc_8089_gives(tmp_path, monkeypatch, capsys):
+    """``file:/ABS`` (RFC 8089's one-slash form, and what pathlib makes of ``file:///ABS``)
+    was made ``file://ABS``, read as a relative path: ``dkrr ingest d.csv --out
+    file:/tmp/x.zarr`` wrote ``./tmp/x.zarr`` under the working directory, and reading
+    ``file:/ABS`` named a path that does not exist."""
+    from dkrr.cli import main
+    from dkrr.io._paths import locate
+
+    for url in ("file:/data/d.zarr", "file:///data/d.zarr", "FILE:///data/d.zarr", "file://localhost/data/d.zarr"):
+        assert locate(url) == "/data/d.zarr", url
+    for url, said in (("file://data/d.zarr", "names the host 'data'.*write file:///data/d.zarr"),
+                      ("file:data/d.zarr", "mistyped URL: write file:///ABSOLUTE/PATH")):
+        with pytest.raises(InvalidParameterError, match=said):
+            locate(url)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "d.csv").write_text("a,t\n1,2\n3,4\n")
+    out = tmp_path / "out.zarr"
+    assert main(["ingest", "d.csv", "--out", f"file:{out}", "--target", "t", "-q"]) == 0
+    assert out.is_dir() and f"wrote {out}:" in capsys.readouterr().out
+    assert sorted(p.name for p in work.iterdir()) == ["d.csv"]  # nothing under the working directory
+    assert open_dataset(f"file:{out}").X.shape == (2, 1)
+
+
+@pytest.mark.parametrize("typo", ["s3//bucket/d.zarr", "s3: //bucket/d.zarr", "s3:bucket/d.zarr", "GS//bucket/d.zarr"])
+def test_a_mistyped_url_is_not_made_a_local_folder(tmp_path, monkeypatch, capsys, typo):
+    """``--out s3//bucket/d.zarr`` (the colon left out) wrote the local folder
+    ``./s3/bucket/d.zarr`` without a word; a folder of that name is still ``./s3//...``."""
+    from dkrr.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.csv").write_text("a,t\n1,2\n3,4\n")
+    code = main(["ingest", "d.csv", "--out", typo, "--target", "t", "-q"])
+    err = capsys.readouterr().err
+    name = typo.split(":")[0].split("/")[0]
+    assert code != 0 and f"looks like a mistyped URL: write {name.lower()}://BUCKET/KEY" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+    assert main(["ingest", "d.csv", "--out", f"./{typo}", "--target", "t", "-q"]) == 0  # a local folder, said so
+    assert (tmp_path / typo).is_dir()
 
 
 @pytest.mark.parametrize("argv", [

@@ -63,6 +63,52 @@ def url_scheme(path: str | os.PathLike | bytes) -> str | None:
     return None
 
 
+#: a known scheme's name, then "//" (the colon left out), or a colon and a space, or a colon
+#: and no slash: a URL mistyped, which would be a local folder named after the scheme
+_MISTYPED = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)(//|:\s+|:(?=[^/\s]))")
+
+
+def _refuse_mistyped_url(path, what: str) -> None:
+    """Refuse a local path that reads as a mistyped URL (``s3//bucket/k``, ``s3: //bucket/k``,
+    ``s3:bucket/k``): written, it would become a local folder ``./s3/bucket/k`` without a
+    word. A local folder of such a name is reachable as ``./s3//...``."""
+    if not isinstance(path, (str, bytes)):
+        return  # pathlib has already made "s3//b" of it "s3/b": nothing to tell apart
+    text = os.fsdecode(path)
+    match = _MISTYPED.match(text)
+    if match and match.group(1).lower() in _KNOWN_SCHEMES:
+        name = match.group(1).lower()
+        form = "file:///ABSOLUTE/PATH (a colon and three slashes)" if name == "file" else \
+            f"{name}://BUCKET/KEY (a colon and two slashes)"
+        raise InvalidParameterError(
+            f"{what} {text!r} looks like a mistyped URL: write {form}; for a local folder named "
+            f"{match.group(1)!r} write ./{text}"
+        )
+
+
+def _file_url_path(text: str, what: str) -> str:
+    """The local path a ``file:`` URL names (RFC 8089): ``file:///abs`` and ``file:/abs``
+    (what :class:`pathlib.Path` makes of the former) are ``/abs``, ``file://localhost/abs``
+    too. ``file:/tmp/x`` was made ``file://tmp/x``, read as the relative path ``tmp/x``: an
+    output written under the working directory. Another host, or a relative path, is
+    refused (no local path)."""
+    rest = text[len("file:"):]
+    if rest.startswith("//"):
+        host, _, tail = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            raise InvalidParameterError(
+                f"{what} {text!r} names the host {host!r} (file://HOST/PATH): for the local path "
+                f"/{host}/{tail} write file:///{host}/{tail} (three slashes) or the path itself"
+            )
+        return "/" + tail
+    if rest.startswith("/"):
+        return rest
+    raise InvalidParameterError(
+        f"{what} {text!r}: a file: URL names an absolute path (file:///abs/path); for a relative "
+        "path leave out file:"
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Remote:
     """A location in an fsspec filesystem other than the local one (an object store).
@@ -179,15 +225,14 @@ def locate(path: str | os.PathLike | bytes | Remote, storage_options: Mapping[st
     options = _check_options(storage_options)
     scheme = url_scheme(path)
     if scheme is None:
+        _refuse_mistyped_url(path, what)
         return path
     text = os.fsdecode(os.fspath(path))
-    if not _URL.match(text):  # pathlib.Path("s3://b/k") is "s3:/b/k"
-        text = re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]+):/", r"\1://", text)
     text = scheme + text[len(scheme):]  # a scheme is case-insensitive (RFC 3986); fsspec's are lower case
     if scheme == "file":
-        import fsspec
-
-        return fsspec.core.strip_protocol(text)
+        return _file_url_path(text, what)
+    if not _URL.match(text):  # pathlib.Path("s3://b/k") is "s3:/b/k"
+        text = re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]+):/", r"\1://", text)
     if scheme in _NOT_STORES:
         raise InvalidParameterError(
             f"{what} {text!r} is an {_NOT_STORES[scheme]} URL: dkrr reads and writes stores it "
