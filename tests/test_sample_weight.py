@@ -319,3 +319,67 @@ def test_a_gram_beyond_the_eigenvalue_bisections_range_is_named(data):
     with pytest.raises(InputValidationError, match=r"the Gram's entries reach .*e\+2\d\d, beyond what float64's "
                                                    r"eigenvalue bisection .* divide sample_weight"):
         ridge(cv=K, precision="float64").fit(X, y, sample_weight=np.full(N, 1e250))
+
+
+# --- the data-dependent steps before the ridge solve: moments, gamma rules, row draws ---
+
+#: the fits whose steps before the solve read the data: the moments of standardize and
+#: gamma="scale"
+DATA_DEPENDENT = {
+    "standardize": dict(method="rff", gamma=0.3, standardize=True),
+    "scale": dict(method="rff", gamma="scale"),
+    "laplacian_scale": dict(method="rff", kernel="laplacian", gamma="scale"),
+}
+
+
+def outlier_data(n=400, n_out=120, seed=3):
+    """X, y and weights whose first ``n_out`` rows, far away and wide, have weight 0 (with
+    them counted, every moment, gamma rule and landmark would move); the other weights
+    positive and unequal."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, D_IN))
+    y = np.sin(2.0 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(n)
+    X[:n_out] = X[:n_out] * 10 + 50
+    w = rng.uniform(0.5, 2.0, n)
+    w[:n_out] = 0.0
+    return X, y, w
+
+
+def _fitted(cls, kw, X, y, w, chunk=None):
+    est = cls(n_components=D, random_state=0, precision="float64", alpha=0.1, **kw)
+    Xi = X if chunk is None else da.from_array(X, chunks=(chunk, X.shape[1]))
+    wi = w if chunk is None or w is None else da.from_array(w, chunks=chunk)
+    return est.fit(Xi, y if cls is RandomFeatureRidge else y > 0.5, sample_weight=wi)
+
+
+@pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier])
+@pytest.mark.parametrize("config", sorted(DATA_DEPENDENT))
+@pytest.mark.parametrize("chunk", [None, 64, 150])
+def test_rows_of_weight_zero_are_dropped_rows_in_every_data_dependent_step(cls, config, chunk):
+    X, y, w = outlier_data()
+    kw = DATA_DEPENDENT[config]
+    keep = w > 0
+    got = _fitted(cls, kw, X, y, w, chunk)
+    ref = _fitted(cls, kw, X[keep], y[keep], w[keep])  # numpy, the rows removed
+    np.testing.assert_allclose(got.gamma_, ref.gamma_, rtol=1e-12)
+    if kw.get("standardize"):
+        np.testing.assert_allclose(got.mean_, ref.mean_, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got.scale_, ref.scale_, rtol=1e-12)
+    score = "predict" if cls is RandomFeatureRidge else "decision_function"
+    np.testing.assert_allclose(getattr(got, score)(X[keep]), getattr(ref, score)(X[keep]), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier])
+@pytest.mark.parametrize("config", ["standardize", "scale", "laplacian_scale", "scale_standardized"])
+def test_integer_weights_give_the_moments_and_the_fit_of_repeated_rows(cls, config):
+    X, y, _ = outlier_data()
+    counts = np.random.default_rng(5).integers(0, 4, len(X))
+    kw = dict(DATA_DEPENDENT["scale"], standardize=True) if config == "scale_standardized" else DATA_DEPENDENT[config]
+    got = _fitted(cls, kw, X, y, counts.astype(float), chunk=70)
+    rep = _fitted(cls, kw, np.repeat(X, counts, axis=0), np.repeat(y, counts), None)
+    np.testing.assert_allclose(got.gamma_, rep.gamma_, rtol=1e-12)
+    if kw.get("standardize"):
+        np.testing.assert_allclose(got.mean_, rep.mean_, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got.scale_, rep.scale_, rtol=1e-12)
+    score = "predict" if cls is RandomFeatureRidge else "decision_function"
+    np.testing.assert_allclose(getattr(got, score)(X), getattr(rep, score)(X), rtol=1e-9, atol=1e-10)

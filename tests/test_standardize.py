@@ -32,6 +32,41 @@ def test_column_moments_equal_numpy_for_any_chunking(chunk):
     assert m.scale()[4] == 1.0 and sk.scale_[4] == 1.0  # the constant column
 
 
+@pytest.mark.parametrize("chunk", [37, 600])
+@pytest.mark.parametrize("unit", [2.0**-1000, 1e-300, 1.0, 1e300])
+def test_weighted_column_moments_are_standard_scalers_with_sample_weight_in_any_unit(chunk, unit):
+    """The weighted means and standard deviations of ``StandardScaler().fit(X, sample_weight=w)``
+    (its unit: weights of 1e-300 or 1e300 give those of w, no sum under- or overflows);
+    rows of weight 0 count nowhere, not in the range of a column either (the far values of
+    weight 0 in the constant column leave it constant)."""
+    from dkrr.linalg._weighted import check_sample_weight
+
+    X, _ = _data()
+    w = np.random.default_rng(2).uniform(0.0, 3.0, len(X))
+    w[::7] = 0.0
+    X[::7, 4] = -1e9  # weight 0: the column stays the constant 7.25
+    Xd = da.from_array(X, chunks=(chunk, X.shape[1]))
+    m = column_moments(Xd, sample_weight=check_sample_weight(w * unit, Xd))
+    sk = StandardScaler().fit(X[w > 0], sample_weight=w[w > 0])
+    assert m.n == np.count_nonzero(w)
+    np.testing.assert_allclose(m.mean, sk.mean_, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(m.scale(), sk.scale_, rtol=1e-10)
+    assert m.mean[4] == 7.25 and m.scale()[4] == 1.0
+    np.testing.assert_allclose(m.var, np.average((X - sk.mean_) ** 2, axis=0, weights=w), rtol=1e-10, atol=1e-20)
+    # gamma="scale"'s variance over every entry, each entry weighted by its row's weight
+    mu = (w @ X).sum() / (w.sum() * X.shape[1])
+    assert m.total_variance() == pytest.approx((w @ (X - mu) ** 2).sum() / (w.sum() * X.shape[1]), rel=1e-10)
+
+
+def test_weights_that_are_all_zero_are_named_by_the_moments_pass():
+    from dkrr.errors import InputValidationError
+
+    X, y = _data()
+    Xd = da.from_array(X, chunks=(100, 5))
+    with pytest.raises(InputValidationError, match="sample_weight sums to 0"):
+        column_moments(Xd, sample_weight=da.zeros(len(X), chunks=100))
+
+
 def test_standardized_features_equal_standard_scaler_then_the_same_map():
     X, _ = _data()
     rf = RandomFeatures(method="rff", n_components=32, standardize=True, random_state=3).fit(X)

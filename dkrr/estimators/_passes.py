@@ -52,7 +52,7 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     (the classifier's :class:`~dkrr.estimators._fitted.PlusMinusTargets`) or is None.
     ``folds``: the :class:`~dkrr.estimators._folds.FoldPlan` of a splitter or explicit
     splits (the Gram path only), or None (folds from the row-index hash)."""
-    Xd, mean, scale, moments = standardized_input(est, Xd)  # a pass only when asked
+    Xd, mean, scale, moments = standardized_input(est, Xd, wd)  # a pass only when asked
     fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
     if relative:  # with ARD (an array gamma) the grid multiplies the whole array
         gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)

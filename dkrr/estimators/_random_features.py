@@ -55,13 +55,16 @@ def kernel_params_of(est) -> dict:
     return check_kernel_params(est.kernel, **{name: getattr(est, name) for name in KERNEL_PARAMS})
 
 
-def standardized_input(est, X):
+def standardized_input(est, X, sample_weight=None):
     """One streamed pass for what ``standardize`` and ``gamma="scale"`` need.
 
     Returns ``(X_used, mean, scale, moments)``: X standardised lazily (dask) or now
     (numpy) with ``mean``/``scale`` when ``est.standardize``, else X itself and None;
     ``moments`` (:class:`~dkrr.linalg._moments.ColumnMoments`) or None when neither
     option needs them. No pass runs for ``standardize=False`` with a numeric gamma.
+    ``sample_weight`` (the checked dask weights of a ridge fit, or None): the moments are
+    weighted, as ``StandardScaler().fit(X, sample_weight=w)``'s (docs/ALGORITHMS.md
+    section 5).
     """
     from ..linalg._moments import column_moments
     from ..linalg._blocks import as_row_chunked
@@ -70,7 +73,7 @@ def standardized_input(est, X):
     if not standardize and not (isinstance(est.gamma, str) and est.gamma == "scale"):
         return X, None, None, None
     Xd = X if is_dask(X) else as_row_chunked(X)[0]
-    moments = column_moments(Xd, split_every=getattr(est, "split_every", None))
+    moments = column_moments(Xd, split_every=getattr(est, "split_every", None), sample_weight=sample_weight)
     if not standardize:
         return X, None, None, moments
     mean, scale = moments.mean, moments.scale()

@@ -24,6 +24,7 @@ from ._stats import (
 )
 
 __all__ = [
+    "ZERO_WEIGHT_MESSAGE",
     "check_sample_weight",
     "check_target_sums",
     "check_weight_total",
@@ -144,6 +145,11 @@ def streamed_statistics_maps(
     return stats if persist else [s.symmetrized() for s in stats]
 
 
+#: the error of weights that are all 0 (numpy weights before the pass, dask weights after it)
+ZERO_WEIGHT_MESSAGE = ("sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
+                       "give some rows a positive weight.")
+
+
 def check_sample_weight(sample_weight, X):
     """Validate ``sample_weight`` for the row-chunked dask ``X``: a float64 dask array (n,)
     with X's row chunks, or None.
@@ -190,10 +196,7 @@ def check_sample_weight(sample_weight, X):
             f"computed. {_WEIGHT_FIX}"
         )
     if not total > 0:
-        raise InputValidationError(
-            "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
-            "give some rows a positive weight."
-        )
+        raise InputValidationError(ZERO_WEIGHT_MESSAGE)
     from .._rows import local_array
 
     return local_array(w, (X.chunks[0],))  # sent to a Client's workers once (dkrr._rows)
@@ -253,7 +256,4 @@ def check_weight_total(stats: RidgeStatistics) -> None:
             f"{where}. {_WEIGHT_FIX}"
         )
     if not stats.wsum.sum() > 0:
-        raise InputValidationError(
-            "sample_weight sums to 0: every sample weight is zero, so there is nothing to fit; "
-            "give some rows a positive weight."
-        )
+        raise InputValidationError(ZERO_WEIGHT_MESSAGE)
