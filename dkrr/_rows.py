@@ -27,6 +27,11 @@ the workers (:func:`held_on_workers`, after the fit's checks, one graph for all 
 of the pass) and every later pass names the held blocks, instead of carrying the data in
 each pass's graph. The operations above keep that mark too (the derived array is persisted
 on its own first pass).
+
+The steps that draw rows of X (Nyström landmarks, the bandwidth rule's sample) draw among
+the rows a :class:`RowPool` holds: every row, or with sample weights the rows of positive
+weight, so that a row of weight 0 is never drawn and the draws are those of the data
+without it.
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["RowReader", "astype_rows", "gather_rows", "held_on_workers", "local_array", "map_rows",
-           "rechunk_rows", "row_array", "row_reader", "zarr_rows"]
+__all__ = ["RowPool", "RowReader", "astype_rows", "gather_rows", "held_on_workers", "local_array", "map_rows",
+           "rechunk_rows", "row_array", "row_reader", "row_pool", "zarr_rows"]
 
 #: id(array) -> (weak reference to the array, its reader), for the arrays row_array made
 _READERS: dict[int, tuple[weakref.ref, RowReader]] = {}
@@ -244,3 +249,142 @@ def gather_rows(X, idx, *, label: str = "gathering rows") -> np.ndarray:
     if not parts:
         return np.empty((0,) + X.shape[1:], dtype=X.dtype)
     return np.concatenate([np.asarray(p) for p in compute_limited(*parts, label=label)])
+
+
+def _positive_count(block):
+    """``[rows of positive weight, 1 if a weight is negative or not finite else 0]`` of a block."""
+    w = np.asarray(block, dtype=np.float64)
+    return np.array([np.count_nonzero(w > 0), int(not (w >= 0).all())], dtype=np.int64)  # NaN >= 0 is False
+
+
+def _positive_at(block, ranks):
+    """``[local indices, weights]`` of the ``ranks``-th rows of positive weight of a block
+    (the indices as float64: exact, a block has fewer than 2^53 rows)."""
+    w = np.asarray(block, dtype=np.float64)
+    at = np.flatnonzero(w > 0)[ranks]
+    return np.concatenate([at.astype(np.float64), w[at]])
+
+
+class RowPool:
+    """The rows a draw picks from: all ``n_rows`` rows, or only those of positive weight.
+
+    A draw of ``size`` rows is ``ranks = rng.choice(pool.n, size, replace=False)`` (or any
+    other draw of ranks in ``range(pool.n)``) and ``pool.take(ranks)``: the global row
+    indices (and weights) of the ``ranks``-th rows of the pool, in the order of ``ranks``.
+    Without weights ``pool.n`` is ``n_rows`` and a rank is its row, so the draws are
+    those of an unweighted fit. With weights a rank counts only rows of positive weight,
+    so the rows of weight 0 are never drawn, and X with such rows draws the same rows as X
+    without them (docs/ALGORITHMS.md section 5, "Sample weights").
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of X.
+    sample_weight : None, numpy array or dask array of shape (n_rows,)
+        The weights. A dask array is read twice, blockwise: once for the count of positive
+        weights per block (on the first use of :attr:`n`), then only the blocks that hold a
+        drawn row.
+    check : callable, optional
+        ``check(block, block_index, row_offset)`` validates a block of weights (finite,
+        ``>= 0``; it raises, naming the rows) and returns it as float64: a numpy array
+        now; a dask array's count finds the blocks with a negative or non-finite weight,
+        and the first is read again and checked, for the message.
+    """
+
+    def __init__(self, n_rows: int, sample_weight=None, check=None):
+        self.n_rows = int(n_rows)
+        if isinstance(sample_weight, np.ndarray) and check is not None:
+            sample_weight = check(sample_weight, None, 0)
+        self.weights = sample_weight
+        self._check = check
+        self._counts = None
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the pool has weights (a draw then skips the rows of weight 0)."""
+        return self.weights is not None
+
+    def _block_counts(self) -> np.ndarray:
+        if self._counts is None:
+            w = self.weights
+            if isinstance(w, np.ndarray):
+                self._counts = np.array([np.count_nonzero(w > 0)], dtype=np.int64)
+            else:
+                from ._progress import compute_limited
+
+                w = self._held()
+                blocks = w.map_blocks(_positive_count, chunks=((2,) * w.numblocks[0],), dtype=np.int64,
+                                      meta=np.empty((0,), dtype=np.int64))
+                counts, bad = np.asarray(compute_limited(blocks, label="counting rows of positive weight")[0]
+                                         ).reshape(-1, 2).T
+                if bad.any() and self._check is not None:
+                    i = int(np.flatnonzero(bad)[0])
+                    lo = int(sum(w.chunks[0][:i]))
+                    block = compute_limited(w[lo:lo + w.chunks[0][i]], label="checking sample_weight")[0]
+                    self._check(block, i, lo)  # raises, naming the row
+                self._counts = counts
+        return self._counts
+
+    def _held(self):
+        """The dask weights, or with a distributed Client their copy held on the workers
+        when they are in-memory data (:func:`held_on_workers`: the fit's passes then name
+        the same copy)."""
+        from ._system import distributed_client
+
+        return held_on_workers([self.weights], distributed_client())[0]
+
+    @property
+    def n(self) -> int:
+        """Rows a draw may pick: ``n_rows``, or the rows of positive weight."""
+        return self.n_rows if self.weights is None else int(self._block_counts().sum())
+
+    def take(self, ranks) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(rows, weights)``: the global indices (int64) of the ``ranks``-th rows of the
+        pool, in the order of ``ranks``, and their weights (None without weights)."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        w = self.weights
+        if w is None:
+            return ranks, None
+        if isinstance(w, np.ndarray):
+            at = np.flatnonzero(w > 0)[ranks]
+            return at, np.asarray(w[at], dtype=np.float64)
+        from ._progress import compute_limited
+
+        counts = self._block_counts()
+        w = self._held()
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        row_starts = np.concatenate([[0], np.cumsum(w.chunks[0])]).astype(np.int64)
+        block = np.searchsorted(starts, ranks, side="right") - 1
+        order = np.argsort(ranks, kind="stable")
+        parts, where = [], []
+        for i in np.unique(block):
+            sel = order[block[order] == i]  # the positions of this block's ranks, ascending
+            lo, hi = int(row_starts[i]), int(row_starts[i + 1])
+            local = ranks[sel] - starts[i]
+            parts.append(w[lo:hi].map_blocks(_positive_at, local, chunks=((2 * len(local),),), dtype=np.float64,
+                                             meta=np.empty((0,))))
+            where.append((sel, lo))
+        rows, weights = np.empty(len(ranks), dtype=np.int64), np.empty(len(ranks))
+        for (sel, lo), got in zip(where, compute_limited(*parts, label="finding rows of positive weight")):
+            rows[sel] = lo + got[:len(sel)].astype(np.int64)
+            weights[sel] = got[len(sel):]
+        return rows, weights
+
+
+def row_pool(n_rows: int, sample_weight=None, check=None) -> RowPool:
+    """The :class:`RowPool` of ``n_rows`` rows and their weights (array-like or a dask
+    array of shape ``(n_rows,)``, refused otherwise; ``check`` as the pool's); ``sample_weight``
+    may be a :class:`RowPool` already (returned as it is, so that its counts are computed
+    once)."""
+    from .errors import InputValidationError
+
+    if isinstance(sample_weight, RowPool):
+        return sample_weight
+    if sample_weight is not None:
+        if not hasattr(sample_weight, "dask"):
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (n_rows,):
+            raise InputValidationError(
+                f"sample_weight has shape {sample_weight.shape} but X has {n_rows} rows; pass one "
+                f"weight per row, shape ({n_rows},).")
+    return RowPool(n_rows, sample_weight, check)

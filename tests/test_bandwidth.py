@@ -72,6 +72,57 @@ def test_dask_and_zarr_input_give_the_numpy_answer(tmp_path, scheduler):
     assert knn_gamma(Xd, k=10, n_points=150, random_state=3) == 1 / (2 * want**2)
 
 
+def _weights(n, seed=4):
+    """Positive unequal weights, every third row 0."""
+    w = np.random.default_rng(seed).uniform(0.5, 3.0, n)
+    w[::3] = 0.0
+    return w
+
+
+@pytest.mark.parametrize("n_points", [150, 1000])
+def test_weighted_sample_is_drawn_among_rows_of_positive_weight_and_its_mean_weighted(n_points):
+    """The ranks drawn count only the rows of positive weight (those of weight 0, moved
+    far away here, are never drawn: the sample is that of X without them), and sigma is
+    the weight-weighted mean of the sampled rows' k-th neighbour distances."""
+    X = _data(n=500)
+    w = _weights(500)
+    X[w == 0] += 1e3
+    keep = w > 0
+    got = knn_sigma(X, k=10, n_points=n_points, random_state=3, sample_weight=w)
+    assert got == knn_sigma(X[keep], k=10, n_points=n_points, random_state=3, sample_weight=w[keep])
+    idx = np.random.default_rng(3).choice(keep.sum(), size=min(n_points, keep.sum()), replace=False)
+    S, ws = X[keep][idx], w[keep][idx]
+    dist = np.sqrt(((S[:, None, :] - S[None, :, :]) ** 2).sum(axis=-1))
+    kth = np.sort(dist, axis=1)[:, 10]  # column 0 is the row itself
+    assert got == pytest.approx(np.average(kth, weights=ws), rel=1e-10)
+    assert knn_gamma(X, k=10, n_points=n_points, random_state=3, sample_weight=w * 1e-300) == pytest.approx(
+        1 / (2 * got**2), rel=1e-12)  # the weights' unit does not matter
+
+
+def test_dask_weights_give_the_numpy_answer_for_any_chunking(tmp_path):
+    X = _data(n=500)
+    w = _weights(500)
+    want = knn_sigma(X, k=10, n_points=150, random_state=3, sample_weight=w)
+    for chunks in ((100, 37, 200, 163), (250, 250)):
+        Xd = da.from_array(X, chunks=(chunks, 4))
+        assert knn_sigma(Xd, k=10, n_points=150, random_state=3, sample_weight=da.from_array(w, chunks=chunks)) == want
+        assert knn_sigma(Xd, k=10, n_points=150, random_state=3, sample_weight=da.from_array(w, chunks=50)) == want
+
+
+def test_bad_weights_are_refused_naming_the_row():
+    X = _data(n=50)
+    w = _weights(50)
+    w[7] = -1.0
+    with pytest.raises(InputValidationError, match=r"sample_weight holds 1 negative value\(s\), first in row 7"):
+        knn_sigma(X, k=5, sample_weight=w)
+    with pytest.raises(InputValidationError, match=r"sample_weight holds 1 negative value\(s\) in row block 1, first in row 7"):
+        knn_sigma(da.from_array(X, chunks=(5, 4)), k=5, sample_weight=da.from_array(w, chunks=5))
+    with pytest.raises(InputValidationError, match=r"sample_weight has shape \(49,\) but X has 50 rows"):
+        knn_sigma(X, k=5, sample_weight=np.ones(49))
+    with pytest.raises(InputValidationError, match=r"k \+ 1 = 6 sampled rows, got 3 \(X has 3 rows of positive weight"):
+        knn_sigma(X, k=5, sample_weight=np.r_[np.ones(3), np.zeros(47)])
+
+
 def _sampled_blocks(n, n_points, seed, rows_per_chunk):
     idx = np.random.default_rng(seed).choice(n, size=n_points, replace=False)
     return set((idx // rows_per_chunk).tolist())

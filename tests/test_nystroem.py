@@ -112,6 +112,21 @@ def test_errors():
     assert np.all(nystroem_normalizer(np.zeros((3, 3))) == 0)
 
 
+@pytest.mark.parametrize("chunks", [None, 7])
+def test_landmarks_are_drawn_among_the_rows_of_positive_weight(chunks, scheduler):
+    """``n_components`` equal to the rows of positive weight: the landmarks are exactly
+    those rows, none of weight 0; one more landmark than such rows is refused, naming them."""
+    X = Xn = data(n=60)
+    y = X[:, 0]
+    w = np.where(np.arange(60) % 4 == 0, 1.5, 0.0)
+    if chunks is not None:
+        X, y, w = da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks), da.from_array(w, chunks=chunks)
+    est = RandomFeatureRidge(method="nystroem", n_components=15, gamma=0.3, random_state=0).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(est.feature_map_.landmarks, Xn[::4])
+    with pytest.raises(InvalidParameterError, match=r"n_components=16 .* X has only 15 rows of positive weight"):
+        RandomFeatureRidge(method="nystroem", n_components=16, random_state=0).fit(X, y, sample_weight=w)
+
+
 def test_nystroem_model_file_round_trip(tmp_path):
     from dkrr.io._model import load_model, save_model
 

@@ -324,11 +324,14 @@ def test_a_gram_beyond_the_eigenvalue_bisections_range_is_named(data):
 # --- the data-dependent steps before the ridge solve: moments, gamma rules, row draws ---
 
 #: the fits whose steps before the solve read the data: the moments of standardize and
-#: gamma="scale"
+#: gamma="scale", the rows drawn by gamma="median" and by the Nyström landmarks
 DATA_DEPENDENT = {
     "standardize": dict(method="rff", gamma=0.3, standardize=True),
     "scale": dict(method="rff", gamma="scale"),
     "laplacian_scale": dict(method="rff", kernel="laplacian", gamma="scale"),
+    "median": dict(method="rff", gamma="median"),
+    "nystroem": dict(method="nystroem", gamma=0.3),
+    "nystroem_median_standardize": dict(method="nystroem", gamma="median", standardize=True),
 }
 
 
@@ -352,6 +355,11 @@ def _fitted(cls, kw, X, y, w, chunk=None):
     return est.fit(Xi, y if cls is RandomFeatureRidge else y > 0.5, sample_weight=wi)
 
 
+def _inner(est):
+    fmap = est.feature_map_
+    return getattr(fmap, "inner", fmap)
+
+
 @pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier])
 @pytest.mark.parametrize("config", sorted(DATA_DEPENDENT))
 @pytest.mark.parametrize("chunk", [None, 64, 150])
@@ -365,8 +373,24 @@ def test_rows_of_weight_zero_are_dropped_rows_in_every_data_dependent_step(cls, 
     if kw.get("standardize"):
         np.testing.assert_allclose(got.mean_, ref.mean_, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(got.scale_, ref.scale_, rtol=1e-12)
+    if kw["method"] == "nystroem":  # the same landmark rows (standardised: to rounding)
+        np.testing.assert_allclose(_inner(got).landmarks, _inner(ref).landmarks, rtol=1e-12, atol=1e-13)
     score = "predict" if cls is RandomFeatureRidge else "decision_function"
     np.testing.assert_allclose(getattr(got, score)(X[keep]), getattr(ref, score)(X[keep]), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("config", ["median", "nystroem"])
+def test_the_rows_drawn_with_weights_are_those_without_the_zero_weight_rows_for_any_chunking(config):
+    """One random_state, one draw: the ranks among the rows of positive weight, whatever
+    the blocks that count them (numpy, dask of two chunkings), so the bandwidth and the
+    landmarks are exactly those of the data without the rows of weight 0."""
+    X, y, w = outlier_data()
+    ref = _fitted(RandomFeatureRidge, DATA_DEPENDENT[config], X[w > 0], y[w > 0], w[w > 0])
+    for chunk in (None, 64, 150):
+        got = _fitted(RandomFeatureRidge, DATA_DEPENDENT[config], X, y, w, chunk)
+        assert got.gamma_ == ref.gamma_
+        if config == "nystroem":
+            np.testing.assert_array_equal(_inner(got).landmarks, _inner(ref).landmarks)
 
 
 @pytest.mark.parametrize("cls", [RandomFeatureRidge, RandomFeatureRidgeClassifier])
@@ -383,3 +407,13 @@ def test_integer_weights_give_the_moments_and_the_fit_of_repeated_rows(cls, conf
         np.testing.assert_allclose(got.scale_, rep.scale_, rtol=1e-12)
     score = "predict" if cls is RandomFeatureRidge else "decision_function"
     np.testing.assert_allclose(getattr(got, score)(X), getattr(rep, score)(X), rtol=1e-9, atol=1e-10)
+
+
+def test_weighted_pcg_standardizes_and_draws_as_the_gram_path():
+    X, y, w = outlier_data()
+    kw = dict(method="nystroem", gamma="median", standardize=True)
+    pcg = _fitted(RandomFeatureRidge, dict(kw, solver="pcg", tol=1e-12), X, y, w, chunk=100)
+    ref = _fitted(RandomFeatureRidge, kw, X[w > 0], y[w > 0], w[w > 0])
+    np.testing.assert_allclose(pcg.mean_, ref.mean_, rtol=1e-12, atol=1e-14)
+    assert pcg.gamma_ == pytest.approx(ref.gamma_, rel=1e-12)
+    np.testing.assert_allclose(pcg.predict(X), ref.predict(X), rtol=1e-7, atol=1e-8)

@@ -53,7 +53,8 @@ def fit_statistics_path(est, Xd, yd, wd, n, K, alpha, alphas, gammas, relative, 
     ``folds``: the :class:`~dkrr.estimators._folds.FoldPlan` of a splitter or explicit
     splits (the Gram path only), or None (folds from the row-index hash)."""
     Xd, mean, scale, moments = standardized_input(est, Xd, wd)  # a pass only when asked
-    fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative)
+    fmap, gamma, fold_seed, rng = draw_ridge_map(est, Xd, moments, scale, resolve=gammas is None or relative,
+                                                 sample_weight=wd)
     if relative:  # with ARD (an array gamma) the grid multiplies the whole array
         gammas = AUTO_GAMMA_FACTORS if np.ndim(gamma) else auto_gammas(gamma)
     args = (est, Xd, yd, wd, fmap, gamma, rng, n, K, alpha, alphas, gammas, fold_seed, targets_fn)

@@ -86,7 +86,7 @@ def fit_pcg(est, Xd, yd, wd, n_folds, gammas, alpha, alphas, targets_fn=None):
     estimate = pcg_memory_check(est, Xd, yd, n_folds, n_alphas, rank)  # before the map is drawn or any task runs
     Xd, yd, wd, kept = keep_in_memory(persist, Xd, yd, estimate, wd)
     Xd, mean, scale, moments = standardized_input(est, Xd, wd)  # a pass only when asked
-    fmap, gamma, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale)
+    fmap, gamma, fold_seed, _ = draw_ridge_map(est, Xd, moments, scale, sample_weight=wd)
     common = dict(fit_intercept=bool(est.fit_intercept), rank=rank, tol=tol, max_iter=max_iter,
                   seed=sketch_seed(fold_seed), max_block_bytes=int(est.max_block_bytes), split_every=est.split_every,
                   labels_mode=est._labels_mode, targets_fn=targets_fn, sample_weight=wd)

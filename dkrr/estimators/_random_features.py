@@ -10,7 +10,7 @@ from ..features._nonlinear import check_kernel
 from ..features._registry import resolve_method
 from .._params import KERNEL_PARAMS, check_bool, check_gamma, check_kernel_params
 from .._validation import check_input, check_n_features, check_random_state, is_dask
-from ..errors import InvalidParameterError
+from ..errors import InputValidationError, InvalidParameterError
 from ..features import MAP_OPTION_NAMES, FeatureMap, RandomFeatureMap, build_feature_map
 from ..features._blockwise import transform_array
 from ..features._standardize import StandardizedMap, standardize_block
@@ -89,7 +89,7 @@ def standardized_input(est, X, sample_weight=None):
 
 
 def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, after_draw=None,
-                  resolve=True):
+                  resolve=True, sample_weight=None):
     """Draw the map of ``est`` on (standardised) ``X`` and resolve a data-driven gamma.
 
     The map is drawn first (with ``gamma=1.0`` when gamma is a rule: the gaussian maps
@@ -99,10 +99,20 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
     and ``gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed)`` (1.0 for one row); for ``gamma="scale"`` it is
     ``1 / (d Var)`` from ``moments`` (of the standardised X when ``scale`` is given). A
     numeric gamma draws nothing more than before. Returns ``(map, gamma, extra)`` with
-    ``extra`` what ``after_draw`` returned.
+    ``extra`` what ``after_draw`` returned. ``sample_weight`` (checked weights, or None):
+    the rows drawn (Nyström landmarks, the bandwidth sample) are drawn among those of
+    positive weight, ``n`` counts those rows, and the 50-NN rule's mean is weighted
+    (:func:`~dkrr.linalg._bandwidth.knn_sigma`); the moments are the weighted ones of
+    :func:`standardized_input`.
     """
+    from .._rows import row_pool
+    from ..linalg._stats import _check_weight_block
+
     rule = est.gamma if isinstance(est.gamma, str) else None
-    fmap = draw_feature_map(est, X, rng, n_components=n_components, gamma=1.0 if rule else None)
+    # one pool for every draw: a dask array's positive weights are counted once
+    pool = row_pool(int(X.shape[0]), sample_weight, _check_weight_block)
+    fmap = draw_feature_map(est, X, rng, n_components=n_components, gamma=1.0 if rule else None,
+                            sample_weight=pool)
     extra = after_draw(rng) if after_draw is not None else None
     if rule is None:
         return fmap, check_gamma(est.gamma, est.kernel), extra
@@ -110,10 +120,13 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
         return fmap, None, extra
     if rule == "median":
         from ..linalg._bandwidth import knn_gamma
+        from ..linalg._weighted import ZERO_WEIGHT_MESSAGE
 
-        seed, n = int(rng.integers(0, 2**63 - 1)), int(X.shape[0])
+        seed, n = int(rng.integers(0, 2**63 - 1)), pool.n
+        if n == 0:
+            raise InputValidationError(ZERO_WEIGHT_MESSAGE)
         # fewer than 51 rows: the nearest neighbour there is (one row has no distance at all)
-        gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed) if n > 1 else 1.0
+        gamma = knn_gamma(X, k=min(50, n - 1), random_state=seed, sample_weight=pool) if n > 1 else 1.0
     else:
         var = moments.total_variance(scale)
         spread = np.sqrt(var) if est.kernel == "laplacian" else var  # the exponent's power of the distance
@@ -121,11 +134,12 @@ def fit_input_map(est, X, rng, *, n_components=None, moments=None, scale=None, a
     return fmap.with_gamma(gamma), float(gamma), extra
 
 
-def draw_ridge_map(est, X, moments=None, scale=None, resolve=True):
+def draw_ridge_map(est, X, moments=None, scale=None, resolve=True, sample_weight=None):
     """A ridge estimator's draws from its one generator, in this order: the feature map
     (the ``n_candidates`` candidates with ``sampling``), the fold seed, then (``gamma=
     "median"``) the bandwidth sample's seed. Returns ``(map, gamma, fold_seed, rng)``;
-    ``rng`` goes on to the resampling of ``sampling``."""
+    ``rng`` goes on to the resampling of ``sampling``. ``sample_weight``: as
+    :func:`fit_input_map`'s."""
     from ..sampling import check_sampling
 
     rng = check_random_state(est.random_state)
@@ -135,12 +149,13 @@ def draw_ridge_map(est, X, moments=None, scale=None, resolve=True):
         raise InvalidParameterError(f"sampling resamples random frequencies; it does not apply to {what}")
     fmap, gamma, fold_seed = fit_input_map(
         est, X, rng, n_components=n_cand or est.n_components, moments=moments, scale=scale,
-        after_draw=lambda r: int(r.integers(0, 2**63 - 1)), resolve=resolve,
+        after_draw=lambda r: int(r.integers(0, 2**63 - 1)), resolve=resolve, sample_weight=sample_weight,
     )
     return fmap, gamma, fold_seed, rng
 
 
-def draw_feature_map(est, X, random_state, n_components: int | None = None, gamma=None) -> FeatureMap:
+def draw_feature_map(est, X, random_state, n_components: int | None = None, gamma=None,
+                     sample_weight=None) -> FeatureMap:
     """The feature map of an estimator's map parameters for inputs like ``X``.
 
     ``est`` is :class:`RandomFeatures` or a ridge estimator: anything with the parameters
@@ -149,7 +164,8 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None, gamm
     is advanced) and ``n_components`` (default ``est.n_components``; leverage sampling
     draws its ``n_candidates`` candidates) are given by the caller. Both estimators draw
     their map here, so the same parameters and seed give the same map. ``gamma`` (default
-    ``est.gamma``) overrides the width.
+    ``est.gamma``) overrides the width. ``sample_weight``: Nyström's landmarks are drawn
+    among the rows of positive weight (:func:`~dkrr.features.build_feature_map`).
     """
     return build_feature_map(
         X,
@@ -160,6 +176,7 @@ def draw_feature_map(est, X, random_state, n_components: int | None = None, gamm
         random_state=random_state,
         options={name: getattr(est, name) for name in MAP_OPTION_NAMES},
         kernel_params={name: getattr(est, name) for name in KERNEL_PARAMS},
+        sample_weight=sample_weight,
     )
 
 

@@ -165,6 +165,7 @@ def fit_nystroem_map(
     gamma,
     rng: np.random.Generator,
     eigenvalue_rtol: float = DEFAULT_EIGENVALUE_RTOL,
+    sample_weight=None,
     **kernel_params,
 ) -> NystroemMap:
     """Sample ``n_components`` landmark rows of ``X`` and build the Nyström map.
@@ -182,6 +183,10 @@ def fit_nystroem_map(
         Draws the landmark indices (uniform, without replacement).
     eigenvalue_rtol : float
         See :func:`nystroem_normalizer`.
+    sample_weight : None, checked array of shape (n,), or :class:`~dkrr._rows.RowPool`
+        The rows' weights: the landmarks are drawn uniformly among the rows of positive
+        weight (the generator draws their ranks among those rows, so X with rows of
+        weight 0 gives the landmarks of X without them; docs/ALGORITHMS.md section 2.7).
     **kernel_params
         ``nu`` (matern), ``degree``, ``coef0`` (polynomial).
 
@@ -192,17 +197,21 @@ def fit_nystroem_map(
     NonFiniteInputError
         The landmark rows contain NaN or inf.
     """
+    from .._rows import row_pool
+
     check_kernel(kernel)
-    n = int(X.shape[0])
+    pool = row_pool(int(X.shape[0]), sample_weight)
+    n = pool.n
     m = int(n_components)
+    rows = "rows" if not pool.weighted else "rows of positive weight"
     if m > n:
         raise InvalidParameterError(
             f"method='nystroem' samples n_components={m} landmark rows without replacement, "
-            f"but X has only {n} rows; use n_components <= {n}."
+            f"but X has only {n} {rows}; use n_components <= {n}."
         )
     if n == 0:
-        raise InputValidationError("X has no rows to sample Nyström landmarks from")
-    idx = np.sort(rng.choice(n, size=m, replace=False))
+        raise InputValidationError(f"X has no {rows} to sample Nyström landmarks from")
+    idx = np.sort(pool.take(rng.choice(n, size=m, replace=False))[0])
     if is_dask(X):
         from .._rows import gather_rows
 

@@ -261,6 +261,7 @@ def build_feature_map(
     random_state,
     options: dict,
     kernel_params: dict | None = None,
+    sample_weight=None,
 ) -> FeatureMap:
     """Validate parameters and build the feature map of ``method`` for inputs like ``X``.
 
@@ -271,6 +272,10 @@ def build_feature_map(
     numpy array or row-chunked dask array; for dask only those rows are computed) with
     that generator and returns a :class:`~dkrr.features._nystroem.NystroemMap`.
     ``kernel_params``: ``nu`` (matern), ``degree`` and ``coef0`` (polynomial).
+    ``sample_weight``: the rows' weights (a checked array of shape (n,), or a
+    :class:`~dkrr._rows.RowPool`), or None; the landmarks are drawn among the rows of
+    positive weight (:func:`~dkrr.features._nystroem.fit_nystroem_map`). The other
+    methods read no rows.
 
     Raises
     ------
@@ -284,7 +289,8 @@ def build_feature_map(
         kernel, method, n_components, gamma, options, d, kernel_params or {})
     rng = check_random_state(random_state)
     if method == "nystroem":
-        return fit_nystroem_map(X, kernel=kernel, n_components=n_components, gamma=gamma, rng=rng, **params)
+        return fit_nystroem_map(X, kernel=kernel, n_components=n_components, gamma=gamma, rng=rng,
+                                sample_weight=sample_weight, **params)
     if method in SKETCH_METHODS:
         return POLYNOMIAL_MAPS[method].draw(d, n_components, params["degree"], gamma, params["coef0"], rng)
     return _draw_projection_map(kernel, method, n_components, gamma, d, rng, opts, params)

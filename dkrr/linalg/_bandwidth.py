@@ -47,8 +47,13 @@ def _check_int(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
-def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
-    """The sampled rows of X as float64, in the order the generator drew them."""
+def _sample_rows(X: Any, n_points: int, random_state: Any, sample_weight: Any = None):
+    """``(S, w)``: the sampled rows of X as float64, in the order the generator drew them,
+    and their weights (None without ``sample_weight``; with it the rows are drawn among
+    those of positive weight, :class:`~dkrr._rows.RowPool`)."""
+    from .._rows import row_pool
+    from ._stats import _check_weight_block
+
     X = check_input(X, name="X")
     n = X.shape[0]
     if not isinstance(n, numbers.Integral) or np.isnan(n):
@@ -56,7 +61,8 @@ def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
             "X has an unknown number of rows (a dask array with unknown chunk sizes); "
             "call `X.compute_chunk_sizes()` first."
         )
-    idx = check_random_state(random_state).choice(n, size=min(n_points, n), replace=False)
+    pool = row_pool(n, sample_weight, _check_weight_block)
+    idx, w = pool.take(check_random_state(random_state).choice(pool.n, size=min(n_points, pool.n), replace=False))
     if is_dask(X):
         # Read in row order (each row block holding a sampled row is loaded once, the
         # others not at all), then put the rows back in the order they were drawn.
@@ -76,10 +82,11 @@ def _sample_rows(X: Any, n_points: int, random_state: Any) -> np.ndarray:
             f"X contains NaN or inf in {len(rows)} of the {len(idx)} rows sampled for the "
             f"bandwidth, first in row {int(rows[0])}; remove or impute them first."
         )
-    return S
+    return S, w
 
 
-def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None) -> float:
+def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None,
+              sample_weight: Any = None) -> float:
     """Mean distance to the k-th nearest neighbour over a seeded sample of rows.
 
     The rule of thumb of [Yu16]_ (docs/ALGORITHMS.md section 5): draw ``min(n_points,
@@ -102,6 +109,13 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
         ``numpy.random.default_rng(random_state).choice(n_samples, min(n_points,
         n_samples), replace=False)``, so an integer seed gives the same rows on numpy,
         dask and zarr input.
+    sample_weight : array-like or dask array of shape (n_samples,), optional
+        Row weights (finite, ``>= 0``). The rows are drawn uniformly among those of
+        positive weight (the ranks above count only them, so a row of weight 0 is never
+        drawn and X with such rows samples what X without them does), the neighbours are
+        searched among the sampled rows as without weights, and sigma is the weighted mean
+        of their k-th neighbour distances, weighted by the rows' weights (whose unit does
+        not matter). "Sample weights" in docs/ALGORITHMS.md section 5.
 
     Returns
     -------
@@ -132,13 +146,13 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     """
     k = _check_int(k, "k", 1)
     n_points = _check_int(n_points, "n_points", 2)
-    S = _sample_rows(X, n_points, random_state)
+    S, w = _sample_rows(X, n_points, random_state, sample_weight)
     m = S.shape[0]
     if m < k + 1:
+        rows = f"{np.shape(X)[0]} rows" if w is None or m == n_points else f"{m} rows of positive weight"
         raise InputValidationError(
             f"the {k}-th nearest neighbour rule needs at least k + 1 = {k + 1} sampled rows, "
-            f"got {m} (X has {np.shape(X)[0]} rows, n_points={n_points}); lower k or give "
-            "more rows."
+            f"got {m} (X has {rows}, n_points={n_points}); lower k or give more rows."
         )
     # Centring changes no distance and keeps |a|^2 + |b|^2 - 2 a.b accurate when the
     # columns sit far from 0. Dividing by a power of two s >= max |S| (exact) keeps the
@@ -164,7 +178,10 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
         D2[D2 <= tol * norms] = 0.0
         D2[np.arange(hi - lo), np.arange(lo, hi)] = 0.0  # each row itself: column k skips it
         kth[lo:hi] = np.sqrt(np.partition(D2, k, axis=1)[:, k])
-    sigma = float(kth.mean()) * s
+    if w is None:
+        sigma = float(kth.mean()) * s
+    else:  # the weights divided by a power of two near their largest: exact, and no sum overflows
+        sigma = float(np.average(kth, weights=w / _pow2_at_least(w.max()))) * s
     if sigma == 0.0:
         raise InputValidationError(
             f"every one of the {m} sampled rows has at least k={k} identical rows in the "
@@ -174,7 +191,8 @@ def knn_sigma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     return sigma
 
 
-def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None) -> float:
+def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = None,
+              sample_weight: Any = None) -> float:
     """Gaussian ``gamma = 1 / (2 sigma^2)`` with sigma from :func:`knn_sigma`.
 
     Parameters
@@ -184,6 +202,8 @@ def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     n_points : int, default=1000
     random_state : int, numpy Generator, SeedSequence or None, default=None
         As in :func:`knn_sigma` (the same arguments give the same rows).
+    sample_weight : array-like or dask array of shape (n_samples,), optional
+        As in :func:`knn_sigma`: rows of weight 0 are never drawn.
 
     Returns
     -------
@@ -204,7 +224,7 @@ def knn_gamma(X: Any, *, k: int = 50, n_points: int = 1000, random_state: Any = 
     >>> round(knn_gamma(X, random_state=0), 4)
     0.1797
     """
-    sigma = knn_sigma(X, k=k, n_points=n_points, random_state=random_state)
+    sigma = knn_sigma(X, k=k, n_points=n_points, random_state=random_state, sample_weight=sample_weight)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         gamma = float(1.0 / (2.0 * np.float64(sigma) ** 2))
     if not np.finfo(np.float64).tiny <= gamma < np.inf:
