@@ -405,10 +405,11 @@ class RandomFeatureRidge(RegressorMixin, _RandomFeatureRidgeBase):
         y : array-like, dask array, zarr array or Series of shape (n,) or (n, t)
         sample_weight : float or array-like, dask array or zarr array of shape (n,), default=None
             Row weights, scikit-learn's ``Ridge`` convention: minimise ``sum_i w_i (y_i -
-            z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with
-            ``cv`` the fold errors are weighted MSEs). Finite and ``>= 0``, not all zero;
-            streamed with X (dask/zarr weights are checked block by block). The Bayesian
-            reading takes them as precision weights (noise ``s^2 / w``; ALGORITHMS.md 3.11).
+            z_i^T beta - b)^2 + alpha ||beta||^2`` (intercept from weighted means; with ``cv`` the
+            fold errors are weighted MSEs). Finite and ``>= 0``, not all zero; streamed with X (dask/zarr
+            weights checked block by block). ``standardize`` and ``gamma="scale"`` use weighted moments;
+            ``gamma="median"`` and Nyström landmarks draw rows of positive weight only (ALGORITHMS.md 5).
+            The Bayesian reading takes them as precision weights (noise ``s^2 / w``; ALGORITHMS.md 3.11).
         groups : array-like or dask array of shape (n,), default=None
             Groups for a group splitter ``cv`` (its ``split``); with ``GroupKFold``, dask integer codes
             aligned with X are hashed to folds in the pass, never gathered. Refused without such a ``cv``.
