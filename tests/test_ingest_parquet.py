@@ -160,9 +160,35 @@ def test_bad_parquet_inputs(tmp_path):
     d.mkdir()
     _frame(20)[["a", "y"]].to_parquet(d / "part.0.parquet")
     _frame(20)[["count", "y"]].to_parquet(d / "part.1.parquet")
-    with pytest.raises(InputValidationError, match=r"part\.1\.parquet has no column 'a'"):
+    with pytest.raises(InputValidationError, match=r"part\.1\.parquet has no column 'a', which the first "
+                                                   r"file, part\.0\.parquet, has, and has column 'count', "
+                                                   r"which it has not; every file"):
         ingest(d, tmp_path / "o.zarr")
     assert not (tmp_path / "o.zarr").exists()
+
+
+@pytest.mark.parametrize("extra_in", ["first", "later"])
+def test_a_file_with_a_column_the_others_lack_is_refused_in_either_order(tmp_path, extra_in):
+    """A column only one file has is refused wherever that file comes (a later file's used
+    to be left out unsaid), naming the file and the column."""
+    d = tmp_path / "d"
+    d.mkdir()
+    df = _frame(30)
+    wide, narrow = df[["a", "count", "y"]], df[["a", "y"]]
+    first, later = (wide, narrow) if extra_in == "first" else (narrow, wide)
+    first.to_parquet(d / "part.0.parquet")
+    later.to_parquet(d / "part.1.parquet")
+    said = ("has no column 'count', which the first file, part\\.0\\.parquet, has" if extra_in == "first"
+            else "has column 'count', which the first file, part\\.0\\.parquet, has not")
+    for features in (None, ["a"]):  # whether or not the column is asked for
+        with pytest.raises(InputValidationError, match=rf"part\.1\.parquet {said}; every file of a "
+                                                       "directory needs the same columns: write the files"):
+            ingest(d, tmp_path / "o.zarr", target="y", features=features)
+    assert not (tmp_path / "o.zarr").exists()
+    r = subprocess.run([sys.executable, "-m", "dkrr.cli", "ingest", str(d), "--out", str(tmp_path / "c.zarr")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "part.1.parquet" in r.stderr and "'count'" in r.stderr
+    assert not (tmp_path / "c.zarr").exists()
 
 
 def test_cli_ingest_parquet_directory(tmp_path):

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import InputValidationError, InvalidParameterError
-from ._columns import like_positions, no_target, split_columns
+from ._columns import like_positions, names_hint, no_target, split_columns
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import Block, LocalLabels, TableLayout, convert_blocks, merged_classes
 from ._text import sniff
@@ -136,6 +136,26 @@ def _columns(schema: pa.Schema) -> list[str]:
     return [n for n in schema.names if n not in index]
 
 
+def _columns_named(names: list[str]) -> str:
+    return f"column{'s' if len(names) > 1 else ''} {names_hint(names)}"
+
+
+def _same_columns(path: Path, schema: pa.Schema, expected: list[str], first: Path) -> None:
+    """Refuse a file of a directory whose columns are not `expected`, those of its first
+    file: a column it lacks, or one the first file lacks (which would be left out unsaid),
+    both named. A pandas index stored as a column is not one."""
+    lacking = [n for n in expected if n not in schema.names]
+    extra = [n for n in _columns(schema) if n not in expected]
+    if not lacking and not extra:
+        return
+    first_file = f"the first file, {first.name},"
+    said = ([f"has no {_columns_named(lacking)}, which {first_file} has"] if lacking else []) + (
+        [f"has {_columns_named(extra)}, which {'it' if lacking else first_file} has not"] if extra else [])
+    raise InputValidationError(
+        f"{path} {', and '.join(said)}; every file of a directory needs the same columns: "
+        "write the files with the same columns, or move those that differ to a directory of their own")
+
+
 def _plan(src: Path, files: dict[Path, dict[str, Any]], keys: dict[str, pa.DataType]):
     """Column names (the first file's, then the partition keys), each column's types over
     the files (``(type, file)`` pairs, the first file's first), and each file's ``(path,
@@ -162,12 +182,10 @@ def _plan(src: Path, files: dict[Path, dict[str, Any]], keys: dict[str, pa.DataT
             raise InputValidationError(
                 f"{path} does not lie in a partition folder {lacking[0]}=... as the other files of {src} do; "
                 "every file needs a value of every partition column")
-        for n in names[: len(names) - len(keys)]:
-            if n not in schema.names:
-                raise InputValidationError(
-                    f"{path} has no column {n!r}, which {first.name} has; every file of "
-                    "the directory needs the same columns"
-                )
+        own = names[: len(names) - len(keys)]
+        if path != first:
+            _same_columns(path, schema, own, first)
+        for n in own:
             t = schema.field(schema.get_all_field_indices(n)[0]).type  # a name given twice: split_columns' check
             if all(t != seen for seen, _ in types[n]):
                 types[n].append((t, path))
