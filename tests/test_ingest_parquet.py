@@ -331,3 +331,56 @@ def test_a_text_typed_target_of_measurements_says_to_cast_it(tmp_path):
     msg = str(info.value)
     assert "holds continuous numbers" in msg and "its Parquet type is" in msg and "cast it to a number type" in msg
     assert "--labels" not in msg, msg
+
+
+# --- row groups: read a chunk at a time, whatever their size --------------------------------------
+
+def test_a_file_of_one_huge_row_group_is_read_a_chunk_at_a_time(tmp_path):
+    """A file of one row group (older pandas and pyarrow wrote them so) was read by every
+    segment from the row group's start, each holding the whole row group: pyarrow's memory
+    grew with the threads times the row group (3x its size here), not with a chunk (and a
+    few pages per column: some MB)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n, width = 3_000_000, 4
+    rng = np.random.default_rng(0)
+    pq.write_table(pa.table({f"x{j}": rng.standard_normal(n) for j in range(width)}),
+                   tmp_path / "one.parquet", row_group_size=n)
+    assert pq.ParquetFile(tmp_path / "one.parquet").metadata.num_row_groups == 1
+    code = ("import sys, dask, pyarrow as pa; from dkrr.io import ingest\n"
+            "with dask.config.set(num_workers=2):\n"
+            "    ingest(sys.argv[1], sys.argv[2], chunk_rows=10_000, blocksize=1 << 22)\n"
+            "print(pa.default_memory_pool().max_memory())")  # pyarrow's peak, in a process of its own
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "one.parquet"), str(tmp_path / "o.zarr")],
+                       capture_output=True, text=True, check=True)
+    peak = int(r.stdout.split()[-1])
+    assert peak < n * width * 8 / 4, f"pyarrow held {peak} bytes at once; the row group has {n * width * 8}"
+    X, y, _, _ = _store(tmp_path / "o.zarr")
+    assert X.shape == (n, width - 1) and y.shape == (n,)
+
+
+@pytest.mark.parametrize("groups", [500, 64, 17], ids=["one-row-group", "groups-of-two-chunks", "groups-in-a-chunk"])
+def test_the_store_does_not_depend_on_the_row_groups(tmp_path, groups):
+    """The same rows in row groups of any size make the same store, byte for byte, chunk by
+    chunk, converted in one segment or several; progress reaches the totals either way."""
+    df = _frame(seed=4)[["a", "count", "flag", "kind"]]
+    df.to_parquet(tmp_path / "ref.parquet", row_group_size=500)
+    ingest(tmp_path / "ref.parquet", tmp_path / "ref.zarr", chunk_rows=32, blocksize=2**30)
+    df.to_parquet(tmp_path / "d.parquet", row_group_size=groups)
+    calls = []
+    with dask.config.set(num_workers=3):
+        s = ingest(tmp_path / "d.parquet", tmp_path / "d.zarr", chunk_rows=32, blocksize=1000,
+                   progress=lambda *a: calls.append(a))
+    assert s.n_rows == 500 and s.classes == ["bear", "lynx", "wolf"]
+    _, _, ref_attrs, _ = _store(tmp_path / "ref.zarr")
+    _, _, attrs, _ = _store(tmp_path / "d.zarr")
+    assert {**attrs, "source": None} == {**ref_attrs, "source": None}
+    for name in ("X", "y"):
+        ref = sorted(p.relative_to(tmp_path / "ref.zarr") for p in (tmp_path / "ref.zarr" / name).rglob("*") if p.is_file())
+        got = sorted(p.relative_to(tmp_path / "d.zarr") for p in (tmp_path / "d.zarr" / name).rglob("*") if p.is_file())
+        assert got == ref and len(ref) > 16
+        assert all((tmp_path / "d.zarr" / p).read_bytes() == (tmp_path / "ref.zarr" / p).read_bytes() for p in ref)
+    size = (tmp_path / "d.parquet").stat().st_size
+    assert len(calls) >= 16 and calls[-1] == (500, size, size)
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(calls, calls[1:]))

@@ -1,4 +1,4 @@
-"""Parquet (a file, or a directory of files) into a dkrr store, row groups streamed.
+"""Parquet (a file, or a directory of files) into a dkrr store, read a chunk at a time.
 
 The files of a directory are those pyarrow's dataset discovery finds (names starting
 with ``.`` or ``_``, such as ``_SUCCESS`` or ``_metadata``, are skipped), in natural
@@ -8,11 +8,15 @@ columns after the files' own, as ``pandas.read_parquet`` reads them: int64 where
 folder's value of the key is an integer, else text; every file must lie in a folder of
 every key, and a key must not also be a column of the files.
 Their footers give the columns and the row counts before any data is read; rows are
-then read in batches of one chunk through ``ParquetFile.iter_batches`` (a row group at
-a time), only the columns asked for, so memory is bounded by a row group and a chunk.
-Since the row counts are known, the rows are cut into segments of whole chunks that
-are converted in parallel (:mod:`._segments`), as for CSV; ``missing="drop"`` is
-converted in one pass.
+then read in batches of one chunk through ``ParquetFile.iter_batches``, only the columns
+asked for, each column read a small buffer (and a page) at a time rather than a whole row
+group at once (``pre_buffer`` off), so a task's memory is bounded by a chunk, whatever
+the size of the row groups. Since the row counts are known, the rows are cut into
+segments of whole chunks that are converted in parallel (:mod:`._segments`), as for CSV,
+cut only at the first chunk boundary of a row group: Parquet cannot start reading inside
+a row group, so a segment decodes less than a chunk of rows it does not keep, and a row
+group larger than a segment (older pandas and pyarrow wrote a file as one) is read once,
+as one stream, in one segment. ``missing="drop"`` is converted in one pass.
 
 Columns: the target is one column (or several) by name or 0-based index, by default
 the last; the features are the other columns, or those named by ``features`` in that
@@ -103,9 +107,14 @@ def parquet_files(src: Path) -> tuple[dict[Path, dict[str, Any]], dict[str, pa.D
     return files, types
 
 
+#: bytes of a column read at a time (a page larger than that is read whole): with the
+#: default (no buffer, ``pre_buffer``) the columns of a whole row group are read first
+_READ_BUFFER = 1 << 16
+
+
 def _open(path: Path) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(str(path))
+        return pq.ParquetFile(str(path), pre_buffer=False, buffer_size=_READ_BUFFER)
     except (pa.ArrowInvalid, OSError) as exc:
         what = sniff(path)
         hint = f"; it looks like {what}" if what and "Parquet" not in what else ""
@@ -235,6 +244,21 @@ def _check_types(src, names, types, feature_cols, target_cols, target_type) -> b
                else "class labels must be the only target column")
         )
     return True
+
+
+def _segment_bounds(parts, n_rows: int, chunk_rows: int, per_segment: int) -> list[tuple[int, int]]:
+    """The rows ``(start, end)`` of each segment: runs of whole chunks of at least
+    `per_segment` rows, cut only at the first chunk boundary of a row group, so that a
+    segment starts reading less than a chunk before its first row, and a row group that
+    holds several segments' worth of rows is one segment, read once (see the module
+    docstring)."""
+    starts = np.cumsum([0] + [g for _, groups, _ in parts for g in groups])[1:-1]
+    cuts = np.unique(-(-starts // chunk_rows) * chunk_rows)
+    bounds = [0]
+    for c in cuts[(cuts > 0) & (cuts < n_rows)].tolist():
+        if c - bounds[-1] >= per_segment:
+            bounds.append(c)
+    return list(zip(bounds, [*bounds[1:], n_rows]))
 
 
 def _batches(layout: TableLayout, parts, start: int, end: int, columns: list[str]):
@@ -370,17 +394,14 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
     total = sum(os.path.getsize(p) for p in files)
     bytes_per_row = total / n_rows
     per_segment = max(1, int(blocksize) // max(1, rows * 8 * width)) * rows
-    parallel = missing != "drop" and n_rows > per_segment
+    bounds = [(0, n_rows)] if missing == "drop" else _segment_bounds(parts, n_rows, rows, per_segment)
+    parallel = len(bounds) > 1
     writer = StoreWriter(
         tmp, n_features=len(feature_cols), y_tail=() if scalar else (len(target_cols),),
         x_dtype=x_dtype, y_dtype=np.dtype(layout.y_dtype), chunk_rows=rows,
         n_rows=n_rows if parallel else 0,
     )
-    if parallel:
-        segments = [Segment(k, a, min(a + per_segment, n_rows), 0, a, min(per_segment, n_rows - a))
-                    for k, a in enumerate(range(0, n_rows, per_segment))]
-    else:
-        segments = [Segment(0, 0, n_rows, 0, 0, None)]
+    segments = [Segment(k, a, b, 0, a, b - a if parallel else None) for k, (a, b) in enumerate(bounds)]
     done = [0, 0]
 
     def report(n: int, nbytes: int) -> None:
