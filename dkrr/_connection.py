@@ -18,8 +18,8 @@ from pathlib import Path
 from dkrr._scheduler_probe import check_scheme, probe_scheduler
 from dkrr.errors import InvalidParameterError, SchedulerUnreachableError
 
-__all__ = ["check_workers_dkrr", "dashboard_link", "local_security", "make_security", "open_client", "resolve_scheduler_address",
-           "say_cluster"]
+__all__ = ["check_workers_dkrr", "dashboard_link", "local_security", "make_security", "open_client",
+           "resolve_scheduler_address", "say_cluster"]
 
 _TLS_SCHEMES = ("tls://", "wss://")
 
@@ -352,16 +352,12 @@ def check_workers_dkrr(client, address: str, timeout: float = 10.0) -> None:
         elif tuple(found) != ours:
             other[worker] = f"dkrr {found[0]}, sources {found[1]}"
     n = len(answer.get("workers", {}))
-    if broken:
-        listed = "; ".join(f"{w} ({why})" for w, why in list(broken.items())[:3])
-        warnings.warn(WorkerVersionWarning(
-            f"{len(broken)} of {n} worker(s) of the scheduler at {address} cannot import dkrr: {listed}"
-            f"{' ...' if len(broken) > 3 else ''}. Every dkrr task sent there fails: install dkrr "
-            "(the client's version) where those workers run, and restart them"), stacklevel=2)
-    if other:
-        listed = "; ".join(f"{w} ({what})" for w, what in list(other.items())[:3])
-        warnings.warn(WorkerVersionWarning(
-            f"{len(other)} of {n} worker(s) of the scheduler at {address} run another dkrr than this client "
-            f"(dkrr {ours[0]}, sources {ours[1]}): {listed}{' ...' if len(other) > 3 else ''}. Tasks run the "
-            "workers' code, so results and errors may not be this dkrr's: install the client's dkrr where "
-            "the workers run, and restart them"), stacklevel=2)
+    for found, what, why in (
+            (broken, "cannot import dkrr", "Every dkrr task sent there fails: install dkrr (the client's version)"),
+            (other, f"run another dkrr than this client (dkrr {ours[0]}, sources {ours[1]})",
+             "Tasks run the workers' code, so results and errors may not be this dkrr's: install the client's dkrr")):
+        if found:
+            listed = "; ".join(f"{w} ({text})" for w, text in list(found.items())[:3])
+            warnings.warn(WorkerVersionWarning(
+                f"{len(found)} of {n} worker(s) of the scheduler at {address} {what}: {listed}"
+                f"{' ...' if len(found) > 3 else ''}. {why} where those workers run, and restart them"), stacklevel=2)

@@ -246,3 +246,28 @@ def test_targets_in_another_order_are_refused_and_other_names_noted(tmp_path, ca
     assert code == 0, err
     code, out, err = _main(capsys, "evaluate", tmp_path / "m", tmp_path / "one.zarr", *addr)
     assert code == 1 and "the model predicts 2 targets but y in" in err and "note" not in err, err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_digit_column_names_are_names_before_indices(tmp_path, capsys, fmt):
+    """pandas' default header names columns by digits (``df.to_csv()``: ``,0,1,2,3,4,y``).
+    ``--features 0,1`` took the index column and column '0' (digits were always indices),
+    without a word; a header name now comes first, an index where no column has the name."""
+    frame = pd.DataFrame(np.arange(20.0).reshape(4, 5))
+    frame["y"] = [1.0, 2.0, 3.0, 4.0]
+    frame.columns = [str(c) for c in frame.columns]
+    src = tmp_path / f"d.{fmt}"
+    frame.to_csv(src) if fmt == "csv" else frame.to_parquet(src, index=False)
+    code, _, err = _main(capsys, "ingest", src, "--out", tmp_path / "s", "--features", "0,1", "--target", "y", "-q")
+    assert code == 0, err
+    data = open_dataset(tmp_path / "s")
+    assert list(data.feature_names) == ["0", "1"]
+    np.testing.assert_array_equal(np.asarray(data.X), frame[["0", "1"]].to_numpy())
+    # a number no column is named: an index (as for the target); negative from the end
+    code, _, err = _main(capsys, "ingest", src, "--out", tmp_path / "t", "--features", "-2,3",
+                         "--target", "2", "-q")
+    assert code == 0, err
+    data = open_dataset(tmp_path / "t")
+    assert list(data.target_names) == ["2"] and list(data.feature_names) == ["4", "3"]
+    code, _, err = _main(capsys, "ingest", src, "--out", tmp_path / "u", "--features", "9", "-q")
+    assert code == 1 and "feature column index 9 is out of range" in err, err

@@ -184,14 +184,16 @@ def _strict(text):
     return json.loads(text, parse_constant=refuse)
 
 
-def test_evaluate_json_stays_valid_with_non_finite_metrics(tmp_path, capsys, addr):
+def test_evaluate_json_stays_valid_on_a_constant_target(tmp_path, capsys, addr):
+    """A constant target's R^2 is undefined: it was NaN, written as null with a note; it is
+    now scikit-learn's r2_score (0.0 unless exact), with a note, and the JSON strict."""
     store, X, y = _store(tmp_path / "const.zarr", constant=True)
     model = _model(tmp_path / "m", *_store(tmp_path / "train.zarr")[1:])
     code, out, err = _run(capsys, "evaluate", model, store, "--json", "--scheduler", addr, "-q")
     assert code == 0, err
     metrics = _strict(out)
-    assert metrics["r2"] is None and metrics["rmse"] > 0
-    assert "r2" in err and "null" in err
+    assert metrics["r2"] == 0.0 and metrics["rmse"] > 0
+    assert "y is constant" in err and "R^2 is undefined" in err, err
 
 
 # ----------------------------------------------------------------- stores that lie

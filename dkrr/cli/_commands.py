@@ -375,9 +375,8 @@ def cmd_evaluate(args) -> int:
         # JSON has no NaN or infinity (Python's json would write the invalid token NaN)
         for key, value in metrics.items():
             if isinstance(value, float) and not math.isfinite(value):
-                print(f"dkrr evaluate: note: {key} = {value} is not a finite number (r2 is "
-                      "undefined for a constant target); written as null in the JSON output",
-                      file=sys.stderr)
+                print(f"dkrr evaluate: note: {key} = {value} is not a finite number; written as null "
+                      "in the JSON output", file=sys.stderr)
         print(json.dumps(json_ready(metrics), allow_nan=False))
     else:
         print("\n".join(metric_lines(metrics)))

@@ -149,9 +149,12 @@ def _parse_persist(text):
     raise argparse.ArgumentTypeError(f"--pcg-persist must be auto, true or false, got {text!r}")
 
 
-def _parse_columns(text: str) -> list[str | int]:
-    """``--target``/``--features``: comma-separated names or 0-based indices (negative from the end)."""
-    columns = [int(f) if f.strip().lstrip("-").isdigit() else f.strip() for f in text.split(",")]
+def _parse_columns(text: str) -> list[str]:
+    """``--target``/``--features``: comma-separated names or 0-based indices (negative from
+    the end), as text: the ingest takes a header name first, an index where no column has
+    that name (a pandas frame's default header ``,0,1,2`` names its columns by digits, and
+    ``--features 0,1`` took the index column and column '0', without a word)."""
+    columns = [f.strip() for f in text.split(",")]
     if not columns or "" in columns:  # "a,,b": a column left out by a typo
         raise argparse.ArgumentTypeError(f"expected column names or indices, comma-separated; got {text!r}")
     return columns
@@ -231,14 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output Zarr store: a directory, or a URL (s3://bucket/data.zarr)")
     tgt = p.add_mutually_exclusive_group()
     tgt.add_argument("--target", metavar="COL[,COL...]", type=_parse_columns,
-                     help="target column: header name or 0-based index (default: last; libsvm: labels); "
+                     help="target column: header name, or 0-based index where no column has that name "
+                          "(default: last; libsvm: labels); "
                           "several, comma-separated, give a store of several targets (regression)")
     tgt.add_argument("--no-target", dest="target", action="store_const", const=[],
                      help="the file has no target: write X alone, a store for `dkrr predict` "
                           "(LIBSVM: its labels are not stored); with --like, the store's feature "
                           "columns, found by name, or by position in its file less its target")
     p.add_argument("--features", metavar="COL,...", type=_parse_columns,
-                   help="feature columns, by name or 0-based index, comma-separated (default: every "
+                   help="feature columns, by header name or else 0-based index, comma-separated (default: every "
                         "column but the target; CSV, .npy, Parquet); each must be numeric")
     p.add_argument("--format", choices=["csv", "libsvm", "npy", "parquet"],
                    help="input format (default: from the extension)")

@@ -29,6 +29,17 @@ def _named(name: str, names: list[str], what: str) -> int | None:
     return matches[0] if matches else None
 
 
+def index_text(column: Any) -> int | None:
+    """The 0-based index a column given as text names where no column has that name (the
+    CLI's ``--features 0,1``, ``--target -1``), or None for a name that is no integer."""
+    if isinstance(column, str):
+        try:
+            return int(column.strip())
+        except ValueError:
+            return None
+    return None
+
+
 def no_target(target: Any) -> bool:
     """Whether `target` asks for no target: an empty list (or tuple)."""
     return isinstance(target, (list, tuple)) and len(target) == 0
@@ -117,24 +128,23 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
         features = [features]
     cols: list[int] = []
     for f in features:
-        if isinstance(f, str):
-            j = _named(f, names, "feature")
-            if j is None:
+        j = _named(f, names, "feature") if isinstance(f, str) else None
+        if isinstance(f, str) and j is None:  # else, as for a target, an index written as text (the CLI's)
+            if index_text(f) is None:
                 raise InputValidationError(
                     f"feature column {f!r} not found in {src}; the columns are: "
-                    f"{names_hint(names)}"
+                    f"{names_hint(names)} (or give a 0-based column index)"
                 )
-        elif isinstance(f, (int, np.integer)) and not isinstance(f, bool):
+            f = index_text(f)
+        if j is None:
+            if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
+                raise InvalidParameterError(f"features must be column names or 0-based indices, got {f!r}")
             if not -len(names) <= f < len(names):
                 raise InputValidationError(
                     f"feature column index {f} is out of range: {src} has {len(names)} "
                     f"columns (0-based indices 0..{len(names) - 1})"
                 )
             j = int(f) % len(names)
-        else:
-            raise InvalidParameterError(
-                f"features must be column names or 0-based indices, got {f!r}"
-            )
         if j in target_cols:
             raise InvalidParameterError(
                 f"column {names[j]!r} is both a feature and a target; leave it out of features"

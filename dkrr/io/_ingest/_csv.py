@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
-from ._columns import like_positions, names_hint, no_target, split_columns
+from ._columns import index_text, like_positions, names_hint, no_target, split_columns
 from ._csvblock import line_ends, parse_block, split_line, target_text
 from ._segments import Combiner, Segment, SegmentResult, run_segments
 from ._table import LocalLabels, TableLayout, convert_blocks, merged_classes
@@ -274,7 +274,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         start, first_line = bom, 1
         chosen = [v for option in (target, features) if option is not None
                   for v in (option if isinstance(option, (list, tuple)) else [option])]
-        by_name = [c for c in chosen if isinstance(c, str)]
+        by_name = [c for c in chosen if isinstance(c, str) and index_text(c) is None]  # "3": an index
         if like is not None and by_name:  # a Parquet (or headed CSV) store, across formats: by name
             raise InputValidationError(
                 f"{src} has no header, but like={like} gives its columns by name ({names_hint(by_name)}): "
@@ -403,7 +403,7 @@ def _by_name(src: Path, names: list[str], columns: list[str], like, target, feat
         return found[0]
 
     def index(j) -> int:  # a column of the store's file: by position, or named (features=)
-        if not isinstance(j, str):
+        if not isinstance(j, str) or (j not in columns and index_text(j) is not None):
             return int(j)
         if j not in columns:
             raise FeatureMismatchError(f"{src}: features names {j!r}, which is not a column of like={like} "
