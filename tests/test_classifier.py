@@ -160,7 +160,7 @@ def _late(first, last, n=100):
     [
         (np.array(["a", "b"] * 49 + ["a", None], dtype=object),
          r"1 missing label\(s\) \(None, NaN or pandas' NA\) in rows 75 to 99 \(row block 3\), first in row\(s\) \[99\]"),
-        (np.array(["a", "b"] * 49 + ["a", np.nan], dtype=object), r"missing label.*row block 3"),
+        (np.array(["a", "b"] * 49 + ["a", np.nan], dtype=object), r"1 missing label.* in rows 75 to 99 \(row block 3\)"),
         (np.array(["a", "b"] * 49 + ["a", 1], dtype=object), r"mixes label types \['number', 'str'\] in rows 75 to 99"),
         # blocks each of one kind: np.unique could not order them ('<' between 'int' and 'str') ...
         (_late("a", 1), r"mixes label types \['number', 'str'\] across row blocks"),
