@@ -181,9 +181,14 @@ def _mixed_kinds(found, where: str = "") -> InputValidationError | None:
     return None
 
 
+def _label_kinds(labels: np.ndarray) -> np.ndarray:
+    """:func:`_label_kind` of every value of ``labels``, flattened."""
+    return np.array([_label_kind(v) for v in labels.ravel()], dtype=object)
+
+
 def missing_labels(labels: np.ndarray) -> np.ndarray:
     """The mask of missing values (None, NaN, pandas' NA or NaT) among object ``labels``."""
-    return np.array([_label_kind(v) == "missing" for v in labels.ravel()], dtype=bool).reshape(labels.shape)
+    return (_label_kinds(labels) == "missing").reshape(labels.shape)
 
 
 def check_object_labels(block: np.ndarray, name: str = "y", block_index: int | None = None,
@@ -194,7 +199,9 @@ def check_object_labels(block: np.ndarray, name: str = "y", block_index: int | N
     ``np.unique`` neither merges NaNs nor orders ``1`` against ``"a"``, so a missing label
     would become many classes and mixed labels a bare ``TypeError``.
     """
-    kinds = np.array([_label_kind(v) for v in block.ravel()])
+    if not block.size:  # an empty block (a DataFrame's empty partition) holds no label
+        return
+    kinds = _label_kinds(block)
     span = ""
     if block_index is not None:
         span = f" in rows {row_offset} to {row_offset + block.shape[0] - 1} (row block {block_index})"

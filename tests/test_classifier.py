@@ -218,3 +218,13 @@ def test_pandas_na_labels_are_missing_labels(dtype):
     with pytest.raises(InputValidationError, match=r"25 missing label\(s\) \(None, NaN or pandas' NA\), "
                                                    r"first in row\(s\) \[2, 6, 10, 14, 18\]"):
         RandomFeatureRidgeClassifier(n_components=8, random_state=0).fit(X, y)
+
+
+def test_an_empty_block_of_object_labels_passes_the_blocks_rule():
+    """A row block of no rows (a DataFrame's empty partition) holds no label to refuse; the
+    rule's kinds of no values made an IndexError."""
+    from dkrr._validation import check_class_labels
+
+    check_class_labels(np.empty(0, dtype=object), "y", 1, 40)
+    with pytest.raises(InputValidationError, match=r"in rows 40 to 40 \(row block 1\), first in row\(s\) \[40\]"):
+        check_class_labels(np.array([None], dtype=object), "y", 1, 40)

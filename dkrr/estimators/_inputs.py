@@ -65,8 +65,6 @@ def score_target(y, est, labels: bool = False):
     ``None`` and a scalar were an ``IndexError`` (``tuple index out of range``) from the
     row-count check; ``labels``: the classifier's labels (1-D, of a label dtype; a missing
     one as None: a label not seen in fit, scored wrong)."""
-    from ..errors import InputValidationError
-
     if y is None:
         raise InputValidationError(f"{type(est).__name__}.score(X, y) needs the true targets y, got None")
     if labels:

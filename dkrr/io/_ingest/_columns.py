@@ -91,13 +91,12 @@ def resolve_targets(
             if j is not None:
                 cols.append(j)
                 continue
-            try:
-                t = int(t.strip())
-            except ValueError:
+            if (at := index_text(t)) is None:
                 raise InputValidationError(
                     f"target column {t!r} not found; the columns are: "
                     f"{names_hint(names)} (or give a 0-based column index)"
-                ) from None
+                )
+            t = at
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
             raise InvalidParameterError(
                 f"target must be a column name or a 0-based index, got {t!r}"
@@ -130,12 +129,12 @@ def select_features(src, features: Any, names: list[str], target_cols: list[int]
     for f in features:
         j = _named(f, names, "feature") if isinstance(f, str) else None
         if isinstance(f, str) and j is None:  # else, as for a target, an index written as text (the CLI's)
-            if index_text(f) is None:
+            if (at := index_text(f)) is None:
                 raise InputValidationError(
                     f"feature column {f!r} not found in {src}; the columns are: "
                     f"{names_hint(names)} (or give a 0-based column index)"
                 )
-            f = index_text(f)
+            f = at
         if j is None:
             if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
                 raise InvalidParameterError(f"features must be column names or 0-based indices, got {f!r}")
