@@ -54,6 +54,7 @@ __all__ = [
     "FeatureMismatchError",
     "FeatureNamesWarning",
     "GridEdgeWarning",
+    "HeaderWarning",
     "IllConditionedWarning",
     "InputNotFoundError",
     "InputTypeError",
@@ -220,6 +221,13 @@ class FeatureNamesWarning(DkrrWarning):
 class GridEdgeWarning(DkrrWarning):
     """A value chosen by cross-validation lies on the edge of its grid (the best value may
     lie beyond it). A warning, not an error: the fit is done."""
+
+
+class HeaderWarning(DkrrWarning):
+    """A CSV's first line may not be what ingest took it for: ``header=True`` made a line
+    of numbers the column names, or detection read as data a line of numbers that count
+    the columns as pandas names them (``0,1,2,...``). A warning, not an error: the store
+    is written; ingest again with the other ``header`` if it is wrong."""
 
 
 class SingularAlphaWarning(DkrrWarning):

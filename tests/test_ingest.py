@@ -148,7 +148,10 @@ def test_csv_header_option_overrides_detection(tmp_path):
     src.write_text("1,2,3\n4,5,6\n7,8,9\n")
     ingest(src, tmp_path / "auto.zarr")
     assert _read_store(tmp_path / "auto.zarr")[0].shape == (3, 2)
-    s = ingest(src, tmp_path / "forced.zarr", header=True)
+    from dkrr.errors import HeaderWarning
+
+    with pytest.warns(HeaderWarning, match="each of its cells is a number"):
+        s = ingest(src, tmp_path / "forced.zarr", header=True)
     X, y, attrs, _ = _read_store(tmp_path / "forced.zarr")
     assert X.shape == (2, 2) and attrs["feature_names"] == ["1", "2"]
     np.testing.assert_array_equal(y, [6, 9])

@@ -403,3 +403,67 @@ def test_input_not_found_error_lives_in_errors(tmp_path):
     assert dkrr.io.InputNotFoundError is dkrr.errors.InputNotFoundError
     with pytest.raises(dkrr.errors.InputNotFoundError, match="does not exist"):
         ingest(tmp_path / "nope.csv", tmp_path / "o.zarr")
+
+
+@pytest.mark.parametrize("header", [True, False])
+@pytest.mark.parametrize("blocksize", [None, 64])  # one pass, or segments converted in parallel
+def test_lines_ending_with_the_delimiter_are_named_not_sent_to_missing_drop(tmp_path, header, blocksize):
+    # '1,2,3,' on every line: an empty last column, the default target; missing='drop'
+    # (the general fix) would leave no row
+    rows = [f"{i},{i + 0.5},{2 * i}," for i in range(40)]
+    src = _write(tmp_path / "d.csv", (["a,b,y,"] if header else []) + rows)
+    kw = {} if blocksize is None else {"blocksize": blocksize, "chunk_rows": 8}
+    with pytest.raises(MissingValueError) as info:
+        ingest(src, tmp_path / "d.zarr", **kw)
+    msg = str(info.value)
+    assert "end with the delimiter" in msg and "'column_3'" in msg and "taken as the target" in msg
+    assert "missing='drop'" not in msg
+    ingest(src, tmp_path / "d.zarr", target=2, features=[0, 1], dtype="float64", **kw)
+    X, y, _, _ = _read(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X, [[i, i + 0.5] for i in range(40)])
+    np.testing.assert_array_equal(y, 2.0 * np.arange(40))
+
+
+def test_a_sparse_last_column_keeps_the_missing_drop_fix(tmp_path):
+    # the first lines end with values: the last column's missing cells are data's
+    src = _write(tmp_path / "d.csv", ["a,b,y"] + _numeric_rows(10, {4: (2, ""), 7: (2, "")}))
+    with pytest.raises(MissingValueError, match="missing='drop'") as info:
+        ingest(src, tmp_path / "d.zarr")
+    assert "end with the delimiter" not in str(info.value)
+
+
+@pytest.mark.parametrize(("first", "header", "doubt"), [
+    ("0.5,1.5,2", True, "takes line 1 (0.5,1.5,2) for the column names"),  # data as names
+    ("0,1,2", None, "line 1 (0,1,2) is read as a row of data"),  # df.to_csv(index=False)
+    ("1,2,3", None, None),  # counting from 1: as likely a toy file's first row
+    ("0,1,2", False, None),  # said: no doubt
+    ("0.5,1.5,2", None, None),  # a row of data, detected
+    ("x0,x1,y", None, None),
+    ("x0,x1,y", True, None),
+    ("0,1", None, None),  # two columns: as likely data (a binary row)
+])
+def test_a_first_line_of_numbers_in_a_doubtful_role_is_warned_of(tmp_path, first, header, doubt):
+    import warnings
+
+    from dkrr.errors import HeaderWarning
+
+    src = _write(tmp_path / "d.csv", [first] + [",".join(["5", "6", "7"][: first.count(",") + 1])] * 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ingest(src, tmp_path / "d.zarr", header=header, overwrite=True)
+    said = [str(w.message) for w in caught if issubclass(w.category, HeaderWarning)]
+    if doubt is None:
+        assert said == []
+    else:
+        assert len(said) == 1 and doubt in said[0], said
+
+
+def test_the_header_doubt_is_one_warning_line_of_the_command(tmp_path):
+    src = _write(tmp_path / "d.csv", ["0.5,1.5,2", "5,6,7", "8,9,10"])
+    result = dkrr("ingest", src, "--out", tmp_path / "d.zarr", "--header")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert lines == [f"dkrr ingest: warning: {src}: header=True (--header) takes line 1 (0.5,1.5,2) for the "
+                     "column names, though each of its cells is a number; if it is a row of data, ingest "
+                     "again with header=False (--no-header), or leave the header to detection"]
+    assert "X 2 x 2" in result.stdout

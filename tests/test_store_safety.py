@@ -675,6 +675,7 @@ def test_a_mistyped_url_is_not_made_a_local_folder(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     name = typo.split(":")[0].split("/")[0]
     assert code != 0 and f"looks like a mistyped URL: write {name.lower()}://BUCKET/KEY" in err, err
+    assert f"error: --out {typo!r} looks like" in err  # the option, as the user wrote it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
     assert main(["ingest", "d.csv", "--out", f"./{typo}", "--target", "t", "-q"]) == 0  # a local folder, said so
     assert (tmp_path / typo).is_dir()

@@ -146,7 +146,8 @@ def cmd_ingest(args) -> int:
                 stack.enter_context(connect(args.scheduler, ClusterOptions(
                     tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key,
                     timeout=30.0 if args.timeout is None else args.timeout, quiet=args.quiet)))
-        summary = _ingest(ingest, args, target, progress)
+        with _warnings_as_lines("ingest"):  # the CSV header's (HeaderWarning)
+            summary = _ingest(ingest, args, target, progress)
     if terminal:
         _say(args, "")
     print(

@@ -37,7 +37,7 @@ def preflight(args, *, can_replace, inputs) -> None:
     from ..io._atomic import check_output
     from ..io._paths import Remote, locate
 
-    where = locate(args.out, args.storage_options)
+    where = locate(args.out, args.storage_options, what="--out")
     if isinstance(where, Remote) and where.process_local:
         raise InvalidParameterError(
             f"--out {args.out}: a memory:// location lives in this command's process and ends with it; "

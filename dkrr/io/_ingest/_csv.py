@@ -30,6 +30,7 @@ errors name the same lines and columns.
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FeatureMismatchError, InputValidationError, InvalidParameterError
+from ...errors import FeatureMismatchError, HeaderWarning, InputValidationError, InvalidParameterError
 from ._columns import index_text, like_positions, names_hint, no_target, split_columns
 from ._csvblock import line_ends, parse_block, split_line, target_text
 from ._segments import Combiner, Segment, SegmentResult, run_segments
@@ -67,6 +68,28 @@ def detect_header(first: list[str], second: list[str] | None) -> bool:
     first_text = [not n and not is_missing(c) for n, c in zip(first_numeric, first, strict=True)]
     second_numeric = [to_float(c) is not None for c in second]
     return any(a and b for a, b in zip(first_text, second_numeric, strict=False))
+
+
+def header_doubt(src: Path, first: list[str], line: int, header: bool | None, has_header: bool) -> None:
+    """Warn (:class:`HeaderWarning`) when the first line is all numbers and its role is
+    doubtful: ``header=True`` takes it for the column names, or detection reads as data a
+    line that counts the columns from 0 as pandas names them (``df.to_csv(index=False)``
+    of a frame without column names writes ``0,1,2,...``: no text cell marks it a header)."""
+    values = [to_float(c) for c in first]
+    if any(v is None for v in values):
+        return
+    shown = ",".join(c.strip() for c in first[:6]) + (",..." if len(first) > 6 else "")
+    if header and has_header:
+        warnings.warn(
+            f"{src}: header=True (--header) takes line {line} ({shown}) for the column names, though "
+            "each of its cells is a number; if it is a row of data, ingest again with header=False "
+            "(--no-header), or leave the header to detection", HeaderWarning, stacklevel=3)
+    elif header is None and not has_header and len(values) >= 3 and values == [
+            float(j) for j in range(len(values))]:
+        warnings.warn(
+            f"{src}: line {line} ({shown}) is read as a row of data, as none of its cells is text, "
+            "though its cells count the columns as pandas names them; if it names the columns, ingest "
+            "again with header=True (--header)", HeaderWarning, stacklevel=3)
 
 
 #: delimiters suggested when a line splits into one field: (character, CLI spelling)
@@ -255,6 +278,7 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     first = csv_row(head[0], delimiter)
     second = csv_row(head[1], delimiter) if len(head) > 1 else None
     has_header = detect_header(first, second) if header is None else bool(header)
+    header_doubt(src, first, head_numbers[0], header, has_header)
     n_cols = len(first)
     if n_cols == 1 and (error := _one_column(src, head, head_numbers, delimiter, no_target(target))):
         raise error
@@ -301,6 +325,12 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
         x_dtype=np.dtype(dtype).name, y_dtype=np.dtype(y_dtype).name, missing=missing,
         chunk_rows=rows, block_bytes=int(min(max(rows * line_bytes, 2**16), BLOCK_BYTES)),
     )
+    if n_cols > 1 and all(not csv_row(h, delimiter)[-1].strip() for h in head):
+        role = "the target" if n_cols - 1 in target_cols else "a feature"
+        layout = _replace(layout, missing_hint=(
+            f"the first lines end with the delimiter, which gives them an empty last column "
+            f"({names[-1]!r}), taken as {role}: remove the trailing delimiters, or name the columns to "
+            "read among the others (target=, features=; --target, --features)"))
     label_col = None
     if target_type == "labels":
         label_col = target_cols[0]

@@ -72,7 +72,7 @@ class Combiner:
     """Combines segment results in file order and raises the first certain error."""
 
     def __init__(self, layout):
-        self.missing = MissingRows(layout.src, layout.names, layout.where)
+        self.missing = MissingRows(layout.src, layout.names, layout.where, layout.missing_hint)
         self.results: dict[int, SegmentResult] = {}
         self.done: list[SegmentResult] = []
 

@@ -44,6 +44,8 @@ class TableLayout:
     ``shape_origin`` (the line that fixed the number of columns) and ``target_hint``
     (appended to the error for a target cell that is not a number). Parquet only:
     ``partitions``, the hive partition columns (``key=value/`` folders) and their types.
+    ``missing_hint`` replaces the missing cells' fix when only the last column has them
+    (CSV lines that end with the delimiter: ``missing="drop"`` would drop every row).
     """
 
     src: str
@@ -62,6 +64,7 @@ class TableLayout:
     target_hint: str = ""
     row_word: str = "line"
     partitions: dict = field(default_factory=dict)
+    missing_hint: str = ""
 
     @property
     def n_cols(self) -> int:
@@ -218,7 +221,7 @@ def convert_blocks(layout: TableLayout, store: str, seg: Segment, blocks: Iterat
     stops the task at its next block.
     """
     result = SegmentResult(seg.index)
-    missing = MissingRows(layout.src, layout.names, layout.where)
+    missing = MissingRows(layout.src, layout.names, layout.where, layout.missing_hint)
     told = [base, 0]  # bytes and rows reported so far
 
     def tell(sink: ChunkSink | None = None) -> None:

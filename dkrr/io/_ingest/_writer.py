@@ -314,8 +314,9 @@ class MissingRows:
     """Rows with missing cells, gathered over the whole input for one error message."""
 
     def __init__(self, src: Path, names: Sequence[str],
-                 where: Callable[[int, int], str] | None = None):
+                 where: Callable[[int, int], str] | None = None, hint: str = ""):
         self.src = src
+        self.hint = hint  # the fix to name when only the last column has missing cells
         self.names = names
         self.where = where or (lambda line, j: f"line {line}, column {j} ({names[j]!r})")
         self.count = 0
@@ -363,7 +364,8 @@ class MissingRows:
             f"{self.src}: {self.count} {rows} missing values (empty or NA cells): "
             f"{'; '.join(self.shown)}{more}. Missing per column: {columns}. A missing cell is "
             f"not a value: a numeric column with missing cells stays numeric (it is not read as labels), "
-            f"and a label column gets no class for them; {MISSING_FIX}"
+            f"and a label column gets no class for them; "
+            + (self.hint if self.hint and set(self.per_column) == {len(self.names) - 1} else MISSING_FIX)
             + (f". Besides these, {self.nan_rows} row{'s hold' if self.nan_rows > 1 else ' holds'} NaN (first "
                f"{self.nan_first}), which --missing drop leaves out too" if self.nan_rows else "")
         )
