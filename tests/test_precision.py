@@ -432,7 +432,9 @@ def test_evidence_says_the_alphas_below_float32s_rounding_as_the_k_fold_cv_does(
     with 100 nats more evidence (found by a probe of the API: a target without noise). It
     now says them as the K-fold CV does: always of a grid the user gives, of the default grid
     when the best scored alpha is the least scored one. float64, which scores them, says
-    nothing of the kind."""
+    nothing of the kind. (Since the float32 choice is kept only where the float32 solution
+    there is within 1e-2 of float64's, precision='auto' repeats such a fit in float64 and
+    chooses as float64: the float32 statistics' own choice is precision='float32''s.)"""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((400, 3))
     y = np.sin(2 * X[:, 0])
@@ -440,11 +442,11 @@ def test_evidence_says_the_alphas_below_float32s_rounding_as_the_k_fold_cv_does(
     base = dict(n_components=60, gamma=0.5, random_state=0, cv="evidence", alphas=alphas)
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        auto = RandomFeatureRidge(**base).fit(X, y)
+        f32 = RandomFeatureRidge(precision="float32", **base).fit(X, y)
         said = [str(w.message) for w in got if issubclass(w.category, SingularAlphaWarning)]
-    logev = auto.cv_results_["log_evidence"]
+    logev = f32.cv_results_["log_evidence"]
     assert np.isneginf(logev[:2]).all() and np.isfinite(logev[2:]).all()
-    assert auto.alpha_ == auto.cv_results_["alphas"][2]  # the least scored alpha won
+    assert f32.alpha_ == f32.cv_results_["alphas"][2]  # the least scored alpha won
     assert len(said) == 1, said
     lead = "the best scored alpha of dkrr's default grid is the least one it could score, and " if grid == "default" else ""
     assert said[0].startswith(f"{lead}alphas [2.4"), said[0]
@@ -453,7 +455,15 @@ def test_evidence_says_the_alphas_below_float32s_rounding_as_the_k_fold_cv_does(
         warnings.simplefilter("always")
         f64 = RandomFeatureRidge(precision="float64", **base).fit(X, y)
     assert not [w for w in got if issubclass(w.category, SingularAlphaWarning)]
-    assert np.isfinite(f64.cv_results_["log_evidence"]).all() and f64.alpha_ < auto.alpha_
+    assert np.isfinite(f64.cv_results_["log_evidence"]).all() and f64.alpha_ < f32.alpha_
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        auto = RandomFeatureRidge(**base).fit(X, y)
+    precision = [str(w.message) for w in got if w.category is PrecisionWarning]
+    assert len(precision) == 1 and not [w for w in got if issubclass(w.category, SingularAlphaWarning)]
+    assert f"the cross-validation chose alpha={f32.alpha_:.3g}" in precision[0]  # float64's grid edge is said too
+    assert auto.precision_ == "float64" and auto.alpha_ == f64.alpha_
+    np.testing.assert_array_equal(auto.coef_, f64.coef_)
 
 
 def test_evidence_says_nothing_of_unscored_alphas_of_the_default_grid_far_below_its_choice():

@@ -8,7 +8,8 @@ preconditioned by the Cholesky factor of the float32 statistics' ``G_c + alpha I
 streamed float64 passes, until the estimated relative error of every target's
 coefficients is at most :data:`~dkrr.linalg._refine.DEFAULT_REFINE_TOL` (1e-10: the
 coefficients are then the float64 solve's to well within the 1e-7 the issue asks). Where that cannot be done (the float32 pass or its
-factor fails at this alpha, or the refinement does not converge in
+factor fails at this alpha, a cross-validation chose it where the float32 solution is
+more than :data:`CHOICE_START_LIMIT` off float64's, or the refinement does not converge in
 :data:`~dkrr.linalg._refine.DEFAULT_REFINE_MAX_PASSES` passes: alpha below what float32
 statistics resolve), :func:`mixed_precision` warns (:class:`~dkrr.errors.PrecisionWarning`)
 and the statistics pass is repeated in float64. Nothing here sets an attribute.
@@ -27,7 +28,13 @@ from ..linalg._precision import gram_underflowed, precision_error
 from ..linalg._refine import RefineResult, refine_ridge
 from ..linalg._solve import _check_finite_system, center_statistics
 
-__all__ = ["mixed_precision", "refine_final"]
+__all__ = ["CHOICE_START_LIMIT", "mixed_precision", "refine_final"]
+
+#: a cross-validation's choice (alpha, gamma, the evidence's) made on float32 statistics is
+#: kept when their solution at it is within this estimated relative error of float64's
+#: (the refinement's first pass tells): beyond it the grid's scores there, and more so at
+#: its smaller alphas, carry float32 noise that decided the choice (it followed the chunking)
+CHOICE_START_LIMIT = 1e-2
 
 
 def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
@@ -45,7 +52,12 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
     beta0, factor = start
     res = refine_ridge(Xd, yd, wd, passes.fmap, beta0, factor, passes.alpha, fit_intercept,
                        labels_mode=est._labels_mode, targets_fn=targets_fn,
-                       max_block_bytes=int(est.max_block_bytes), split_every=est.split_every)
+                       max_block_bytes=int(est.max_block_bytes), split_every=est.split_every,
+                       start_limit=CHOICE_START_LIMIT if _chose(passes.cv_results) else None)
+    if res.info["start_error"]:
+        return (f"the cross-validation chose alpha={passes.alpha:.3g}, where the float32 statistics' solution is "
+                f"{res.info['start_error']:.1e} (estimated, relative) off float64's, above {CHOICE_START_LIMIT:g}: "
+                "their scores there and at smaller alphas carry that rounding, which may have made the choice")
     if not (np.isfinite(res.beta).all() and np.isfinite(res.intercept).all()):
         return (f"the float64 refinement at alpha={passes.alpha:.3g} gave non-finite coefficients (overflow: "
                 "values too large for float32 statistics)")
@@ -63,6 +75,11 @@ def refine_final(est, Xd, yd, wd, passes, targets_fn) -> RefineResult | str:
         return (f"the float64 refinement at alpha={passes.alpha:.3g} {how} (estimated relative error {last:.1e}, "
                 f"tolerance {res.info['tol']:g}): alpha is below what float32 statistics resolve")
     return res
+
+
+def _chose(cv_results) -> bool:
+    """Whether the fit chose among several alphas or gammas (``cv``, ``cv="evidence"``)."""
+    return cv_results is not None and (len(cv_results["alphas"]) > 1 or len(cv_results.get("gammas", ())) > 1)
 
 
 def _start(passes, fit_intercept):

@@ -267,7 +267,8 @@ _READER = ("precision='auto' refines the coefficients by passes that read X agai
 def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool, *,
                  tol: float = DEFAULT_REFINE_TOL, max_passes: int = DEFAULT_REFINE_MAX_PASSES,
                  labels_mode: bool = False, targets_fn=None, max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
-                 split_every=None, n_chains=None, final_correction: bool = True) -> RefineResult:
+                 split_every=None, n_chains=None, final_correction: bool = True,
+                 start_limit: float | None = None) -> RefineResult:
     """Refine the coefficients ``beta0`` (p, t) of a float32-statistics solve to the
     float64 ridge solution at ``alpha`` by streamed float64 passes (module docstring).
 
@@ -293,6 +294,11 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
         :data:`FINAL_CORRECTION_CONTRACTION` (module docstring), and stop such a target
         once the estimate after that correction is small enough; False returns the iterate
         the estimate describes and stops on ``tol`` (or the residual floor) alone.
+    start_limit : float, optional
+        Stop after the first pass, unconverged with ``info["start_error"]`` the largest
+        estimate, when the estimated relative error of ``beta0`` exceeds it for some target
+        (a cross-validation's choice made on float32 statistics that do not resolve it:
+        :func:`~dkrr.estimators._mixed.refine_final`).
 
     Returns
     -------
@@ -353,6 +359,7 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     last_z = np.zeros_like(r0)  # each target's last M^-1 r: its iterate's error, about
     correct = np.zeros(t, dtype=bool)  # whose last pass allows the free final correction
     needed = np.zeros(t)  # passes a target given up would have needed (hopeless_passes)
+    start_error = [0.0]  # beta0's estimated error where it exceeded start_limit
 
     def apply_A(V, cols):
         _, ZWZV = run(V, "refining in float64: CG step")
@@ -370,6 +377,9 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
         e = row[cols] = np.linalg.norm(z, axis=0) / np.where(norm > 0, norm, 1.0)
         errors.append(row)
         last_z[:, cols] = z
+        if len(errors) == 1 and start_limit is not None and float(e.max()) > start_limit:
+            start_error[0] = float(e.max())
+            return np.ones(e.shape, dtype=bool)
         done, correct[cols] = _stop_rules(e, prev, tol, final_correction)
         done = done | (np.linalg.norm(r, axis=0) <= RESIDUAL_FLOOR * bsafe[cols])
         total = hopeless_passes(np.array([x[cols] for x in errors]), tol)
@@ -391,6 +401,8 @@ def refine_ridge(X, y, w, fmap, beta0, factor, alpha: float, fit_intercept: bool
     # NaN residuals end CG's columns as if converged: a non-finite result never counts
     finite = bool(np.isfinite(beta).all() and np.isfinite(intercept).all() and np.isfinite(residuals).all())
     info = {"passes": len(residuals), "residuals": residuals, "errors": np.array(errors),
-            "converged": finite and not bool(info["active"].any()) and not bool((needed > 0).any()),
+            "converged": (finite and not bool(info["active"].any()) and not bool((needed > 0).any())
+                          and not start_error[0]),
+            "start_error": start_error[0],
             "tol": float(tol), "max_passes": int(max_passes), "passes_needed": float(needed.max())}
     return RefineResult(beta, np.atleast_1d(intercept), stats, info, factor)
