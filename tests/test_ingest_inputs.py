@@ -467,3 +467,48 @@ def test_the_header_doubt_is_one_warning_line_of_the_command(tmp_path):
                      "column names, though each of its cells is a number; if it is a row of data, ingest "
                      "again with header=False (--no-header), or leave the header to detection"]
     assert "X 2 x 2" in result.stdout
+
+
+def test_a_header_of_column_counts_over_a_text_target_is_warned_of(tmp_path):
+    # pandas' to_csv(index=False) of a frame from a matrix plus a 'label' column: '0,1,2,label'
+    # over '0.1,0.2,0.3,cat' has no text over a number, so it reads as data (a class 'label')
+    import warnings
+
+    from dkrr.errors import HeaderWarning
+
+    src = _write(tmp_path / "d.csv", ["0,1,2,label", "0.1,0.2,0.3,cat", "0.4,0.5,0.6,dog", "0.7,0.8,0.9,cat"])
+    with pytest.warns(HeaderWarning, match=r"line 1 \(0,1,2,label\) is read as a row of data"):
+        s = ingest(src, tmp_path / "d.zarr")
+    assert s.n_rows == 4 and s.classes == ["cat", "dog", "label"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeaderWarning)
+        s = ingest(src, tmp_path / "h.zarr", header=True)
+    assert s.n_rows == 3 and s.classes == ["cat", "dog"] and s.feature_names == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize(("target", "rows"), [
+    (None, ["0.5,1.5,other", "0.7,1.1,1", "0.2,0.3,2", "0.9,0.4,other"]),
+    (0, ["other,0.5,1.5", "1,0.7,1.1", "2,0.2,0.3", "other,0.9,0.4"]),
+    ("0", ["other,0.5,1.5", "1,0.7,1.1", "2,0.2,0.3", "other,0.9,0.4"]),
+])
+def test_labels_text_over_a_numeric_label_is_not_a_header(tmp_path, target, rows):
+    # target_type='labels' (--labels), as the README advises for labels mixing text and
+    # numbers: line 1's label 'other' over line 2's '1' made line 1 the header (a row lost)
+    src = _write(tmp_path / "d.csv", rows)
+    s = ingest(src, tmp_path / "d.zarr", target=target, target_type="labels", dtype="float64")
+    assert s.n_rows == 4 and s.classes == ["1", "2", "other"]
+    assert s.feature_names == (["column_0", "column_1"] if target is None else ["column_1", "column_2"])
+    X, y, _, _ = _read(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X[0], [0.5, 1.5])
+    assert [s.classes[c] for c in y] == ["other", "1", "2", "other"]
+    headed = _write(tmp_path / "h.csv", ["a,b,y" if target is None else "y,a,b"] + rows)  # a header is still one
+    s = ingest(headed, tmp_path / "h.zarr", target=target, target_type="labels")
+    assert s.n_rows == 4 and s.target_names == ["y"]
+
+
+def test_a_carriage_return_inside_the_second_line_is_named(tmp_path):
+    # the first line was checked, the second went to Python's csv module: a raw _csv.Error
+    src = tmp_path / "d.csv"
+    src.write_bytes(b"a,b,y\r\n1,2,3\r4,5,6\n7,8,9\n")
+    with pytest.raises(InputValidationError, match=r"line 2 holds a carriage return inside it"):
+        ingest(src, tmp_path / "d.zarr")

@@ -249,7 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     hdr = p.add_mutually_exclusive_group()
     hdr.add_argument("--header", dest="header", action="store_true", default=None,
                      help="CSV has a header row (default: detected -- the first line is a header "
-                          "when one of its cells is text where the second line has a number)")
+                          "when one of its cells is text where the second line has a number, a --labels "
+                          "target's cells aside)")
     hdr.add_argument("--no-header", dest="header", action="store_false", help="CSV has no header row")
     p.add_argument("--delimiter", default=",",
                    help="CSV delimiter: one character, 'tab', or 'whitespace' for runs of "

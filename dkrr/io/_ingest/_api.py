@@ -190,7 +190,8 @@ def ingest(
     header : bool, optional
         CSV only: whether the first line holds column names. None detects it: the first
         line is a header when one of its cells is not a number while the same column
-        of the second line is. A first line of numbers in a doubtful role gives a
+        of the second line is (the target's column aside with ``target_type="labels"``:
+        a text label over a numeric one is no column name). A first line of numbers in a doubtful role gives a
         :class:`~dkrr.errors.HeaderWarning`: taken for names by ``header=True``, or
         detected as data while it counts the columns (``0,1,2,...``, pandas' names).
     delimiter : str or None, default=","

@@ -71,25 +71,36 @@ def detect_header(first: list[str], second: list[str] | None) -> bool:
 
 
 def header_doubt(src: Path, first: list[str], line: int, header: bool | None, has_header: bool) -> None:
-    """Warn (:class:`HeaderWarning`) when the first line is all numbers and its role is
-    doubtful: ``header=True`` takes it for the column names, or detection reads as data a
-    line that counts the columns from 0 as pandas names them (``df.to_csv(index=False)``
-    of a frame without column names writes ``0,1,2,...``: no text cell marks it a header)."""
+    """Warn (:class:`HeaderWarning`) when the first line's role is doubtful: ``header=True``
+    takes a line of numbers for the column names, or detection reads as data a line whose
+    numbers count the columns from 0 as pandas names them (``df.to_csv(index=False)`` of a
+    frame without column names writes ``0,1,2,...``, and ``0,1,2,label`` with a named
+    target: no text cell over a number marks it a header)."""
     values = [to_float(c) for c in first]
-    if any(v is None for v in values):
-        return
     shown = ",".join(c.strip() for c in first[:6]) + (",..." if len(first) > 6 else "")
-    if header and has_header:
+    counted = sum(v is not None for v in values)
+    if header and has_header and counted == len(values):
         warnings.warn(
             f"{src}: header=True (--header) takes line {line} ({shown}) for the column names, though "
             "each of its cells is a number; if it is a row of data, ingest again with header=False "
             "(--no-header), or leave the header to detection", HeaderWarning, stacklevel=3)
-    elif header is None and not has_header and len(values) >= 3 and values == [
-            float(j) for j in range(len(values))]:
+    elif header is None and not has_header and counted >= 3 and values[:counted] == [
+            float(j) for j in range(counted)]:
         warnings.warn(
-            f"{src}: line {line} ({shown}) is read as a row of data, as none of its cells is text, "
-            "though its cells count the columns as pandas names them; if it names the columns, ingest "
-            "again with header=True (--header)", HeaderWarning, stacklevel=3)
+            f"{src}: line {line} ({shown}) is read as a row of data, as no text cell of it lies over a "
+            "number, though its numbers count the columns as pandas names them; if it names the columns, "
+            "ingest again with header=True (--header)", HeaderWarning, stacklevel=3)
+
+
+def _labels_at(target: Any, n_cols: int) -> int | None:
+    """The column of a labels target before the header is read: the last by default, or
+    an index (also as text); None for a name (it needs a header) or several targets."""
+    at = index_text(target) if isinstance(target, str) else target
+    if target is None:
+        return n_cols - 1
+    if isinstance(at, (int, np.integer)) and not isinstance(at, bool) and -n_cols <= at < n_cols:
+        return int(at) % n_cols
+    return None
 
 
 #: delimiters suggested when a line splits into one field: (character, CLI spelling)
@@ -270,14 +281,19 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     head, head_numbers, after_first, bom = _head(src)
     if not head:
         raise InputValidationError(f"{src} has no data rows (the file is empty)")
-    if "\r" in head[0].rstrip("\r\n"):  # csv's "new-line character seen in unquoted field" traceback
+    if cr := [n for h, n in zip(head, head_numbers) if "\r" in h.rstrip("\r\n")]:
+        # csv's "new-line character seen in unquoted field" traceback
         raise InputValidationError(
-            f"{src}: line {head_numbers[0]} holds a carriage return inside it: the file ends its lines "
+            f"{src}: line {cr[0]} holds a carriage return inside it: the file ends its lines, or some of them, "
             "with \\r alone (old Mac OS line endings); dkrr reads lines ended by \\n or \\r\\n: convert "
             "it first, e.g. `tr '\\r' '\\n' < FILE > FILE.unix.csv`")
     first = csv_row(head[0], delimiter)
     second = csv_row(head[1], delimiter) if len(head) > 1 else None
-    has_header = detect_header(first, second) if header is None else bool(header)
+    has_header = bool(header)
+    if header is None:  # a labels target's text over a number is a label, not a name
+        skip = _labels_at(target, len(first)) if target_type == "labels" and len(first) > 1 else None
+        has_header = detect_header(*([c for j, c in enumerate(row) if j != skip] if row is not None else None
+                                     for row in (first, second)))
     header_doubt(src, first, head_numbers[0], header, has_header)
     n_cols = len(first)
     if n_cols == 1 and (error := _one_column(src, head, head_numbers, delimiter, no_target(target))):
