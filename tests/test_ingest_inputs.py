@@ -343,6 +343,47 @@ def test_a_numeric_target_with_one_text_cell_is_refused_not_read_as_labels(tmp_p
     assert zarr.open_group(str(tmp_path / "w.zarr"), mode="r").attrs["classes"] == ["no", "yes"]
 
 
+@pytest.mark.parametrize("nan", ["nan", "NaN", "NAN"])
+def test_a_nan_cell_among_text_labels_is_a_missing_label_as_na_is(tmp_path, nan):
+    """Labels cat, dog, nan (what df.astype(str) writes for a missing label) were refused
+    as "cannot parse 'cat' as a number, while 1 other cell(s) ... are numbers" even with
+    missing='drop', where an NA cell in its place is a missing label: the nan cell counted
+    as a number in telling labels from numbers. It is now a missing label as NA is;
+    infinities beside text alone are labels (pandas reads them as text there), beside
+    finite numbers numbers; a numeric target's nan cell is a NaN value as before."""
+    rows = ["1,cat", "2,dog", f"3,{nan}", "4,cat", "5, dog "]
+    src = _write(tmp_path / "d.csv", ["a,y"] + rows)
+    na = _write(tmp_path / "na.csv", ["a,y"] + [r.replace(nan, "NA") for r in rows])
+    for path in (src, na):
+        with pytest.raises(MissingValueError, match=(
+                rf"1 row has missing values.*line 4, column 1 \('y'\): {re.escape(repr(nan if path is src else 'NA'))}"
+                r".*--missing drop")):
+            ingest(path, tmp_path / f"{path.stem}.zarr")
+        assert not (tmp_path / f"{path.stem}.zarr").exists()
+        ingest(path, tmp_path / f"{path.stem}.zarr", missing="drop")
+        X, y, attrs, _ = _read(tmp_path / f"{path.stem}.zarr")
+        assert attrs["classes"] == ["cat", "dog"] and attrs["rows_dropped"] == 1
+        np.testing.assert_array_equal(X[:, 0], [1, 2, 4, 5])
+        np.testing.assert_array_equal(y, [0, 1, 0, 1])
+    first = _write(tmp_path / "first.csv", ["a,y", f"1,{nan}", f"2,{nan}", "3,dog", "4,cat"])
+    ingest(first, tmp_path / "first.zarr", missing="drop")
+    assert _read(tmp_path / "first.zarr")[2]["classes"] == ["cat", "dog"]
+    inf = _write(tmp_path / "inf.csv", ["a,y", "1,cat", "2,inf", "3,-inf", "4,dog"])
+    ingest(inf, tmp_path / "inf.zarr")
+    assert _read(tmp_path / "inf.zarr")[2]["classes"] == ["-inf", "cat", "dog", "inf"]
+    typo = _write(tmp_path / "typo.csv", ["a,y", "1,1.5", "2,inf", f"3,{nan}", "4,oops"])
+    with pytest.raises(InputValidationError, match=(
+            r"line 5, target column 1 \('y'\): cannot parse 'oops' as a number, while 2 other cell\(s\)")):
+        ingest(typo, tmp_path / "typo.zarr")
+    numeric = _write(tmp_path / "num.csv", ["a,y", "1,1.5", "2,2.5", f"3,{nan}", "4,3"])
+    with pytest.raises(NonFiniteInputError, match=r"line 4, column 1 \('y'\): value is nan.*--missing drop"):
+        ingest(numeric, tmp_path / "num.zarr")
+    ingest(numeric, tmp_path / "num.zarr", missing="drop")
+    X, y, attrs, _ = _read(tmp_path / "num.zarr")
+    assert "classes" not in attrs and y.dtype == np.float64
+    np.testing.assert_array_equal(y, [1.5, 2.5, 3.0])
+
+
 def test_errors_a_command_line_user_meets_name_the_flag_too(tmp_path):
     """Messages that named only the Python parameter (target_type='labels', format='csv'
     with delimiter=None, cv=None) also name the dkrr flag (found by a CLI probe)."""

@@ -236,7 +236,8 @@ def ingest(
         CSV and Parquet: whether a single target column holds numbers or class labels.
         "auto" reads a CSV column as labels only when one of its cells in the first
         chunk is neither a number nor a missing-value marker and none is a number (numbers
-        with a text cell, a typo, are an error naming the cell), and a Parquet column as
+        with a text cell, a typo, are an error naming the cell; ``nan`` counts as a missing
+        cell, not a number, and ``inf`` only beside a finite number), and a Parquet column as
         labels when its type is not a number type (strings, categories, booleans);
         "labels" encodes it as classes even when the labels are numbers (e.g. digits);
         "numeric" refuses text in it.
@@ -310,7 +311,9 @@ def ingest(
     A CSV target column is a class label column when ``target_type="labels"``, or
     when any of its cells in the first chunk is neither a number nor a missing-value
     marker and none is a number (a column of numbers with a text cell is an error naming
-    that cell: a typo or a thousands separator does not make 300 one-row classes); its
+    that cell: a typo or a thousands separator does not make 300 one-row classes; a
+    ``nan`` cell, what pandas writes for a missing label, is a missing label as ``NA``
+    is, and an ``inf`` beside text alone is a label); its
     labels (whitespace-stripped strings, numbers included) are then encoded to ``0 .. k-1`` in sorted order (numeric order when all are numbers) and
     recorded in the ``classes`` attribute. A column that is numeric apart from missing
     cells is numeric: the missing cells are an error (or dropped rows), never a switch

@@ -14,7 +14,8 @@ Numbers are what Python's ``float`` reads (``1e5``, ``.5``, ``inf``, ``nan``, wi
 surrounding whitespace), digit separators (``1_000``) excepted; pyarrow also reads
 ``nan(...)`` as NaN and refuses non-ASCII digits. Missing cells are the markers of
 :data:`._text.MISSING_MARKERS` (case-insensitive, whitespace-stripped); ``nan`` is a
-number (NaN) in a numeric column and a missing label in a label column.
+number (NaN) in a numeric column and a missing label in a label column; in telling
+whether a target holds labels (:func:`target_text`), it is a missing cell, not a number.
 
 Lines are numbered from the block's first line; blank lines (empty, or whitespace only)
 are not rows. A quoted field that spans lines, or a carriage return that ends a line
@@ -23,6 +24,7 @@ without a line feed, is refused with its line: row numbers would not match lines
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -36,6 +38,8 @@ from ._text import MISSING_MARKERS
 
 #: what Python's float() reads, without digit separators (checked by the tests against float())
 NUMBER = r"^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$"
+#: the numbers of NUMBER that are not finite (NaN, infinities)
+NON_FINITE = r"^[+-]?(?i:inf|infinity|nan)$"
 #: markers of a missing cell in a numeric column ("nan" is a number there)
 _NUMERIC_MARKERS = pa.array(sorted(MISSING_MARKERS - {"nan"}))
 _MARKERS = pa.array(sorted(MISSING_MARKERS))
@@ -319,8 +323,18 @@ def target_text(layout: TableLayout, data: bytes, column: int,
     """The cells of `column` in the lines `data` (the first at line `first_line`): how many
     are numbers, and the first that is neither a number nor a missing-value marker as
     ``(line, cell)``, or None (the test that makes a target column a label column; a
-    column of numbers with such a cell is a numeric target with a bad cell)."""
+    column of numbers with such a cell is a numeric target with a bad cell).
+
+    A NaN (``nan``, ``NaN``: what pandas writes for a missing label) is not counted: it is
+    a missing cell in a label column as ``NA`` is, and a NaN target value in a numeric
+    one. Infinities count only beside a finite number: a column of text whose only
+    "numbers" are ``inf`` holds no number a regression could use, so it is read as labels
+    (``inf`` one of them, as pandas reads it) rather than refused as a typo."""
     from ._text import is_missing, to_float
+
+    def counted(values) -> int:  # the floats of the cells that are numbers (see above)
+        finite = sum(math.isfinite(v) for v in values)
+        return finite + sum(math.isinf(v) for v in values) if finite else 0
 
     def scan():  # (line, cell) of every row, in Python: rows of other lengths, or to name the line
         for line, text in _text_lines(data, first_line):
@@ -335,8 +349,11 @@ def target_text(layout: TableLayout, data: bytes, column: int,
     try:
         cells = pc.utf8_trim_whitespace(_read(text, (read, parse, convert)).column(0))
     except pa.ArrowInvalid:  # rows of other lengths (the conversion names them)
-        return sum(to_float(c) is not None for _, c in scan()), first_text()
+        return counted([v for v in (to_float(c) for _, c in scan()) if v is not None]), first_text()
     number = pc.match_substring_regex(cells, NUMBER)
     marker = pc.is_in(pc.utf8_lower(cells), value_set=_MARKERS)
-    numbers = int(pc.sum(number).as_py() or 0)
+    non_finite = pc.and_(number, pc.match_substring_regex(cells, NON_FINITE))
+    infinite = pc.and_(non_finite, pc.invert(pc.match_substring_regex(cells, r"(?i)nan")))
+    finite = int(pc.sum(number).as_py() or 0) - int(pc.sum(non_finite).as_py() or 0)
+    numbers = finite + int(pc.sum(infinite).as_py() or 0) if finite else 0
     return numbers, None if pc.all(pc.or_(number, marker)).as_py() else first_text()
