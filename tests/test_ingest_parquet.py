@@ -322,6 +322,55 @@ def test_a_target_of_numbers_in_one_file_and_text_in_another_is_refused(tmp_path
         ingest(tmp_path / "d", tmp_path / "d.zarr")
 
 
+@pytest.mark.parametrize("null_file", [0, 1], ids=["null-first", "null-later"])
+def test_a_file_whose_column_is_all_null_fits_either_kind(tmp_path, null_file):
+    """A directory with one file whose label column is all missing (pandas writes such a
+    column as Arrow type null) was refused, even with missing='drop', as a target that
+    "holds numbers in part.1.parquet (null) but not in part.0.parquet (large_string)";
+    pandas reads the directory (NaN labels). A null column is now either kind: its cells
+    are missing, refused naming the rows or dropped, beside text, numbers or a feature."""
+    import pyarrow.parquet as pq
+
+    def directory(name, full, empty, column="y"):
+        (tmp_path / name).mkdir()
+        for k, df in enumerate([empty, full] if null_file == 0 else [full, empty]):
+            df.to_parquet(tmp_path / name / f"part.{k}.parquet")
+        assert str(pq.read_schema(tmp_path / name / f"part.{null_file}.parquet").field(column).type) == "null"
+        return tmp_path / name
+
+    null_row = 0 if null_file == 0 else 2
+    labels = directory("lab", pd.DataFrame({"a": [1.0, 2.0], "y": ["x", "y"]}),
+                       pd.DataFrame({"a": [4.0], "y": [None]}))
+    with pytest.raises(MissingValueError, match=rf"1 row has missing values.*row {null_row} \(0-based\), "
+                                                r"column 1 \('y'\): None.*--missing drop"):
+        ingest(labels, tmp_path / "lab.zarr")
+    s = ingest(labels, tmp_path / "lab.zarr", missing="drop")
+    X, y, attrs, _ = _store(tmp_path / "lab.zarr")
+    assert s.classes == attrs["classes"] == ["x", "y"] and attrs["rows_dropped"] == 1
+    np.testing.assert_array_equal(X[:, 0], [1.0, 2.0])
+    np.testing.assert_array_equal(y, [0, 1])
+    with pytest.raises(InputValidationError, match=r"target column 'y' \(large_string.*\) is not numeric; "
+                                                   r"target_type='numeric' was asked"):
+        ingest(labels, tmp_path / "n.zarr", target_type="numeric", missing="drop")
+    numbers = directory("num", pd.DataFrame({"a": [1.0, 2.0], "y": [1.5, 2.5]}),
+                        pd.DataFrame({"a": [4.0], "y": [None]}))
+    ingest(numbers, tmp_path / "num.zarr", missing="drop")
+    X, y, attrs, _ = _store(tmp_path / "num.zarr")
+    assert "classes" not in attrs and y.dtype == np.float64
+    np.testing.assert_array_equal(y, [1.5, 2.5])
+    feature = directory("feat", pd.DataFrame({"a": [1.0, 2.0], "y": [1.5, 2.5]}),
+                        pd.DataFrame({"a": pd.Series([None], dtype=object), "y": [3.0]}), "a")
+    with pytest.raises(MissingValueError, match=rf"row {null_row} \(0-based\), column 0 \('a'\): None"):
+        ingest(feature, tmp_path / "feat.zarr")
+    ingest(feature, tmp_path / "feat.zarr", missing="drop")
+    np.testing.assert_array_equal(_store(tmp_path / "feat.zarr")[1], [1.5, 2.5])
+    # a text column of measurements: the fix names the text file's type, not the null one's
+    measured = directory("m", pd.DataFrame({"a": np.arange(30.0), "y": [f"{v:.3f}" for v in np.linspace(0, 1, 30)]}),
+                         pd.DataFrame({"a": [4.0], "y": [None]}))
+    with pytest.raises(InputValidationError, match=r"holds continuous numbers.*its Parquet type is large_string, "):
+        ingest(measured, tmp_path / "m.zarr", missing="drop")
+
+
 def test_a_text_typed_target_of_measurements_says_to_cast_it(tmp_path):
     """The refusal said to leave out --labels, which was not given."""
     pd.DataFrame({"a": np.arange(6.0), "price": [f"{v:.2f}" for v in np.linspace(1, 9, 6)]}).to_parquet(

@@ -27,7 +27,8 @@ out with ``features`` or encoded as numbers first -- dkrr does not encode them. 
 single target that is not numeric (strings, categories, booleans) holds class labels
 (their text: ``true``/``false`` for booleans); a numeric target is numeric unless
 ``target_type="labels"``; a target that holds numbers in one file and text in another
-is refused. Nulls are missing cells (a text column's ``NA`` is a label: a text file's
+is refused (a column of Arrow type null, which pandas writes for an all-None column, is
+either: its cells are all missing). Nulls are missing cells (a text column's ``NA`` is a label: a text file's
 missing-value markers do not apply to typed columns), NaN values are NaN; messages name
 a cell by its 0-based row in the dataset and its column.
 """
@@ -130,6 +131,11 @@ def _is_numeric(t: pa.DataType) -> bool:
             or pa.types.is_decimal(t) or pa.types.is_null(t))
 
 
+def _is_null(t: pa.DataType) -> bool:
+    """The type of a column whose every cell is null (pandas writes an all-None column so)."""
+    return pa.types.is_null(t.value_type if pa.types.is_dictionary(t) else t)
+
+
 def _is_number_type(t: pa.DataType) -> bool:
     """A type whose values are numbers (a numeric target): not booleans."""
     return _is_numeric(t) and not pa.types.is_boolean(
@@ -221,8 +227,9 @@ def _check_types(src, names, types, feature_cols, target_cols, target_type) -> b
             f"{', '.join(bad)}; leave them out with features=[...] (--features), or encode "
             "them as numbers before ingesting (dkrr does not encode them)"
         )
-    for j in target_cols:  # numbers in one file and text in another: labels '1.0' and '1' apart
-        kinds = {_is_number_type(t): (t, path) for t, path in reversed(types[names[j]])}
+    for j in target_cols:  # numbers in one file and text in another: labels '1.0' and '1' apart;
+        # a null column (its cells all missing) is either kind: the missing cells' rule takes it
+        kinds = {_is_number_type(t): (t, path) for t, path in reversed(types[names[j]]) if not _is_null(t)}
         if len(kinds) > 1:
             (t1, p1), (t2, p2) = kinds[True], kinds[False]
             raise InputValidationError(
@@ -244,6 +251,12 @@ def _check_types(src, names, types, feature_cols, target_cols, target_type) -> b
                else "class labels must be the only target column")
         )
     return True
+
+
+def _text_type(types) -> pa.DataType:
+    """The first type of a label column's ``(type, file)`` pairs that is not a number
+    type (a null file's column is not the one that made it labels)."""
+    return next(t for t, _ in types if not _is_number_type(t))
 
 
 def _segment_bounds(parts, n_rows: int, chunk_rows: int, per_segment: int) -> list[tuple[int, int]]:
@@ -432,6 +445,6 @@ def read_parquet(src: Path, tmp: Path, *, target, features=None, dtype, y_dtype,
     return writer.finish("parquet", src, [names[j] for j in feature_cols],
                          [names[j] for j in target_cols], classes=out_classes,
                          dropped=dropped, read_as=read_as, like=like,
-                         labels_fix=(f"its Parquet type is {types[names[target_cols[0]]][0][0]}, not a number: cast "
+                         labels_fix=(f"its Parquet type is {_text_type(types[names[target_cols[0]]])}, not a number: cast "
                                      "it to a number type in the files for a regression") if typed else None)
 
