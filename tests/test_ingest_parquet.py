@@ -312,6 +312,31 @@ def test_text_labels_as_typed_na_is_a_class_and_null_is_missing(tmp_path):
     assert s.n_rows == 3 and len(s.classes) == 2
 
 
+def test_float_labels_that_are_whole_numbers_are_the_integers_classes(tmp_path):
+    """A float column read as labels (target_type='labels') was cast to text as pyarrow
+    writes floats: np.round(-0.4) == -0.0 made a class '-0' beside '0' (numpy and
+    scikit-learn see 0 and 1), and an int column with a NaN (pandas writes it as float)
+    made '1.23456789012e+11' beside another file's int '123456789012'. A float's whole
+    number is now the integer's text: one class per number, in every file."""
+    y = np.round(np.array([-0.4, 0.3, 1.2, 0.9, -0.1, 0.2]))
+    assert np.signbit(y[0]) and np.unique(y).tolist() == [0.0, 1.0]
+    pd.DataFrame({"a": np.arange(6.0), "y": y}).to_parquet(tmp_path / "r.parquet")
+    s = ingest(tmp_path / "r.parquet", tmp_path / "r.zarr", target_type="labels")
+    _, codes, attrs, _ = _store(tmp_path / "r.zarr")
+    assert s.classes == attrs["classes"] == ["0", "1"]
+    np.testing.assert_array_equal(codes, [0, 0, 1, 1, 0, 0])
+    (tmp_path / "d").mkdir()
+    pd.DataFrame({"a": [0.0, 1.0, 2.0], "y": [1, 2, 123456789012]}).to_parquet(tmp_path / "d" / "part.0.parquet")
+    pd.DataFrame({"a": [3.0, 4.0, 5.0, 6.0, 7.0], "y": [1.0, np.nan, 123456789012.0, -0.0, 2.0]}).to_parquet(
+        tmp_path / "d" / "part.1.parquet")
+    pd.DataFrame({"a": [8.0], "y": np.array([0.0], dtype=np.float32)}).to_parquet(tmp_path / "d" / "part.2.parquet")
+    s = ingest(tmp_path / "d", tmp_path / "d.zarr", target_type="labels", missing="drop")
+    X, codes, attrs, _ = _store(tmp_path / "d.zarr")
+    assert s.classes == attrs["classes"] == ["0", "1", "2", "123456789012"]
+    np.testing.assert_array_equal(X[:, 0], [0, 1, 2, 3, 5, 6, 7, 8])
+    np.testing.assert_array_equal(codes, [1, 2, 3, 1, 3, 0, 2, 0])
+
+
 def test_a_target_of_numbers_in_one_file_and_text_in_another_is_refused(tmp_path):
     """Read as labels, 1.0 and '1.0' made two classes ('1', '1.0') of one."""
     (tmp_path / "d").mkdir()

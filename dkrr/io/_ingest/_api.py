@@ -239,7 +239,8 @@ def ingest(
         with a text cell, a typo, are an error naming the cell; ``nan`` counts as a missing
         cell, not a number, and ``inf`` only beside a finite number), and a Parquet column as
         labels when its type is not a number type (strings, categories, booleans);
-        "labels" encodes it as classes even when the labels are numbers (e.g. digits);
+        "labels" encodes it as classes even when the labels are numbers (e.g. digits;
+        a Parquet float's whole number is the integer's class: -0.0 and 0 are ``0``);
         "numeric" refuses text in it.
     like : str or os.PathLike, optional
         A store written by ingest (typically the training set) whose layout this file

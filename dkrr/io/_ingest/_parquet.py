@@ -26,7 +26,8 @@ others (strings, dates, lists, ...) are refused with their names and types, to b
 out with ``features`` or encoded as numbers first -- dkrr does not encode them. A
 single target that is not numeric (strings, categories, booleans) holds class labels
 (their text: ``true``/``false`` for booleans); a numeric target is numeric unless
-``target_type="labels"``; a target that holds numbers in one file and text in another
+``target_type="labels"`` (a float's whole number is then the integer's label: ``0`` for
+-0.0, one class with an int file's ``1`` for 1.0); a target that holds numbers in one file and text in another
 is refused (a column of Arrow type null, which pandas writes for an all-None column, is
 either: its cells are all missing). Nulls are missing cells (a text column's ``NA`` is a label: a text file's
 missing-value markers do not apply to typed columns), NaN values are NaN; messages name
@@ -326,6 +327,19 @@ class _Rows:
         return self.first + int(i)
 
 
+def _label_text(col: pa.Array) -> pa.Array:
+    """The labels of a column as text. A float's whole number is written as the integer
+    (``0`` for -0.0, which ``np.round`` makes of -0.4; ``123456789012``, not pyarrow's
+    ``1.23456789012e+11``), so that a float column (an int column with a NaN, as pandas
+    writes it) and an int column make one class of one number, as numpy sees them."""
+    if not pa.types.is_floating(col.type):
+        return pc.cast(col, pa.string())
+    f = pc.cast(col, pa.float64())
+    whole = pc.and_(pc.equal(pc.floor(f), f), pc.less(pc.abs(f), 2.0**63))  # NaN, inf: not
+    ints = pc.cast(pc.cast(pc.if_else(whole, f, 0.0), pa.int64()), pa.string())
+    return pc.if_else(whole, ints, pc.cast(col, pa.string()))
+
+
 def _block(layout: TableLayout, batch: pa.RecordBatch, first: int,
            labels: LocalLabels | None) -> Block:
     names = layout.names
@@ -347,7 +361,7 @@ def _block(layout: TableLayout, batch: pa.RecordBatch, first: int,
         # text labels as typed: only nulls (and empty texts) are missing, 'NA' is a label; labels of
         # numbers (target_type="labels") cast to text, where a NaN ('nan') is missing
         text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-        codes = labels.encode(pc.cast(col, pa.string()), markers=not text)
+        codes = labels.encode(_label_text(col), markers=not text)
         absent[:, layout.label_col] = codes < 0
 
     def cells(i: int) -> list[Any]:
