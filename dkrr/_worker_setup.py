@@ -4,8 +4,8 @@ A Ctrl-C at a terminal signals the whole foreground process group: the command t
 started the LocalCluster *and* its worker processes. The command stops the work and
 closes the cluster (exit 130, nothing half-written); the workers must not also stop on
 their own, each printing a ``KeyboardInterrupt`` traceback. So each worker takes SIGINT
-only as news from the moment its preloads run (a Ctrl-C while a worker still imports its
-libraries, in the first second of the start, can still end that worker with a traceback);
+only as news from the moment its preloads run (before, while it imports its libraries,
+it inherits SIGINT blocked from dkrr's cluster start, which this preload unblocks);
 the nanny stops it at the cluster's close. From that signal on the worker's log handlers
 drop every record (:func:`_quiet_once_interrupted`): the command is closing the cluster, and
 a worker then logs its peers' closing connections, e.g. "failed during get data" with a
@@ -182,6 +182,8 @@ def dask_setup(worker) -> None:  # noqa: ARG001 - the preload protocol passes th
     """Called by distributed in the worker process when the worker starts."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _note_interrupt)
+        if hasattr(signal, "pthread_sigmask"):  # the mask of dkrr's cluster start (cluster.py:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # _signals_deferred): news now
     # on the handlers, not the loggers: a logger's filters do not see its children's records
     # (distributed.worker.state_machine, distributed.comm...), a handler's see them all
     for logger in (logging.getLogger("distributed"), logging.getLogger()):

@@ -236,7 +236,7 @@ def _check_main_guard(options) -> None:
 
 
 @contextmanager
-def _signals_deferred():
+def _signals_deferred(processes: bool = True):
     """Hold SIGINT and SIGTERM while the block runs (in the main thread), then deliver
     them to the handlers in force before it.
 
@@ -245,6 +245,13 @@ def _signals_deferred():
     ``Nanny failed to start`` tracebacks); deferring the signal lets the start finish, the
     caller's cleanup close the cluster, and Ctrl-C / SIGTERM then act as usual.
     Yields a list that holds the signals received while deferred.
+
+    SIGINT is also blocked in this thread meanwhile (POSIX): the threads and worker
+    processes started inside inherit the mask, so a terminal's Ctrl-C, which reaches the
+    whole process group, no longer interrupts a worker process in its imports, before its
+    preload (``dkrr._worker_setup``) can ignore it (each printed a ``KeyboardInterrupt``
+    traceback). Here the signal waits, pending, for the unblocking; distributed stops its
+    workers with SIGTERM, which stays unblocked. Only with worker `processes`.
     """
     import signal
     import threading
@@ -256,9 +263,19 @@ def _signals_deferred():
     previous = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
         previous[signum] = signal.signal(signum, lambda n, f: received.append(n))
+    mask = None
+    if processes and hasattr(signal, "pthread_sigmask"):
+        from multiprocessing import resource_tracker
+
+        # its start unblocks SIGINT in the thread that starts it (an IO loop's, whose
+        # worker processes then took it): started here, before the block, it is not again
+        resource_tracker.ensure_running()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield received
     finally:
+        if mask is not None:  # a pending SIGINT arrives now, to the handler above: signal.signal
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # runs pending handlers first
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -350,7 +367,7 @@ def local_cluster(options=None, **overrides):
             # Ctrl-C / SIGTERM during the start are held until the cluster and the client
             # are up, then delivered (the ExitStack closes both before the error leaves)
             start = stack.enter_context(contextlib.ExitStack())
-            held = start.enter_context(_signals_deferred())
+            held = start.enter_context(_signals_deferred(bool(options.processes)))
             # a Ctrl-C at a terminal also reaches the workers being started: their start
             # then fails, which is the interruption, not news (no nanny tracebacks)
             start.enter_context(_log_filter(_START_LOGGERS, lambda record: not held))

@@ -618,6 +618,49 @@ def test_terminal_ctrl_c_during_a_fit_is_one_line(stores):
     assert not (stores / "never2").exists()
 
 
+def test_terminal_ctrl_c_while_the_worker_processes_start_is_one_line(stores):
+    """Ctrl-C at a terminal while the LocalCluster's worker processes were still importing
+    their libraries (before their preload ignores SIGINT) printed each one's
+    KeyboardInterrupt traceback. The start now runs with SIGINT blocked, a mask the worker
+    processes inherit: the signal is sent the moment the first worker process exists."""
+    import psutil
+
+    args = ["fit", stores / "reg.zarr", "--out", stores / "never3", "--no-cv", "--workers", 2,
+            "--memory-limit", "1GB"]
+    proc = subprocess.Popen([sys.executable, "-m", "dkrr.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True)
+    try:
+        parent, deadline = psutil.Process(proc.pid), time.monotonic() + 120
+        while not any("spawn_main" in " ".join(c.cmdline()) for c in _children(parent)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        time.sleep(0.4)  # into its imports (Python's handler set: it failed at 0.2 to 1.2 s)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1] == "dkrr: interrupted; no partial output was left behind", err
+    assert not (stores / "never3").exists()
+
+
+def _children(parent):
+    """The live child processes of `parent` (those gone while listed are left out)."""
+    import psutil
+
+    out = []
+    for child in parent.children(recursive=True):
+        try:
+            child.cmdline()
+            out.append(child)
+        except psutil.Error:
+            pass
+    return out
+
+
 def test_a_folds_ill_conditioned_system_prints_no_raw_warning_from_a_worker(stores):
     """A cross-validation fold solved on a worker process warned of its condition number on
     the worker's stderr, a raw Python warning with its file and line ("dkrr/linalg/_solve.py:
