@@ -174,6 +174,30 @@ def test_the_names_ingest_makes_up_are_no_names(tmp_path, capsys):
     assert store_feature_names(open_dataset(named)) == NAMES
 
 
+def test_a_header_of_names_like_ingests_own_is_the_sources_names(tmp_path, capsys, addr):
+    """A header ``feature_0,...,feature_3,y`` (as many exports write) was taken for names
+    ingest made up: the model recorded none, and a test file with those columns reversed
+    was scored by position without a word (r2 -1.15 against 0.99 in order). A CSV
+    header's names, and a Parquet file's, are the source's own whatever they look like."""
+    from dkrr.cli._columns import store_feature_names
+
+    X, y = _rows(800, 7)
+    names = [f"feature_{j}" for j in range(4)]
+    train = _ingest(capsys, tmp_path / "train.zarr", [*names, "y"], X, y)
+    assert store_feature_names(open_dataset(train)) == names
+    code, _, err = _main(capsys, "fit", train, "--out", tmp_path / "m", *FIT, *addr)
+    assert code == 0, err
+    assert list(load_model(tmp_path / "m").feature_names_in_) == names
+    swapped = _ingest(capsys, tmp_path / "swapped.zarr", [*names[::-1], "y"], X[:, ::-1], y)
+    code, out, err = _main(capsys, "evaluate", tmp_path / "m", swapped, *addr)
+    assert code == 1 and out == "" and "the same columns in another order (column 0 is 'feature_3'" in err, err
+    frame = pd.DataFrame(np.column_stack([X, y]), columns=[f"column_{j}" for j in range(5)])
+    frame.to_parquet(tmp_path / "p.parquet")
+    code, _, err = _main(capsys, "ingest", tmp_path / "p.parquet", "--out", tmp_path / "p.zarr", "-q")
+    assert code == 0, err
+    assert store_feature_names(open_dataset(tmp_path / "p.zarr")) == [f"column_{j}" for j in range(4)]
+
+
 def test_the_features_fix_is_given_only_where_the_names_can_be_typed():
     from dkrr.cli._columns import _columns_option
 

@@ -43,25 +43,36 @@ _GENERATED = re.compile(r"(column|feature)_\d+")  # ingest's for a CSV or .npy, 
 _GENERATED_TARGET = re.compile(r"(column|target)_\d+|target|label")
 
 
-def _own_names(names, n: int, generated: re.Pattern) -> list[str] | None:
-    """``names`` as strings, or None where they are not ``n`` names or all are ``generated``."""
-    if not names or len(names) != n or all(isinstance(t, str) and generated.fullmatch(t) for t in names):
+def _own_names(names, n: int, generated: re.Pattern, source_named: bool = False) -> list[str] | None:
+    """``names`` as strings, or None where they are not ``n`` names or all are ``generated``
+    (unless `source_named`: a header's or a Parquet file's names, whatever they look like)."""
+    if not names or len(names) != n or (not source_named and all(
+            isinstance(t, str) and generated.fullmatch(t) for t in names)):
         return None
     return [str(t) for t in names]
+
+
+def _source_named(data) -> bool:
+    """Whether ingest took the store's column names from its source: a CSV header or
+    Parquet. A header of ``feature_0,feature_1,...`` (as many exports write) names columns
+    whose order a test file may change; the same names made up by ingest do not."""
+    attrs = getattr(data, "attrs", None) or {}
+    return attrs.get("format") == "parquet" or (attrs.get("format") == "csv" and attrs.get("header") is True)
 
 
 def store_feature_names(data) -> list[str] | None:
     """The store's feature column names, or None where it has none of its own: no
     ``feature_names`` attribute, or only the ``column_{j}`` that ingest gives a source
     without names (a CSV without header, a .npy file) or LIBSVM's ``feature_{j}``, which
-    number the columns and say nothing about what they hold."""
-    return _own_names(data.feature_names, data.n_features, _GENERATED)
+    number the columns and say nothing about what they hold (such names in a CSV header or
+    a Parquet file are the source's own: :func:`_source_named`)."""
+    return _own_names(data.feature_names, data.n_features, _GENERATED, _source_named(data))
 
 
 def store_target_names(data) -> list[str] | None:
     """The store's target column names, or None where they say nothing (:data:`_GENERATED_TARGET`)."""
     n = 0 if data.y is None else 1 if data.y.ndim == 1 else int(data.y.shape[1])
-    return _own_names(data.target_names, n, _GENERATED_TARGET)
+    return _own_names(data.target_names, n, _GENERATED_TARGET, _source_named(data))
 
 
 def record_store_columns(est, data) -> None:
