@@ -126,11 +126,18 @@ def _std_flag_alone(argv: list[str]) -> list[str]:
 
 def _stopped(how: str) -> str:
     """The line of a command stopped by a signal: nothing partial is left, and an output
-    put in place before the signal came is named as written in full (it is). On a
-    terminal it starts a line of its own (a progress bar may hold the cursor)."""
+    put in place before the signal came is named as written in full (it is); when the
+    signal stopped the deletion of the output it replaced, what is left of that is named
+    to be deleted. On a terminal it starts a line of its own (a progress bar may hold the
+    cursor)."""
     paths = sys.modules.get("dkrr.io._paths")  # not imported yet: stopped while the libraries loaded
     committed = paths.COMMITTED if paths is not None else []
+    left = paths.LEFT_BEHIND if paths is not None else []
     start = "\n" if sys.stderr.isatty() else ""
+    if committed and left:  # stopped deleting the replaced output (or a spare copy)
+        return (f"{start}dkrr: {how} after {', '.join(committed)} had been written in full, "
+                "while dkrr deleted what the replacement left over: delete "
+                f"{', '.join(left)} (nothing reads it)")
     if committed:
         return (f"{start}dkrr: {how} after {', '.join(committed)} had been written in full; "
                 "nothing partial was left behind")
@@ -247,10 +254,11 @@ def _run(argv: list[str] | None) -> int:
         # (a few seconds) is an interruption like any other, not an import traceback
         from .._worker_setup import let_zarr_io_finish_at_exit
         from ..errors import DkrrError
-        from ..io._paths import COMMITTED
+        from ..io._paths import COMMITTED, LEFT_BEHIND
         from . import _commands
 
         COMMITTED.clear()  # the outputs of this command (main may run again in one process)
+        LEFT_BEHIND.clear()
 
         let_zarr_io_finish_at_exit()  # a read cut short by Ctrl-C ends before Zarr closes its loop
         # a Ctrl-C while the libraries loaded whose exception CPython swallowed (raised in a

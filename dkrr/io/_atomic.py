@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
     fcntl = None
 
 from ..errors import OutputBusyError, OutputExistsError, OutputNotWritableError
-from ._paths import COMMITTED, Remote, locate
+from ._paths import COMMITTED, LEFT_BEHIND, Remote, locate
 from ._remote import check_remote_output, remote_output
 
 __all__ = ["atomic_output", "check_output", "interrupts_deferred", "output_lock"]
@@ -387,8 +387,12 @@ def atomic_output(
     Notes
     -----
     Replacing an existing directory takes two renames (old output aside, new output
-    in), so for a moment neither is at `path`; a crash in between leaves the old output
-    at ``.{name}.old-{random}``. A process killed with SIGKILL can leave a
+    in), so for a moment neither is at `path`; signals wait until both are done, and a
+    crash in between leaves the old output at ``.{name}.old-{random}``. The old output
+    is then deleted; a signal during that deletion (minutes for a store of many chunk
+    files) stops it at once, the new output being in place, and what is left of the old
+    one stays at ``.{name}.old-{random}``, named in the exception's note and in
+    :data:`~dkrr.io._paths.LEFT_BEHIND` (the command line names it). A process killed with SIGKILL can leave a
     ``.{name}.tmp-{random}`` directory behind; it is never mistaken for the output.
 
     Examples
@@ -424,7 +428,6 @@ def atomic_output(
                 )
             _check_target(path, overwrite, can_replace)
             _swap_in(tmp, path)
-            COMMITTED.append(str(path))
         except BaseException:
             _remove(tmp)
             raise
@@ -452,15 +455,34 @@ def _check_target(
 
 
 def _swap_in(tmp: Path, path: Path) -> None:
-    """Rename `tmp` to `path`, replacing whatever is at `path` only at the very end."""
+    """Rename `tmp` to `path`, replacing whatever is at `path` only at the very end, and
+    record `path` in :data:`COMMITTED` in the same step (signals held meanwhile).
+
+    The old output is deleted after that, with signals let through: a Ctrl-C there stops
+    the deletion at once (a store of many chunk files takes minutes), and the exception
+    names what is left of the old output, recorded in :data:`LEFT_BEHIND` for the command
+    line. The new output is in place and named as written in full either way."""
     if not os.path.lexists(path):
-        os.replace(tmp, path)
+        with interrupts_deferred():  # a signal after the rename: the output is still named
+            os.replace(tmp, path)
+            COMMITTED.append(str(path))
         return
     backup = _sibling(path, "old")
-    os.replace(path, backup)
+    swapped = False
     try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.replace(backup, path)
+        with interrupts_deferred():  # neither output is at `path` between the two renames
+            os.replace(path, backup)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(backup, path)
+                raise
+            COMMITTED.append(str(path))
+            swapped = True
+        _remove(backup)
+    except BaseException as exc:
+        if swapped and os.path.lexists(backup):
+            LEFT_BEHIND.append(str(backup))
+            exc.add_note(f"dkrr: {path} was written in full; the deletion of the output it "
+                         f"replaced was cut short: delete its remains, {backup}")
         raise
-    _remove(backup)

@@ -48,6 +48,11 @@ _BUCKETS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "w
 #: names when a signal stops a command after its output was written in full
 COMMITTED: list[str] = []
 
+#: what is left of outputs that a signal stopped dkrr deleting after their replacements were
+#: committed (the old output moved aside; an object store's spare copy): named by the
+#: command line with the outputs, so that the user can delete them
+LEFT_BEHIND: list[str] = []
+
 
 def url_scheme(path: str | os.PathLike | bytes) -> str | None:
     """The URL scheme of `path` (``"s3"`` for ``s3://bucket/key``), or ``None`` for a

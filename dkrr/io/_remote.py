@@ -49,7 +49,7 @@ from ..errors import (
     OutputExistsError,
     OutputNotWritableError,
 )
-from ._paths import COMMITTED, Remote, is_storage_failure, locate, store_error, within_remote
+from ._paths import COMMITTED, LEFT_BEHIND, Remote, is_storage_failure, locate, store_error, within_remote
 
 __all__ = [
     "check_committed", "check_remote_output", "is_incomplete", "marker_of", "missing",
@@ -319,7 +319,8 @@ def _commit(where: Remote) -> None:
 
 def _swap_in(tmp: Remote, final: Remote, marker: bytes) -> None:
     """Replace the output at `final` by the complete one at `tmp` (see the module
-    docstring: marked incomplete, emptied, filled by server-side copies, committed)."""
+    docstring: marked incomplete, emptied, filled by server-side copies), all but the
+    commit, which :func:`remote_output` does."""
     fs = final.fs
     fs.pipe_file(marker_of(final).path, marker)
     old = remote_keys(final)
@@ -329,9 +330,6 @@ def _swap_in(tmp: Remote, final: Remote, marker: bytes) -> None:
     new = remote_keys(tmp) or []
     if new:
         fs.copy([tmp.key(k) for k in new], [final.key(k) for k in new])
-    _commit(final)
-    with contextlib.suppress(Exception):  # the new output is in place; the copy is spare
-        _delete(tmp)
 
 
 @contextlib.contextmanager
@@ -361,12 +359,19 @@ def remote_output(where: Remote, overwrite: bool = False, *, can_replace: Callab
                 if replacing:
                     _check_target(where, overwrite, can_replace)
                     _swap_in(dest, where, marker)
-                else:
+                from ._atomic import interrupts_deferred
+
+                with interrupts_deferred():  # the commit and its record: one step
                     _commit(where)
-                committed = True
-                COMMITTED.append(where.url)
+                    committed = True
+                    COMMITTED.append(where.url)
+                if replacing:  # the new output is in place; its copy is spare
+                    with contextlib.suppress(Exception):
+                        _delete(dest)
         except BaseException as exc:
             if committed:  # a signal after the commit: the output is whole, and stays
+                if replacing:  # the spare copy may be left (its marker keeps it unread)
+                    LEFT_BEHIND.extend([dest.url, marker_of(dest).url])
                 raise
             with contextlib.suppress(Exception):  # the marker stays if the store is gone
                 _delete(dest)
