@@ -226,8 +226,10 @@ class GridEdgeWarning(DkrrWarning):
 class HeaderWarning(DkrrWarning):
     """A CSV's first line may not be what ingest took it for: ``header=True`` made a line
     of numbers the column names, or detection read as data a line of numbers that count
-    the columns as pandas names them (``0,1,2,...``). A warning, not an error: the store
-    is written; ingest again with the other ``header`` if it is wrong."""
+    the columns as pandas names them (``0,1,2,...``), or its first column, without a name
+    and starting at 0, looks like the row index pandas writes (``df.to_csv()``), read as
+    a feature. A warning, not an error: the store is written; ingest again with the other
+    ``header``, or the features named, if it is wrong."""
 
 
 class SingularAlphaWarning(DkrrWarning):

@@ -553,3 +553,39 @@ def test_a_carriage_return_inside_the_second_line_is_named(tmp_path):
     src.write_bytes(b"a,b,y\r\n1,2,3\r4,5,6\n7,8,9\n")
     with pytest.raises(InputValidationError, match=r"line 2 holds a carriage return inside it"):
         ingest(src, tmp_path / "d.zarr")
+
+
+def test_pandas_row_index_in_a_csv_is_warned_of(tmp_path):
+    """``df.to_csv()`` writes the row index as a first column without a name: with named
+    columns it was read as a feature (0, 1, 2, ...) without a word; with pandas' own column
+    names (``,0,1,2``) line 1 was read as data, and its empty cell was the error."""
+    import warnings
+
+    import pandas as pd
+
+    from dkrr.errors import HeaderWarning
+
+    rng = np.random.default_rng(0)
+    pd.DataFrame(rng.normal(size=(20, 3)), columns=["a", "b", "y"]).to_csv(tmp_path / "named.csv")
+    with pytest.warns(HeaderWarning, match=r"column 0 has no name in the header \(line 1\) and its first value "
+                                           r"is 0: it looks like the row index pandas writes"):
+        s = ingest(tmp_path / "named.csv", tmp_path / "named.zarr")
+    assert s.feature_names == ["column_0", "a", "b"]
+    with warnings.catch_warnings():  # the fix it names: no warning
+        warnings.simplefilter("error", HeaderWarning)
+        assert ingest(tmp_path / "named.csv", tmp_path / "f.zarr", features=["a", "b"]).feature_names == ["a", "b"]
+    pd.DataFrame(rng.normal(size=(20, 3))).to_csv(tmp_path / "counted.csv")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with pytest.raises(MissingValueError, match=r"line 1, column 0 \('column_0'\): ''"):
+            ingest(tmp_path / "counted.csv", tmp_path / "counted.zarr")
+    said = [str(w.message) for w in got if w.category is HeaderWarning]
+    assert len(said) == 1 and "line 1 (,0,1,2) is read as a row of data" in said[0], said
+    assert "pass header=True (--header) and leave the index column out" in said[0]
+    s = ingest(tmp_path / "counted.csv", tmp_path / "counted.zarr", header=True, features=["0", "1"])
+    assert s.n_rows == 20 and s.feature_names == ["0", "1"] and s.target_names == ["2"]
+    result = dkrr("ingest", tmp_path / "counted.csv", "--out", tmp_path / "cli.zarr")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("dkrr ingest:")]  # not progress
+    assert result.returncode == 1 and len(lines) == 2, result.stderr  # the warning explains the error after it
+    assert lines[0].startswith("dkrr ingest: warning: ") and "(,0,1,2)" in lines[0]
+    assert lines[1].startswith("dkrr ingest: error: ") and "missing values" in lines[1]

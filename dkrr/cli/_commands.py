@@ -236,7 +236,7 @@ def _warnings_as_lines(command: str):
 
     The warnings are recorded first and printed only once recording has stopped: printing
     through :func:`warnings.showwarning` while recording appends to the list being read
-    (the command never returned).
+    (the command never returned). A block that fails says them before its error line.
     """
     import warnings
 
@@ -248,8 +248,17 @@ def _warnings_as_lines(command: str):
         warnings.simplefilter("always", DkrrWarning)
         try:
             yield
-        finally:
-            recorded = list(caught)
+        except Exception:  # said before the error line, which they may explain (a CSV's
+            _say_warnings(command, list(caught))  # header read as data: its missing cells)
+            raise
+        recorded = list(caught)
+    _say_warnings(command, recorded)
+
+
+def _say_warnings(command: str, recorded) -> None:
+    """Print each recorded warning once, as ``dkrr COMMAND: warning: ...``."""
+    from ..errors import DkrrWarning
+
     seen = set()
     for w in recorded:
         dkrr_own = issubclass(w.category, DkrrWarning)

@@ -84,6 +84,14 @@ def header_doubt(src: Path, first: list[str], line: int, header: bool | None, ha
             f"{src}: header=True (--header) takes line {line} ({shown}) for the column names, though "
             "each of its cells is a number; if it is a row of data, ingest again with header=False "
             "(--no-header), or leave the header to detection", HeaderWarning, stacklevel=3)
+    elif header is None and not has_header and not first[0].strip() and counted >= 2 and values[1:] == [
+            float(j) for j in range(len(values) - 1)]:
+        warnings.warn(
+            f"{src}: line {line} ({shown}) is read as a row of data, as no text cell of it lies over a "
+            "number, though it is the header pandas writes for a frame with its row index (df.to_csv() "
+            "without index=False): an empty name over the index, then the columns counted from 0; pass "
+            "header=True (--header) and leave the index column out (features=, --features)",
+            HeaderWarning, stacklevel=3)
     elif header is None and not has_header and counted >= 3 and values[:counted] == [
             float(j) for j in range(counted)]:
         warnings.warn(
@@ -323,6 +331,12 @@ def read_csv(src: Path, tmp: Path, *, target, header, delimiter, dtype, y_dtype,
     features = like_positions(src, n_cols, features, no_target(target), like_file, like)
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
                                                       features, like)
+    if has_header and not first[0].strip() and 0 in feature_cols and second and to_float(second[0]) == 0.0:
+        warnings.warn(
+            f"{src}: column 0 has no name in the header (line {head_numbers[0]}) and its first value is 0: "
+            "it looks like the row index pandas writes (df.to_csv() without index=False), read here as a "
+            "feature; leave it out (features=, --features), or write the file with index=False",
+            HeaderWarning, stacklevel=2)
     if target_type == "labels" and not scalar:
         raise InvalidParameterError(
             f"target_type='labels' needs one target column, got target={target!r}"
