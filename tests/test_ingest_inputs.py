@@ -589,3 +589,19 @@ def test_pandas_row_index_in_a_csv_is_warned_of(tmp_path):
     assert result.returncode == 1 and len(lines) == 2, result.stderr  # the warning explains the error after it
     assert lines[0].startswith("dkrr ingest: warning: ") and "(,0,1,2)" in lines[0]
     assert lines[1].startswith("dkrr ingest: error: ") and "missing values" in lines[1]
+
+
+def test_a_npy_array_without_columns_is_named_so(tmp_path):
+    # it was "target column index -1 is out of range: ... (0-based indices 0..-1)"
+    np.save(tmp_path / "e.npy", np.zeros((5, 0)))
+    with pytest.raises(InputValidationError, match=r"holds an array of shape \(5, 0\): it has no columns"):
+        ingest(tmp_path / "e.npy", tmp_path / "e.zarr")
+
+
+@pytest.mark.parametrize("spelled", ["TAB", "Tab", "WHITESPACE"])
+def test_the_delimiters_names_are_read_in_any_case(tmp_path, spelled):
+    src = _write(tmp_path / "d.tsv", ["a\tb\ty", "1\t2\t3", "4\t5\t6"])
+    result = dkrr("ingest", src, "--out", tmp_path / "d.zarr", "--delimiter", spelled, "--format", "csv", "-q")
+    assert result.returncode == 0, result.stderr
+    X, y, _, _ = _read(tmp_path / "d.zarr")
+    np.testing.assert_array_equal(X, [[1, 2], [4, 5]])

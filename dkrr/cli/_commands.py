@@ -182,8 +182,8 @@ def _ingest(ingest, args, target, progress):
         features=args.features,  # a list (_parse_columns)
         format=args.format,
         header=args.header,
-        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(
-            args.delimiter, args.delimiter),
+        delimiter={"tab": "\t", "\\t": "\t", "whitespace": None}.get(  # TAB, Whitespace alike
+            args.delimiter.lower() if len(args.delimiter) > 1 else args.delimiter, args.delimiter),
         dtype=args.dtype,
         y_dtype=args.y_dtype,
         chunk_rows=args.chunk_rows,

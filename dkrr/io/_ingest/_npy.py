@@ -64,6 +64,8 @@ def read_npy(src: Path, tmp: Path, *, target, dtype, y_dtype, chunk_rows, n_feat
     n_rows, n_cols = arr.shape
     if n_rows == 0:
         raise InputValidationError(f"{src} has no rows")
+    if n_cols == 0:  # else "index -1 is out of range ... (0-based indices 0..-1)"
+        raise InputValidationError(f"{src} holds an array of shape {arr.shape}: it has no columns")
     names = [f"column_{j}" for j in range(n_cols)]
     features = like_positions(src, n_cols, features, no_target(target), like_file, like)
     target_cols, feature_cols, scalar = split_columns(src, target, names, n_cols, n_features,
