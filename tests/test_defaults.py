@@ -363,6 +363,64 @@ def test_cli_config_file_takes_cv_0_and_gammas_words(tmp_path):
     assert _options("--config", cfg).gammas == "auto"
 
 
+def test_cli_fit_options_say_what_they_do_not_do(tmp_path):
+    """A probe of dkrr fit against the Python API: the options built the same models, but
+    the notes and checks around them were off. ``--alpha`` beside ridge leverage sampling
+    and CV was said "not fitted" though it scores the features' leverage; ``--gamma`` beside
+    a numeric ``--gammas`` was ignored without a note; a config key spelled both ways was
+    taken twice, the last silently; ``--sampling none`` (the help's "default none") was
+    Python's "must be None"."""
+    notes = []
+    est = _options("--sampling", "ridge_leverage", "--alpha", "0.01", "--cv", "5", notes=notes)
+    assert est.sampling == "ridge_leverage" and est.alpha == 0.01
+    assert notes == ["--alpha 0.01 is not fitted: cross-validation chooses alpha from the default grid (--no-cv "
+                     "fits --alpha alone), though --sampling ridge_leverage scores the features' leverage at it"]
+    notes = []
+    est = _options("--gamma", "0.3", "--gammas", "0.5,1", notes=notes)
+    assert est.gammas == [0.5, 1.0] and notes == [
+        "--gamma 0.3 is not used: --gammas gives the widths scored (multipliers of --gamma only where it is one "
+        "width per column, ARD)"]
+    notes = []
+    _options("--gamma", "0.3,0.2,0.1,0.4", "--gammas", "0.5,1", notes=notes)  # ARD: the grid multiplies it
+    _options("--gamma", "0.3", "--gammas", "auto", notes=notes)  # the grid is around it
+    _options("--gammas", "0.5,1", notes=notes)  # no --gamma given
+    assert notes == []
+    assert _options("--sampling", "none").sampling is None
+    cfg = tmp_path / "fit.toml"
+    cfg.write_text("n-components = 100\nn_components = 20\n")
+    with pytest.raises(InvalidParameterError, match=r"option 'n_components' is given twice \(also as 'n-components'\)"):
+        _options("--config", cfg)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "angular", "arccos1"])
+def test_a_kernel_without_a_width_reports_no_gamma(kernel):
+    from dkrr.cli._report import fit_json, fit_lines, gamma_used
+
+    X, y = _data(n=100)
+    est = _options("--kernel", kernel, "--n-components", 8, "--cv", 3).fit(X, y)
+    assert est.gamma_ == 1.0 and gamma_used(est) is None  # gamma_ is 1.0: no width to say
+    lines = fit_lines(est, out="m", seconds=0.1, n_rows=100, n_features=4)
+    assert not [line for line in lines if "gamma" in line], lines
+    assert fit_json(est, out="m", seconds=0.1, n_rows=100, n_features=4)["gamma"] is None
+
+
+def test_bad_map_parameters_are_refused_before_any_pass(monkeypatch):
+    """``method='RFF'``, ``n_components=0`` or an unknown sampling were refused only after
+    the column moments' (standardize) or the bandwidth's pass over X."""
+    import dkrr.estimators._passes as passes
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a pass over X ran before the parameters were checked")
+
+    monkeypatch.setattr(passes, "standardized_input", no_pass)
+    X, y = _data(n=100)
+    for bad, match in ((dict(method="RFF"), "method must be one of"), (dict(n_components=0), "n_components must be"),
+                       (dict(sampling="none"), "sampling must be None or one of"),
+                       (dict(method="nystroem", sampling="ridge_leverage"), "does not apply to method='nystroem'")):
+        with pytest.raises(InvalidParameterError, match=match):
+            RandomFeatureRidge(standardize=True, gamma="median", **bad).fit(X, y)
+
+
 def _help(command):
     from dkrr.cli._options import build_parser
 
@@ -454,3 +512,11 @@ def test_a_negative_value_reaches_its_options_own_check(flags, said, capsys):
         code = exc.code
     err = capsys.readouterr().err
     assert code in (1, 2) and said in err and "expected one argument" not in err, err
+
+
+def test_the_evidence_table_says_not_scored_as_the_cv_table_does():
+    # -inf (G_c + alpha I not positive definite at the statistics' rounding) was a bare cell
+    from dkrr.cli._report import evidence_table
+
+    lines = evidence_table({"alphas": [1e-7, 1e-3, 1.0], "log_evidence": [-np.inf, -120.5, -130.25]}, alpha=1e-3)
+    assert "not scored" in lines[1] and "-inf" not in "".join(lines) and lines[2].rstrip().endswith("*")

@@ -213,6 +213,9 @@ def cmd_fit(args) -> int:
     with fit_output_lock(args):  # from before the fit: of two fits of one output, one runs
         data = open_store(args, require_y=True)
         check_regression_target(est, data)
+        from ..estimators._random_features import check_ridge_map
+
+        check_ridge_map(est, data.X.shape[1])  # a bad method or n_components: before a cluster starts
         y = data.y
         with _client(args), _warnings_as_lines("fit"):
             t0 = time.perf_counter()

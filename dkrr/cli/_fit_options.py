@@ -68,9 +68,13 @@ def _load_config(path: str | None) -> dict:
         raw = raw["fit"]
     types = {dest: typ for _, dest, typ, _ in ESTIMATOR_OPTIONS}
     types.update(classifier=bool, fit_intercept=bool, standardize=bool)
-    config = {}
+    config, spelled = {}, {}
     for key, value in raw.items():
         dest = key.replace("-", "_")
+        if dest in spelled:  # TOML refuses a key twice; 'n-components' and 'n_components' are one
+            raise InvalidParameterError(
+                f"config file {path!r}: option {key!r} is given twice (also as {spelled[dest]!r}); keep one")
+        spelled[dest] = key
         if dest not in types:
             raise InvalidParameterError(
                 f"config file {path!r}: unknown option {key!r}; known: "
@@ -117,6 +121,9 @@ def command_defaults(options: dict) -> list[str]:
     """
     from ..features._nonlinear import WIDTH_KERNELS
 
+    if options.get("sampling") == "none":  # the help's "default none"
+        options["sampling"] = None
+    gamma_given = "gamma" in options
     options.setdefault("standardize", True)
     options.setdefault("random_state", DEFAULT_RANDOM_STATE)
     kernel = options.get("kernel", "gaussian")
@@ -131,9 +138,14 @@ def command_defaults(options: dict) -> list[str]:
         options["cv"] = None
     if "alpha" in options and options["cv"] is not None:
         how = "the evidence (--cv evidence)" if options["cv"] == "evidence" else "cross-validation"
+        leverage = (", though --sampling ridge_leverage scores the features' leverage at it"
+                    if options.get("sampling") == "ridge_leverage" else "")
         notes.append(f"--alpha {options['alpha']:g} is not fitted: {how} chooses alpha from "
                      f"{'--alphas' if options.get('alphas') is not None else 'the default grid'} "
-                     "(--no-cv fits --alpha alone)")
+                     f"(--no-cv fits --alpha alone){leverage}")
+    if gamma_given and isinstance(options.get("gammas"), (list, tuple)) and not isinstance(options["gamma"], (list, tuple)):
+        notes.append(f"--gamma {options['gamma']} is not used: --gammas gives the widths scored "
+                     "(multipliers of --gamma only where it is one width per column, ARD)")
     unused = [f"--{d.replace('_', '-')}" for d in ("pcg_rank", "tol", "max_iter", "pcg_persist") if d in options]
     if unused and options.get("solver", "auto") in ("cholesky", "eigh"):
         notes.append(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to --solver pcg only: "

@@ -52,8 +52,10 @@ def gamma_used(est):
     float, a list of floats (ARD), or None when the kernel has no width."""
     from ..features._nonlinear import WIDTH_KERNELS
 
+    if getattr(est, "kernel", "gaussian") not in WIDTH_KERNELS:  # its gamma_ is 1.0, no width
+        return None
     gamma = getattr(est, "gamma_", None)
-    if gamma is None and getattr(est, "kernel", "gaussian") in WIDTH_KERNELS:
+    if gamma is None:
         gamma = est.gamma if isinstance(est.gamma, numbers.Real) else None
     if gamma is None:
         return None
@@ -150,7 +152,8 @@ def evidence_table(cv_results, *, alpha, gamma=None, ard: bool = False) -> list[
     headers, gi = _gamma_columns(cv_results, gamma, ard, "log evidence")
     logev = np.asarray(cv_results["log_evidence"], dtype=np.float64).reshape(len(headers), -1)
     ai = _chosen_index(alphas, alpha)
-    cells = [[_cell_number(logev[g, a], EVIDENCE_DIGITS) + (" *" if (g, a) == (gi, ai) else "  ")
+    cells = [[(_cell_number(logev[g, a], EVIDENCE_DIGITS) if np.isfinite(logev[g, a]) else "not scored")
+              + (" *" if (g, a) == (gi, ai) else "  ")  # -inf: G_c + alpha I not positive definite
               for g in range(logev.shape[0])] for a in range(alphas.size)]
     return _grid_lines(alphas, headers, cells)
 
@@ -176,7 +179,9 @@ def fit_lines(est, *, out, n_rows: int, n_features: int, seconds: float, pm: str
     lines = []
     results = getattr(est, "cv_results_", None)
     if results is not None and "log_evidence" in results:
-        lines.append("log marginal likelihood (evidence) of y, * = chosen (the largest):")
+        unscored = not np.isfinite(np.asarray(results["log_evidence"], dtype=np.float64)).all()
+        lines.append("log marginal likelihood (evidence) of y, * = chosen (the largest)"
+                     + (", not scored = G + alpha*I not positive definite" if unscored else "") + ":")
         lines += ["  " + line for line in evidence_table(results, alpha=est.alpha_, gamma=_grid_gamma(est, gamma),
                                                          ard=bool(np.ndim(gamma)))]
         s2 = noise_variance(est)

@@ -140,18 +140,37 @@ def draw_ridge_map(est, X, moments=None, scale=None, resolve=True, sample_weight
     "median"``) the bandwidth sample's seed. Returns ``(map, gamma, fold_seed, rng)``;
     ``rng`` goes on to the resampling of ``sampling``. ``sample_weight``: as
     :func:`fit_input_map`'s."""
-    from ..sampling import check_sampling
-
     rng = check_random_state(est.random_state)
-    sampling, n_cand = check_sampling(est.sampling, est.n_candidates, est.n_components)
-    if sampling is not None and (est.method == "nystroem" or est.kernel == "polynomial"):
-        what = "method='nystroem'" if est.method == "nystroem" else "the polynomial kernel's sketches"
-        raise InvalidParameterError(f"sampling resamples random frequencies; it does not apply to {what}")
+    sampling, n_cand = _checked_sampling(est)
     fmap, gamma, fold_seed = fit_input_map(
         est, X, rng, n_components=n_cand or est.n_components, moments=moments, scale=scale,
         after_draw=lambda r: int(r.integers(0, 2**63 - 1)), resolve=resolve, sample_weight=sample_weight,
     )
     return fmap, gamma, fold_seed, rng
+
+
+def _checked_sampling(est):
+    """``(sampling, n_candidates)`` of a ridge estimator, checked."""
+    from ..sampling import check_sampling
+
+    sampling, n_cand = check_sampling(est.sampling, est.n_candidates, est.n_components)
+    if sampling is not None and (est.method == "nystroem" or est.kernel == "polynomial"):
+        what = "method='nystroem'" if est.method == "nystroem" else "the polynomial kernel's sketches"
+        raise InvalidParameterError(f"sampling resamples random frequencies; it does not apply to {what}")
+    return sampling, n_cand
+
+
+def check_ridge_map(est, n_features_in: int) -> None:
+    """The map and sampling parameters of a ridge estimator, checked before any pass over
+    X (a bad method, n_components or sampling was refused only after the column moments'
+    or the bandwidth's pass; :func:`draw_ridge_map` draws with them later). A width rule
+    (``gamma="median"``) is checked where it is resolved."""
+    from ..features._registry import check_map_params
+
+    _checked_sampling(est)
+    check_map_params(est.kernel, est.method, est.n_components, 1.0 if isinstance(est.gamma, str) else est.gamma,
+                     {name: getattr(est, name) for name in MAP_OPTION_NAMES}, n_features_in,
+                     {name: getattr(est, name) for name in KERNEL_PARAMS})
 
 
 def draw_feature_map(est, X, random_state, n_components: int | None = None, gamma=None,

@@ -19,6 +19,7 @@ from ._fitted import RidgeFit, replace_fitted_state
 from ._folds import fold_plan
 from ._passes import fit_statistics_path
 from ._pcg_fit import fit_pcg
+from ._random_features import check_ridge_map
 from ._solver import choose_solver
 from ._inputs import _materialize, _refuse_sparse, _shifted_target  # noqa: F401 - the classifier imports them from here
 from ._inputs import frame_inputs, frame_to_predict, names_state, score_target
@@ -84,9 +85,7 @@ class _RandomFeatureRidgeBase(BaseEstimator):
         self.chunk_rows = chunk_rows
         self.max_block_bytes = max_block_bytes
         self.split_every = split_every
-        self.solver = solver
-        self.sampling = sampling
-        self.n_candidates = n_candidates
+        self.solver, self.sampling, self.n_candidates = solver, sampling, n_candidates
         self.gammas = gammas
         self.pcg_rank, self.tol, self.max_iter, self.pcg_persist = pcg_rank, tol, max_iter, pcg_persist
         self.standardize = standardize
@@ -99,13 +98,13 @@ class _RandomFeatureRidgeBase(BaseEstimator):
 
     # ---------------------------------------------------------------- fitting
     def _fit_streamed(self, X, y, sample_weight=None, groups=None) -> RidgeFit:
-        """Validate, make the pass(es), cross-validate and solve: the fit's
-        :class:`~dkrr.estimators._fitted.RidgeFit`. Sets no attribute."""
+        """Validate, make the pass(es), cross-validate and solve: a ``RidgeFit`` (no attribute set)."""
         if y is None:
             raise InputValidationError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         _refuse_sparse(X, y)
         alpha, K, alphas = self._check_params()
         Xd, yd = as_row_chunked(X, y, chunk_rows=self.chunk_rows, y_kind="labels" if self._labels_mode else "numeric")
+        check_ridge_map(self, Xd.shape[1])  # before any pass over X
         folds = fold_plan(self.cv, Xd, y, groups)  # a splitter's or explicit splits' folds, else None
         K = K if folds is None else folds.n_folds
         gammas = check_gammas(self.gammas, kernel=self.kernel, n_folds=max(K, 2 * uses_evidence(self)),

@@ -163,6 +163,14 @@ def _checked_auto(kernel, method, n_components, gamma, options: dict, n_features
         ) from None
 
 
+def check_map_params(kernel, method, n_components, gamma, options: dict, n_features_in: int,
+                     kernel_params: dict | None = None) -> None:
+    """Raise :class:`~dkrr.errors.InvalidParameterError` for parameters no map could be
+    drawn with (what :func:`draw_feature_map` and :func:`build_feature_map` check), so
+    that an estimator refuses them before its first pass over X."""
+    _checked_auto(kernel, method, n_components, gamma, options, int(n_features_in), kernel_params or {})
+
+
 def _takers(option: str) -> list[str]:
     return sorted(m for m, c in PROJECTIONS.items() if option in c.options)
 
