@@ -95,6 +95,17 @@ def test_the_python_api_says_the_same_in_the_exception(tmp_path, monkeypatch):
     from dkrr.io import _atomic
     from dkrr.io._paths import COMMITTED, LEFT_BEHIND
 
+    # Python's own SIGINT handler: a module imported earlier in this process may have put its
+    # own (dask_jobqueue's runner exits the process: SystemExit, seen in the full suite)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupted_replacement(tmp_path, monkeypatch, _atomic, COMMITTED, LEFT_BEHIND)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted_replacement(tmp_path, monkeypatch, _atomic, COMMITTED, LEFT_BEHIND):
+    """The body of test_the_python_api_says_the_same_in_the_exception."""
     with dask.config.set(scheduler="threads"):
         write_dataset(da.ones((40, 2), chunks=(5, 2)), da.ones(40, chunks=5), tmp_path / "d.zarr")
     unlink, seen = os.unlink, []
