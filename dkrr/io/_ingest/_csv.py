@@ -75,29 +75,26 @@ def header_doubt(src: Path, first: list[str], line: int, header: bool | None, ha
     takes a line of numbers for the column names, or detection reads as data a line whose
     numbers count the columns from 0 as pandas names them (``df.to_csv(index=False)`` of a
     frame without column names writes ``0,1,2,...``, and ``0,1,2,label`` with a named
-    target: no text cell over a number marks it a header)."""
+    target; ``df.to_csv()`` puts an empty name over its row index first: no text cell over
+    a number marks any of them a header)."""
     values = [to_float(c) for c in first]
     shown = ",".join(c.strip() for c in first[:6]) + (",..." if len(first) > 6 else "")
     counted = sum(v is not None for v in values)
+    lead = 0 if first[0].strip() else 1  # the empty name over pandas' row index
     if header and has_header and counted == len(values):
         warnings.warn(
             f"{src}: header=True (--header) takes line {line} ({shown}) for the column names, though "
             "each of its cells is a number; if it is a row of data, ingest again with header=False "
             "(--no-header), or leave the header to detection", HeaderWarning, stacklevel=3)
-    elif header is None and not has_header and not first[0].strip() and counted >= 2 and values[1:] == [
-            float(j) for j in range(len(values) - 1)]:
-        warnings.warn(
-            f"{src}: line {line} ({shown}) is read as a row of data, as no text cell of it lies over a "
-            "number, though it is the header pandas writes for a frame with its row index (df.to_csv() "
-            "without index=False): an empty name over the index, then the columns counted from 0; pass "
-            "header=True (--header) and leave the index column out (features=, --features)",
-            HeaderWarning, stacklevel=3)
-    elif header is None and not has_header and counted >= 3 and values[:counted] == [
+    elif header is None and not has_header and counted >= 3 - lead and values[lead:lead + counted] == [
             float(j) for j in range(counted)]:
+        fix = ("; pass header=True (--header) and leave the index column out (features=, --features)"
+               if lead else "; if it names the columns, ingest again with header=True (--header)")
         warnings.warn(
             f"{src}: line {line} ({shown}) is read as a row of data, as no text cell of it lies over a "
-            "number, though its numbers count the columns as pandas names them; if it names the columns, "
-            "ingest again with header=True (--header)", HeaderWarning, stacklevel=3)
+            "number, though its numbers count the columns as pandas names them"
+            + (" after an empty name over its row index (df.to_csv() without index=False)" if lead else "")
+            + fix, HeaderWarning, stacklevel=3)
 
 
 def _labels_at(target: Any, n_cols: int) -> int | None:
